@@ -1,0 +1,27 @@
+"""longldp: local differential privacy over longitudinal data.
+
+Memoizing frequency oracles with exact privacy parameters, unbiased estimators and exact
+variances; post-processing; and (in later layers) simulation engines, applications and
+experiments. See DESIGN.md in the project's shared folder for the layers and the math.
+"""
+
+from longldp import postprocess, privacy, protocols
+from longldp.protocols import (
+    FrequencyOracle,
+    get_protocol_class,
+    list_protocols,
+    protocol,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "FrequencyOracle",
+    "__version__",
+    "get_protocol_class",
+    "list_protocols",
+    "postprocess",
+    "privacy",
+    "protocol",
+    "protocols",
+]

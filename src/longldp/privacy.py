@@ -1,0 +1,328 @@
+"""Privacy math of every frequency oracle: one formula, one place (DESIGN §3).
+
+Every function here is pure and scalar. Notation: domain size ``k``, ``eps`` for a one-shot
+oracle, ``eps_perm`` (ε∞, the budget of one value memoized forever) and ``eps_1`` (ε1, the budget
+of a single report) for the two-round chains, ``a = e^{eps_perm}``, ``b = e^{eps_1}``.
+
+A two-round chain runs round 1 with ``(p1, q1)`` once per distinct value (memoized) and round 2
+with ``(p2, q2)`` on the memo for every report. A report "supports" v with probability
+
+    P1 = p1·p2 + (1−p1)·q2   (the user's value is v)
+    P0 = q1·p2 + (1−q1)·q2   (it is not)
+
+for every chain (for GRR chains because (1−p1) = (k−1)·q1), and the one unbiased estimator is
+f̂ = (C/n − P0)/(P1 − P0) with the variance of :func:`estimator_variance`.
+
+References
+----------
+[ARC22] Arcolezi et al., "Improving the utility of locally differentially private protocols for
+        longitudinal and multidimensional frequency estimates", Digital Communications and
+        Networks, 2022 (L-GRR, L-OUE, L-OSUE, L-SOUE).
+[ARC23] Arcolezi et al., "Frequency estimation of evolving data under local differential privacy"
+        (LOLOHA), EDBT 2023.
+[WAN17] Wang et al., "Locally differentially private protocols for frequency estimation",
+        USENIX Security 2017 (GRR, SUE, OUE, BLH, OLH).
+[ERL14] Erlingsson et al., "RAPPOR", CCS 2014 (L-SUE).
+[DIN17] Ding et al., "Collecting telemetry data privately", NeurIPS 2017 (dBitFlipPM).
+[002]   shared/seeds/002 (longitudinal LDP applications), eqs. 3, 6, 7.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from longldp import _validate as check
+
+#: Modulus of the universal hash family ((a·x + b) mod P) mod g used by local hashing.
+HASH_PRIME = 2**31 - 1
+
+LGRR_CALIBRATIONS = ("exact", "paper")
+
+
+def _eps_pair(owner: str, eps_perm: float, eps_1: float) -> tuple[float, float]:
+    eps_perm = check.positive_float(owner, "eps_perm", eps_perm)
+    eps_1 = check.positive_float(owner, "eps_1", eps_1, upper=eps_perm)
+    return eps_perm, eps_1
+
+
+# --------------------------------------------------------------------------------------------
+# One-shot oracles ([WAN17] §4)
+# --------------------------------------------------------------------------------------------
+
+
+def grr_probabilities(eps: float, k: int) -> tuple[float, float]:
+    """GRR: p = e^ε/(e^ε+k−1), q = 1/(e^ε+k−1) ([WAN17] §4.1)."""
+    eps = check.positive_float("GRR", "eps", eps)
+    k = check.integer("GRR", "k", k, minimum=2)
+    denom = math.exp(eps) + k - 1
+    return math.exp(eps) / denom, 1.0 / denom
+
+
+def sue_probabilities(eps: float) -> tuple[float, float]:
+    """Symmetric UE (basic one-time RAPPOR): p = e^{ε/2}/(e^{ε/2}+1), q = 1 − p ([WAN17] §4.2)."""
+    eps = check.positive_float("SUE", "eps", eps)
+    p = 1.0 / (1.0 + math.exp(-eps / 2))
+    return p, 1.0 - p
+
+
+def oue_probabilities(eps: float) -> tuple[float, float]:
+    """Optimized UE: p = 1/2, q = 1/(e^ε+1) ([WAN17] §4.2, eq. 11)."""
+    eps = check.positive_float("OUE", "eps", eps)
+    return 0.5, 1.0 / (math.exp(eps) + 1.0)
+
+
+def olh_optimal_g(eps: float) -> int:
+    """Integer hash range g ≥ 2 minimising OLH's V*; e^ε + 1 is the continuous optimum [WAN17]."""
+    eps = check.positive_float("OLH", "eps", eps)
+    candidates = np.arange(2, int(math.exp(eps)) + 4, dtype=np.float64)
+    p = np.exp(eps) / (np.exp(eps) + candidates - 1)
+    return int(candidates[np.argmin(_vstar_unit(p, 1.0 / candidates))])
+
+
+# --------------------------------------------------------------------------------------------
+# Two-round chains ([ARC22], [ARC23], [002])
+# --------------------------------------------------------------------------------------------
+
+
+def lgrr_p2(k: int, eps_perm: float, eps_1: float, calibration: str = "exact") -> float:
+    """Round-2 keep probability of L-GRR (q2 = (1 − p2)/(k − 1)).
+
+    ``"paper"`` ([ARC22] eq. 9; [002] §3, whose printed form is algebraically the same):
+        p2 = (a·b − 1) / ((k−1)(a − b) + a·b − 1).
+    It solves ε1 = ln[(p1p2 + q1q2)/(p1q2 + q1p2)], which is the true single-report ε only for
+    k = 2; for k > 2 a report is more private than ε1 (the true ratio is P1/P0, DESIGN §3.2).
+
+    ``"exact"`` (default): p2 = (p_s − q1)/(p1 − q1) with p_s = GRR(ε1)'s keep probability, so
+    the composed two-round channel *is* GRR at ε1 (P1 = p_s) and V* equals GRR's at ε1.
+    """
+    k = check.integer("L-GRR", "k", k, minimum=2)
+    eps_perm, eps_1 = _eps_pair("L-GRR", eps_perm, eps_1)
+    calibration = check.choice("L-GRR", "calibration", calibration, LGRR_CALIBRATIONS)
+    a, b = math.exp(eps_perm), math.exp(eps_1)
+    if calibration == "paper":
+        return (a * b - 1) / ((k - 1) * (a - b) + a * b - 1)
+    p1, q1 = grr_probabilities(eps_perm, k)
+    p_s, _ = grr_probabilities(eps_1, k)
+    return (p_s - q1) / (p1 - q1)
+
+
+def lsue_p2(eps_perm: float, eps_1: float) -> float:
+    """L-SUE (RAPPOR's utility form): round 2 symmetric with 2p2 − 1 = tanh(ε1/4)/tanh(ε∞/4).
+
+    Both rounds symmetric give P0 = 1 − P1 and 2P1 − 1 = (2p1 − 1)(2p2 − 1); ε1 = 2 ln(P1/P0)
+    solves to the closed form ([ERL14] §3; [002] eq. 6 solved for p2 + q2 = 1).
+    """
+    eps_perm, eps_1 = _eps_pair("L-SUE", eps_perm, eps_1)
+    return 0.5 * (1.0 + math.tanh(eps_1 / 4) / math.tanh(eps_perm / 4))
+
+
+def losue_p2(eps_perm: float, eps_1: float) -> float:
+    """L-OSUE: OUE(ε∞) then symmetric round 2, p2 = (a·b − 1)/((b + 1)(a − 1)) ([ARC22] eq. 14)."""
+    eps_perm, eps_1 = _eps_pair("L-OSUE", eps_perm, eps_1)
+    a, b = math.exp(eps_perm), math.exp(eps_1)
+    return (a * b - 1) / ((b + 1) * (a - 1))
+
+
+def _ue_q2_for_half_p2(owner: str, p1: float, q1: float, eps_perm: float, eps_1: float) -> float:
+    """Solve the UE single-report equation ([002] eq. 6) for q2 with p2 = 1/2.
+
+    With p2 fixed, P1 and P0 are linear in q2, so P1(1−P0) = b·P0(1−P1) is a quadratic; we keep
+    its root in [0, 1/2). The largest reachable ε1 is at q2 = 0 (DESIGN §3.2: a maximum α).
+    """
+    b = math.exp(eps_1)
+    # P1 = A1 + B1·x, P0 = A0 + B0·x with x = q2.
+    A1, B1 = p1 / 2, 1 - p1
+    A0, B0 = q1 / 2, 1 - q1
+    eps_max = ue_report_epsilon(A1, A0)
+    if eps_1 >= eps_max:
+        raise ValueError(
+            f"{owner}: 'eps_1' must be < {eps_max:.6g} (alpha = eps_1/eps_perm < "
+            f"{eps_max / eps_perm:.6g}) at eps_perm = {eps_perm:g}; got {eps_1!r}: "
+            "this chain cannot reach a single-report budget that large."
+        )
+    c2 = B0 * B1 * (b - 1)
+    c1 = B1 * (1 - A0) - A1 * B0 - b * (B0 * (1 - A1) - A0 * B1)
+    c0 = A1 * (1 - A0) - b * A0 * (1 - A1)
+    roots = np.roots([c2, c1, c0])
+    real = roots[np.isreal(roots)].real
+    valid = real[(real >= 0) & (real < 0.5)]
+    if valid.size != 1:  # pragma: no cover - excluded by the eps_max check above
+        raise ValueError(f"{owner}: no valid q2 for eps_perm={eps_perm}, eps_1={eps_1}.")
+    return float(valid[0])
+
+
+def loue_q2(eps_perm: float, eps_1: float) -> float:
+    """L-OUE: p1 = p2 = 1/2, q1 = 1/(a+1), q2 from the ε1 quadratic ([ARC22] §4.2)."""
+    eps_perm, eps_1 = _eps_pair("L-OUE", eps_perm, eps_1)
+    p1, q1 = oue_probabilities(eps_perm)
+    return _ue_q2_for_half_p2("L-OUE", p1, q1, eps_perm, eps_1)
+
+
+def lsoue_q2(eps_perm: float, eps_1: float) -> float:
+    """L-SOUE: SUE(ε∞) round 1, p2 = 1/2, q2 from the ε1 quadratic ([ARC22] §4.2)."""
+    eps_perm, eps_1 = _eps_pair("L-SOUE", eps_perm, eps_1)
+    p1, q1 = sue_probabilities(eps_perm)
+    return _ue_q2_for_half_p2("L-SOUE", p1, q1, eps_perm, eps_1)
+
+
+def max_alpha(protocol: str, eps_perm: float) -> float:
+    """Largest α = ε1/ε∞ that L-OUE or L-SOUE can reach at ``eps_perm`` (supremum, excluded)."""
+    eps_perm = check.positive_float(protocol, "eps_perm", eps_perm)
+    name = check.choice("max_alpha", "protocol", protocol, ("l-oue", "l-soue"))
+    p1, q1 = oue_probabilities(eps_perm) if name == "l-oue" else sue_probabilities(eps_perm)
+    return min(1.0, ue_report_epsilon(p1 / 2, q1 / 2) / eps_perm)
+
+
+def loloha_optimal_g(eps_perm: float, eps_1: float, calibration: str = "exact") -> int:
+    """OLOLOHA's hash range: the integer g ≥ 2 that minimises V* of L-GRR over g buckets.
+
+    The seeds print closed forms (:func:`loloha_g_closed_form`) that round the continuous optimum
+    with ceil ([002] eq. 7) or floor ([000]); we take the exact integer argmin instead.
+    """
+    eps_perm, eps_1 = _eps_pair("OLOLOHA", eps_perm, eps_1)
+    calibration = check.choice("OLOLOHA", "calibration", calibration, LGRR_CALIBRATIONS)
+    candidates = range(2, int(math.exp(eps_perm)) + 4)
+    vstars = [loloha_unit_variance(g, eps_perm, eps_1, calibration) for g in candidates]
+    return int(candidates[int(np.argmin(vstars))])
+
+
+def loloha_unit_variance(g: int, eps_perm: float, eps_1: float, calibration: str) -> float:
+    """n·V* of LOLOHA with hash range g: P0 = 1/g, P1 = L-GRR's P1 over g buckets ([ARC23])."""
+    p1, _ = grr_probabilities(eps_perm, g)
+    p2 = lgrr_p2(g, eps_perm, eps_1, calibration)
+    P1, _ = chain_support(p1, (1 - p1) / (g - 1), p2, (1 - p2) / (g - 1))
+    return float(_vstar_unit(P1, 1.0 / g))
+
+
+def loloha_g_closed_form(eps_perm: float, eps_1: float, rounding: str = "rint") -> int:
+    """The seeds' closed form g = 1 + max(1, round(X)), X = (1 − a² + √A)/(6(a − b)).
+
+    A = a⁴ − 14a² + 12ab(1 − ab) + 12a³b + 1 with a = e^{ε∞}, b = e^{ε1} ([002] eq. 7 rounds with
+    ceil, [000] with floor, the LOLOHA reference code to nearest). Kept to document the
+    disagreement; :func:`loloha_optimal_g` is what OLOLOHA uses.
+    """
+    eps_perm, eps_1 = _eps_pair("OLOLOHA", eps_perm, eps_1)
+    rounding = check.choice("loloha_g_closed_form", "rounding", rounding, ("rint", "ceil", "floor"))
+    a, b = math.exp(eps_perm), math.exp(eps_1)
+    A = a**4 - 14 * a**2 + 12 * a * b * (1 - a * b) + 12 * a**3 * b + 1
+    X = (1 - a**2 + math.sqrt(A)) / (6 * (a - b))
+    rounded = {"rint": round, "ceil": math.ceil, "floor": math.floor}[rounding](X)
+    return 1 + max(1, int(rounded))
+
+
+# --------------------------------------------------------------------------------------------
+# dBitFlipPM ([DIN17] §3)
+# --------------------------------------------------------------------------------------------
+
+
+def bucket_of(values: ArrayLike, k: int, b: int) -> NDArray[np.int64]:
+    """dBitFlipPM's bucketing of [0, k) into b contiguous buckets: ⌊v·b/k⌋ ([DIN17] §3.1)."""
+    return (np.asarray(values, dtype=np.int64) * b) // k
+
+
+def dbitflip_unit_variance(eps_perm: float, b: int, d: int, f: ArrayLike = 0.0) -> NDArray:
+    """n·Var of dBitFlipPM's bucket estimate (ours, for the estimator with the sampler counts).
+
+    With bit-keep probability p = e^{ε/2}/(e^{ε/2}+1) and V1 = e^{ε/2}/(e^{ε/2} − 1)²,
+    n·Var[f̂_j] = (b/d)·V1 + f_j·(b/d − 1). At f = 0 this is [DIN17]'s (b/d)·V1; the LOLOHA
+    appendix prints it without the square.
+    """
+    e = math.exp(eps_perm / 2)
+    return (b / d) * e / (e - 1) ** 2 + np.asarray(f, dtype=np.float64) * (b / d - 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Channels, ε and variance
+# --------------------------------------------------------------------------------------------
+
+
+def chain_support(p1: float, q1: float, p2: float, q2: float) -> tuple[float, float]:
+    """(P1, P0) of a two-round chain; a one-shot oracle is the chain with p2 = 1, q2 = 0."""
+    return p1 * p2 + (1 - p1) * q2, q1 * p2 + (1 - q1) * q2
+
+
+def grr_report_epsilon(P1: float, P0: float) -> float:
+    """ε of one report of a symmetric k-ary channel (Pr[v|v] = P1, Pr[u|v] = P0): ln(P1/P0)."""
+    return math.log(P1 / P0)
+
+
+def ue_report_epsilon(P1: float, P0: float) -> float:
+    """ε of one unary-encoded report with independent bits: ln[P1(1−P0)/(P0(1−P1))] ([002] eq. 6).
+
+    Two inputs differ in two bit positions, so the worst output ratio is the product of the
+    two per-bit ratios P1/P0 and (1−P0)/(1−P1).
+    """
+    return math.log(P1 * (1 - P0) / (P0 * (1 - P1)))
+
+
+def channel_epsilon(channel: ArrayLike) -> float:
+    """Exact ε of a finite channel: max over outputs and input pairs of ln(Pr[y|x]/Pr[y|x']).
+
+    ``channel[x, y] = Pr[output y | input x]``. Outputs that no input can produce are ignored;
+    an output with zero probability under some inputs but not others gives ε = ∞.
+    """
+    m = np.asarray(channel, dtype=np.float64)
+    if m.ndim != 2 or m.shape[0] < 2:
+        raise ValueError(
+            f"channel_epsilon: 'channel' must be a 2-D matrix with >= 2 rows; got {m.shape}."
+        )
+    hi, lo = m.max(axis=0), m.min(axis=0)
+    live = hi > 0
+    if np.any(lo[live] == 0):
+        return math.inf
+    return float(np.max(np.log(hi[live]) - np.log(lo[live])))
+
+
+def _vstar_unit(P1: ArrayLike, P0: ArrayLike) -> NDArray:
+    P1, P0 = np.asarray(P1), np.asarray(P0)
+    return P0 * (1 - P0) / (P1 - P0) ** 2
+
+
+def estimator_variance(n: int, f: ArrayLike, P1: float, P0: float) -> NDArray:
+    """Exact variance of f̂ = (C/n − P0)/(P1 − P0) on a fixed dataset (DESIGN §3).
+
+    Var[f̂] = [f·P1(1−P1) + (1−f)·P0(1−P0)] / (n (P1 − P0)²): C is a sum of n independent
+    Bernoullis, n·f of them with mean P1 and the rest with mean P0.
+    """
+    f = np.asarray(f, dtype=np.float64)
+    return (f * P1 * (1 - P1) + (1 - f) * P0 * (1 - P0)) / (n * (P1 - P0) ** 2)
+
+
+def approx_variance(n: int, P1: float, P0: float) -> float:
+    """V* = P0(1−P0)/(n(P1−P0)²): the variance at f = 0, the figure the papers compare."""
+    return float(_vstar_unit(P1, P0)) / n
+
+
+def pool_extra_variance(f: ArrayLike, g: int, pool_size: int) -> NDArray:
+    """Extra variance of a hashing estimate when users share a pool of m hash functions.
+
+    Users holding w who share a function share its collision with v, so their supports of v
+    move together. Averaging over a uniform assignment of users to functions (ours, DESIGN §3.1):
+    extra Var[f̂_v] = Σ_{w≠v} f_w (f_w − 1/n) / (m (g − 1)) ≈ Σ_{w≠v} f_w² / (m (g − 1)).
+    Returned for every v at once; the 1/n term is dropped (it is below 1/(n·m)).
+    """
+    f = np.asarray(f, dtype=np.float64)
+    return (np.sum(f**2) - f**2) / (pool_size * (g - 1))
+
+
+# --------------------------------------------------------------------------------------------
+# Budget accounting (DESIGN §3.3)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SpentBudget:
+    """What a client has spent: t reports from m distinct memos cost at most min(t·ε1, m·ε∞)."""
+
+    reports: int
+    memos: int
+    epsilon: float
+
+
+def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float) -> SpentBudget:
+    """Sequential composition over reports, capped by the memos' ε∞ each (DESIGN §3.3)."""
+    return SpentBudget(reports, memos, min(reports * eps_1, memos * eps_perm))

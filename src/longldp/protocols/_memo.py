@@ -1,0 +1,88 @@
+"""Round-1 memos of a whole population, stored sparsely and looked up vectorially.
+
+A user holds one memo per distinct memo key (a value; a hash bucket for LOLOHA; a bucket for
+dBitFlipPM), created the first time the user holds it (DESIGN §6). Entries are kept sorted by
+``user * key_range + key`` so that a timestamp's lookups are one ``searchsorted`` and its new
+entries one ``insert``; payloads are ints (GRR chains) or bit-packed rows (UE chains).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+
+class MemoStore:
+    """Sorted (user, key) → payload map, filled in batches."""
+
+    def __init__(self, n_users: int, key_range: int, payload_shape: tuple[int, ...], dtype: type):
+        self.n_users = n_users
+        self.key_range = key_range
+        self._keys = np.empty(0, dtype=np.int64)
+        self._payload = np.empty((0, *payload_shape), dtype=dtype)
+
+    def __len__(self) -> int:
+        return int(self._keys.size)
+
+    def get_or_create(
+        self,
+        users: NDArray[np.int64],
+        keys: NDArray[np.int64],
+        create: Callable[[NDArray[np.bool_]], NDArray],
+    ) -> NDArray:
+        """Payloads for ``(users[i], keys[i])``; ``create(mask)`` draws those not yet memoized.
+
+        Each user appears at most once per call (one report per user per timestamp).
+        """
+        flat = users * self.key_range + keys
+        pos = np.searchsorted(self._keys, flat)
+        inside = pos < self._keys.size
+        found = np.zeros(flat.size, dtype=bool)
+        found[inside] = self._keys[pos[inside]] == flat[inside]
+        out = np.empty((flat.size, *self._payload.shape[1:]), dtype=self._payload.dtype)
+        out[found] = self._payload[pos[found]]
+        missing = ~found
+        if missing.any():
+            fresh = create(missing)
+            out[missing] = fresh
+            order = np.argsort(flat[missing], kind="stable")
+            new_keys = flat[missing][order]
+            at = np.searchsorted(self._keys, new_keys)
+            self._keys = np.insert(self._keys, at, new_keys)
+            self._payload = np.insert(self._payload, at, fresh[order], axis=0)
+        return out
+
+    def memos_per_user(self) -> NDArray[np.int64]:
+        """Number of distinct memos each user holds."""
+        return np.bincount(self._keys // self.key_range, minlength=self.n_users)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._keys.nbytes + self._payload.nbytes)
+
+
+@dataclass
+class PopulationMemo:
+    """Everything a population of clients keeps between reports.
+
+    ``store`` holds the round-1 memos (None for one-shot oracles); ``state`` holds per-user
+    values drawn once and kept forever (the LOLOHA/OLH hash function, dBitFlipPM's sampled
+    buckets), drawn lazily the first time a user reports (``has_state``).
+    """
+
+    n_users: int
+    store: MemoStore | None
+    state: dict[str, NDArray] = field(default_factory=dict)
+    has_state: NDArray[np.bool_] | None = None
+    reports: NDArray[np.int64] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.reports = np.zeros(self.n_users, dtype=np.int64)
+
+    def memos_per_user(self) -> NDArray[np.int64]:
+        if self.store is None:
+            return np.zeros(self.n_users, dtype=np.int64)
+        return self.store.memos_per_user()

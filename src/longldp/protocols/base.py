@@ -1,0 +1,421 @@
+"""The protocol contract shared by every frequency oracle (DESIGN §2).
+
+A protocol is a frozen dataclass that validates itself and exposes its chain parameters
+``p1, q1, p2, q2`` (one-shot oracles: ``p2 = 1, q2 = 0``, the identity second round). This
+base class writes the public methods once; each family supplies a few private hooks:
+
+- ``_new_state(m, rng)``: per-user values drawn once and kept forever (hash function, samples);
+- ``_memo_key(values, state)``: what round 1 is memoized on (value, hash bucket, bucket);
+- ``_round1(keys, state, rng)`` / ``_round2(payload, rng)``: the two randomizations;
+- ``_make_reports(payload, state)``: the report records a server receives;
+- ``support_counts(reports)``, ``_sample_support(true_counts, n, rng)``: aggregation and its
+  count-level twin;
+- ``_encode`` / ``_decode``: fixed-width bytes of a report.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from longldp import _validate as check
+from longldp import postprocess as pp
+from longldp import privacy
+from longldp.protocols._memo import MemoStore, PopulationMemo
+from longldp.protocols._rng import RandomSource, SecureRandom, as_random_source
+
+#: Rows × columns handled at once when a step materializes a (users × domain) matrix.
+CHUNK_CELLS = 1 << 22
+
+
+def row_slices(n: int, width: int) -> Iterator[slice]:
+    """Row blocks of an (n × width) computation that keep each block under CHUNK_CELLS cells."""
+    step = max(1, CHUNK_CELLS // max(1, width))
+    for start in range(0, n, step):
+        yield slice(start, min(n, start + step))
+
+
+class FrequencyOracle(ABC):
+    """Base of every protocol; see the module docstring for the hooks a family implements."""
+
+    name: ClassVar[str]
+    #: True for two-round memoizing chains; one-shot oracles randomize afresh every report.
+    longitudinal: ClassVar[bool]
+    k: int
+    eps_perm: float
+    eps_1: float
+    p1: float
+    q1: float
+    p2: float
+    q2: float
+
+    # ------------------------------------------------------------------ parameters and math
+    @property
+    def estimate_size(self) -> int:
+        """Length of the estimate vector (k; dBitFlipPM: its number of buckets)."""
+        return self.k
+
+    @property
+    def P1(self) -> float:
+        """Probability that a report supports v when the user's value is v."""
+        return privacy.chain_support(self.p1, self.q1, self.p2, self.q2)[0]
+
+    @property
+    def P0(self) -> float:
+        """Probability that a report supports v when the user's value is not v."""
+        return privacy.chain_support(self.p1, self.q1, self.p2, self.q2)[1]
+
+    def approx_variance(self, n: int) -> float:
+        """V*: variance of one estimate at f = 0 (the papers' figure of merit)."""
+        n = check.integer(self.name, "n", n, minimum=1)
+        return privacy.approx_variance(n, self.P1, self.P0)
+
+    def variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
+        """Exact variance of the estimate of a value with true frequency ``f`` (array ok)."""
+        n = check.integer(self.name, "n", n, minimum=1)
+        return privacy.estimator_variance(n, _frequencies(self.name, f), self.P1, self.P0)
+
+    @abstractmethod
+    def single_report_epsilon(self) -> float:
+        """Worst-case ε of one report, computed from the exact composed channel."""
+
+    def first_round_epsilon(self) -> float:
+        """Worst-case ε of the memoized round 1 (what a value reported forever reveals)."""
+        return self.eps_perm
+
+    def _channel_info(self, n: int) -> pp.ChannelInfo:
+        return pp.ChannelInfo(P1=self.P1, P0=self.P0, n=n, grr_type=False)
+
+    # ------------------------------------------------------------------ estimation
+    def estimate(
+        self, support: ArrayLike, n: int, postprocess: str | pp.PostProcessor | None = None
+    ) -> NDArray[np.float64]:
+        """Unbiased frequencies f̂ = (C/n − P0)/(P1 − P0), then optional post-processing.
+
+        Equals the seeds' ((C/n − q2)/(p2 − q2) − q1)/(p1 − q1) ([002] eq. 3). ``postprocess``
+        is a name from :data:`longldp.postprocess.METHODS` or a callable; it targets a total of 1.
+        """
+        n = check.integer(self.name, "n", n, minimum=1)
+        c = np.asarray(support, dtype=np.float64)
+        if c.shape != (self.estimate_size,) or not np.all(np.isfinite(c)):
+            raise ValueError(
+                f"{self.name}: 'support' must be a finite vector of length {self.estimate_size}; "
+                f"got shape {c.shape}."
+            )
+        raw = (c / n - self.P0) / (self.P1 - self.P0)
+        return pp.apply(postprocess, raw, 1.0, self._channel_info(n))
+
+    def sample_support(
+        self, true_counts: ArrayLike, n: int | None = None, rng: Any = None
+    ) -> NDArray:
+        """Support counts of one timestamp drawn directly from the true counts (DESIGN §6).
+
+        Exactly distributed as aggregating ``perturb`` of users with these values, per
+        timestamp (see each family for the joint law); cost O(k), not O(n·k).
+        """
+        counts = check.counts(self.name, true_counts, self.k)
+        total = int(counts.sum())
+        if n is not None and int(n) != total:
+            raise ValueError(f"{self.name}: 'n' must equal sum(true_counts) = {total}; got {n}.")
+        return self._sample_support(counts, total, as_random_source(rng))
+
+    # ------------------------------------------------------------------ population path
+    def new_memo(self, n_users: int) -> PopulationMemo:
+        """Empty client state for ``n_users`` users (round-1 memos and per-user state)."""
+        n_users = check.integer(self.name, "n_users", n_users, minimum=1)
+        store = self._memo_store(n_users) if self.longitudinal else None
+        return PopulationMemo(n_users, store, has_state=np.zeros(n_users, dtype=bool))
+
+    def perturb(
+        self,
+        values: ArrayLike,
+        memo: PopulationMemo | None = None,
+        rng: Any = None,
+        users: ArrayLike | None = None,
+    ) -> NDArray:
+        """Reports of many users at once: what their clients would send (vectorized).
+
+        ``values[i]`` is the value of user ``users[i]`` (default: user i). ``memo`` persists
+        between calls; one-shot oracles may omit it (then per-user state is drawn afresh).
+        """
+        vals = check.domain_values(self.name, values, self.k)
+        if vals.ndim != 1:
+            raise ValueError(f"{self.name}: 'values' must be 1-D; got shape {vals.shape}.")
+        source = as_random_source(rng)
+        if memo is None:
+            if self.longitudinal:
+                raise ValueError(f"{self.name}: 'memo' is required (use new_memo(n_users)).")
+            memo = self.new_memo(max(1, vals.size))
+        who = _user_index(self.name, users, vals.size, memo.n_users)
+        state = self._ensure_state(memo, who, source)
+        keys = self._memo_key(vals, state)
+        if memo.store is None:
+            payload = self._round1(keys, state, source)
+        else:
+            payload = memo.store.get_or_create(
+                who, keys, lambda miss: self._round1(keys[miss], _rows(state, miss), source)
+            )
+            payload = self._round2(payload, source)
+        memo.reports[who] += 1
+        return self._make_reports(payload, state)
+
+    def spent_budget(self, memo: PopulationMemo) -> dict[str, NDArray]:
+        """Per-user budget of a population: reports, distinct memos, min(t·ε1, m·ε∞) (§3.3)."""
+        t = memo.reports
+        m = memo.memos_per_user()
+        if self.longitudinal:
+            eps = np.minimum(t * self.single_report_epsilon(), m * self.first_round_epsilon())
+        else:
+            eps = t * self.single_report_epsilon()
+        return {"reports": t, "memos": m, "epsilon": eps}
+
+    def _ensure_state(self, memo: PopulationMemo, who: NDArray, rng: RandomSource) -> dict:
+        assert memo.has_state is not None
+        need = who[~memo.has_state[who]]
+        if need.size:
+            fresh = self._new_state(need.size, rng)
+            for name, arr in fresh.items():
+                if name not in memo.state:
+                    memo.state[name] = np.zeros((memo.n_users, *arr.shape[1:]), dtype=arr.dtype)
+                memo.state[name][need] = arr
+            memo.has_state[need] = True
+        return {name: arr[who] for name, arr in memo.state.items()}
+
+    # ------------------------------------------------------------------ client and server
+    def client(self, rng: RandomSource | None = None) -> Client:
+        """A stateful client for one user; OS randomness unless a Generator is passed."""
+        return Client(self, rng)
+
+    def aggregator(self) -> Aggregator:
+        """A server-side accumulator of reports."""
+        return Aggregator(self)
+
+    @property
+    def report_nbytes(self) -> int:
+        """Size in bytes of one serialized report."""
+        return self._encode(self._make_reports(*self._example_payload())).shape[1]
+
+    def to_bytes(self, reports: NDArray) -> list[bytes]:
+        """Serialize a batch of reports, fixed width each (see :attr:`report_nbytes`)."""
+        return [row.tobytes() for row in self._encode(reports)]
+
+    def from_bytes(self, data: bytes | Sequence[bytes]) -> NDArray:
+        """Parse reports serialized by :meth:`to_bytes` (one bytes object or a sequence)."""
+        blob = data if isinstance(data, (bytes, bytearray)) else b"".join(data)
+        width = self.report_nbytes
+        if len(blob) % width:
+            raise ValueError(
+                f"{self.name}: serialized reports must be a multiple of {width} bytes; "
+                f"got {len(blob)}."
+            )
+        rows = np.frombuffer(bytes(blob), dtype=np.uint8).reshape(-1, width)
+        return self._decode(rows)
+
+    # ------------------------------------------------------------------ hooks
+    def _memo_store(self, n_users: int) -> MemoStore:
+        return MemoStore(n_users, self.k, (), np.int64)
+
+    def _new_state(self, m: int, rng: RandomSource) -> dict[str, NDArray]:
+        return {}
+
+    def _memo_key(self, values: NDArray[np.int64], state: dict) -> NDArray[np.int64]:
+        return values
+
+    @abstractmethod
+    def _round1(self, keys: NDArray[np.int64], state: dict, rng: RandomSource) -> NDArray: ...
+
+    def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
+        return payload
+
+    def _make_reports(self, payload: NDArray, state: dict) -> NDArray:
+        return payload
+
+    def _example_payload(self) -> tuple[NDArray, dict]:
+        state = self._new_state(1, np.random.default_rng(0))
+        return self._round1(np.zeros(1, dtype=np.int64), state, np.random.default_rng(0)), state
+
+    @abstractmethod
+    def support_counts(self, reports: NDArray) -> NDArray:
+        """Support counts of a batch of reports (what the server accumulates)."""
+
+    @abstractmethod
+    def _sample_support(self, counts: NDArray[np.int64], n: int, rng: RandomSource) -> NDArray: ...
+
+    @abstractmethod
+    def _encode(self, reports: NDArray) -> NDArray[np.uint8]: ...
+
+    @abstractmethod
+    def _decode(self, rows: NDArray[np.uint8]) -> NDArray: ...
+
+
+class OneShot:
+    """Mixin of the one-shot oracles: their single ε is spent by every report, no memo."""
+
+    longitudinal: ClassVar[bool] = False
+    eps: float
+
+    @property
+    def eps_1(self) -> float:
+        """Budget of one report: ε."""
+        return self.eps
+
+    @property
+    def eps_perm(self) -> float:
+        """One-shot oracles memoize nothing; each report spends ε."""
+        return self.eps
+
+
+class Client:
+    """One user's device: memoizes round 1 per memo key and randomizes every report.
+
+    Randomness comes from :class:`SecureRandom` (the OS CSPRNG) unless ``rng`` is given.
+    Per-user state (a hash function, sampled buckets) is drawn once and kept forever.
+    """
+
+    def __init__(self, oracle: FrequencyOracle, rng: RandomSource | None = None):
+        self.oracle = oracle
+        self._rng: RandomSource = SecureRandom() if rng is None else rng
+        self._state = oracle._new_state(1, self._rng)
+        self._memo: dict[int, NDArray] = {}
+        self._reports = 0
+
+    @property
+    def memo_count(self) -> int:
+        """Number of distinct round-1 memos held."""
+        return len(self._memo)
+
+    def report(self, value: int) -> Any:
+        """Randomize ``value`` (an int in [0, k)) into one report record."""
+        vals = check.domain_values(self.oracle.name, np.array([value]), self.oracle.k, "value")
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+            raise ValueError(f"{self.oracle.name}: 'value' must be an int; got {value!r}.")
+        key = self.oracle._memo_key(vals, self._state)
+        if not self.oracle.longitudinal:
+            payload = self.oracle._round1(key, self._state, self._rng)
+        else:
+            memo = self._memo.get(int(key[0]))
+            if memo is None:
+                memo = self.oracle._round1(key, self._state, self._rng)
+                self._memo[int(key[0])] = memo
+            payload = self.oracle._round2(memo, self._rng)
+        self._reports += 1
+        return self.oracle._make_reports(payload, self._state)[0]
+
+    def report_bytes(self, value: int) -> bytes:
+        """:meth:`report`, serialized compactly."""
+        rec = self.report(value)
+        return self.oracle.to_bytes(np.asarray([rec], dtype=np.asarray(rec).dtype))[0]
+
+    @property
+    def spent_budget(self) -> privacy.SpentBudget:
+        """Reports sent, distinct memos, and the ε bound min(t·ε1, m·ε∞) (DESIGN §3.3)."""
+        o = self.oracle
+        if not o.longitudinal:
+            return privacy.SpentBudget(self._reports, 0, self._reports * o.single_report_epsilon())
+        return privacy.spent_budget(
+            self._reports, self.memo_count, o.single_report_epsilon(), o.first_round_epsilon()
+        )
+
+
+class Aggregator:
+    """Server side: accepts batches of reports incrementally, estimates on demand."""
+
+    def __init__(self, oracle: FrequencyOracle):
+        self.oracle = oracle
+        self.n = 0
+        self._support: NDArray | None = None
+
+    def add(self, reports: NDArray | Sequence[Any]) -> None:
+        """Add a batch of report records (as returned by ``perturb`` or ``Client.report``)."""
+        batch = _as_report_array(reports)
+        counts = self.oracle.support_counts(batch)
+        self._support = counts if self._support is None else self._support + counts
+        self.n += len(batch)
+
+    def add_bytes(self, data: bytes | Sequence[bytes]) -> None:
+        """Add serialized reports."""
+        self.add(self.oracle.from_bytes(data))
+
+    @property
+    def support_counts(self) -> NDArray:
+        if self._support is None:
+            return self.oracle.support_counts(self.oracle.from_bytes(b""))
+        return self._support.copy()
+
+    def estimate(self, postprocess: str | pp.PostProcessor | None = None) -> NDArray[np.float64]:
+        """Frequencies from everything added so far."""
+        if self.n == 0:
+            raise ValueError(f"{self.oracle.name}: no reports have been added yet.")
+        return self.oracle.estimate(self.support_counts, self.n, postprocess)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _as_report_array(reports: NDArray | Sequence[Any]) -> NDArray:
+    if isinstance(reports, np.ndarray):
+        return reports
+    items = list(reports)
+    if not items:
+        raise ValueError("reports: an empty list has no type; pass an empty report array.")
+    return np.stack([np.asarray(r) for r in items]) if np.ndim(items[0]) else np.array(items)
+
+
+def _frequencies(owner: str, f: ArrayLike) -> NDArray[np.float64]:
+    arr = np.asarray(f, dtype=np.float64)
+    if not np.all(np.isfinite(arr)) or np.any(arr < 0) or np.any(arr > 1):
+        raise ValueError(f"{owner}: 'f' must be frequencies in [0, 1]; got {f!r}.")
+    return arr
+
+
+def _user_index(owner: str, users: ArrayLike | None, m: int, n_users: int) -> NDArray[np.int64]:
+    if users is None:
+        if m > n_users:
+            raise ValueError(f"{owner}: {m} values for a memo of {n_users} users.")
+        return np.arange(m, dtype=np.int64)
+    who = check.domain_values(owner, users, n_users, "users")
+    if who.shape != (m,):
+        raise ValueError(f"{owner}: 'users' must have one entry per value ({m}); got {who.shape}.")
+    if np.unique(who).size != m:
+        raise ValueError(f"{owner}: 'users' must not repeat a user within one call.")
+    return who
+
+
+def _rows(state: dict, mask: NDArray[np.bool_]) -> dict:
+    return {name: arr[mask] for name, arr in state.items()}
+
+
+def set_derived(obj: object, **values: float) -> None:
+    """Set derived fields of a frozen dataclass from its ``__post_init__``."""
+    for name, value in values.items():
+        object.__setattr__(obj, name, value)
+
+
+def grr_round(x: NDArray[np.int64], m: int, keep: float, rng: RandomSource) -> NDArray[np.int64]:
+    """Keep x with probability ``keep``, else a uniform *other* symbol of [0, m) ([WAN17] §4.1)."""
+    if x.size == 0:
+        return x.copy()
+    shift = rng.integers(1, m, size=x.shape) if m > 1 else np.zeros(x.shape, dtype=np.int64)
+    return np.where(rng.random(x.shape) < keep, x, (x + shift) % m)
+
+
+def min_bytes(max_value: int) -> int:
+    """Bytes needed for an unsigned integer up to ``max_value``."""
+    return max(1, math.ceil(max(1, max_value).bit_length() / 8))
+
+
+def uint_to_bytes(x: NDArray, width: int) -> NDArray[np.uint8]:
+    """Big-endian fixed-width bytes of non-negative integers, shape (n, width)."""
+    return x.astype(">u8").view(np.uint8).reshape(-1, 8)[:, 8 - width :]
+
+
+def bytes_to_uint(rows: NDArray[np.uint8]) -> NDArray[np.int64]:
+    """Inverse of :func:`uint_to_bytes`."""
+    padded = np.zeros((rows.shape[0], 8), dtype=np.uint8)
+    padded[:, 8 - rows.shape[1] :] = rows
+    return padded.view(">u8").ravel().astype(np.int64)

@@ -1,0 +1,202 @@
+"""dBitFlipPM (Ding et al. 2017): Microsoft's telemetry mechanism, the peer LOLOHA compares with.
+
+The domain [0, k) is cut into b contiguous buckets. Each user samples d distinct buckets once,
+forever; for each sampled bucket j it sends the bit 1[bucket(v) = j], kept with probability
+p = e^{ε∞/2}/(e^{ε∞/2} + 1) and flipped otherwise. The d answer bits are memoized per bucket
+value (one round: p2 = 1, q2 = 0), so a user never spends more than ε∞ per distinct bucket.
+
+The estimate is per *bucket* (length b; b = k by default gives values):
+f̂_j = (b/(n·d)) · Σ_{users who sampled j} (x_j − q)/(p − q)   ([DIN17] §3.1, Theorem 1),
+whose support is the pair (ones C_j, samplers S_j) = row 0 and row 1 of a (2, b) array.
+
+References: [DIN17] Ding, Kulkarni, Yekhanin, NeurIPS 2017, §3.1; [ARC23] appendix (which
+prints V* without the square: see :func:`longldp.privacy.dbitflip_unit_variance`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from longldp import _validate as check
+from longldp import postprocess as pp
+from longldp import privacy
+from longldp.protocols._memo import MemoStore
+from longldp.protocols._rng import RandomSource
+from longldp.protocols.base import (
+    FrequencyOracle,
+    _frequencies,
+    bytes_to_uint,
+    min_bytes,
+    row_slices,
+    set_derived,
+    uint_to_bytes,
+)
+
+
+@dataclass(frozen=True)
+class DBitFlipPM(FrequencyOracle):
+    """dBitFlipPM with b buckets (default k) and d sampled buckets per user (default 1).
+
+    ``d = b`` is bBitFlipPM. One report's ε is ε∞ when d ≥ 2 (two sampled bits can both differ
+    between two values) and ε∞/2 when d = 1.
+    """
+
+    k: int
+    eps_perm: float
+    b: int | None = None
+    d: int = 1
+    p1: float = field(init=False)
+    q1: float = field(init=False)
+    p2: float = field(init=False, default=1.0)
+    q2: float = field(init=False, default=0.0)
+    name: ClassVar[str] = "dBitFlipPM"
+    longitudinal: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        k = check.integer(self.name, "k", self.k, minimum=2)
+        eps = check.positive_float(self.name, "eps_perm", self.eps_perm)
+        b = k if self.b is None else check.integer(self.name, "b", self.b, minimum=2, maximum=k)
+        set_derived(self, b=b)
+        check.integer(self.name, "d", self.d, minimum=1, maximum=b)
+        p = 1.0 / (1.0 + math.exp(-eps / 2))
+        set_derived(self, p1=p, q1=1.0 - p)
+
+    @property
+    def n_buckets(self) -> int:
+        assert self.b is not None
+        return self.b
+
+    @property
+    def estimate_size(self) -> int:
+        return self.n_buckets
+
+    @property
+    def eps_1(self) -> float:  # type: ignore[override]
+        """No second round: one report costs what its memo costs."""
+        return self.single_report_epsilon()
+
+    @property
+    def report_dtype(self) -> np.dtype:
+        return np.dtype([("buckets", "<i8", (self.d,)), ("bits", "u1", (self.d,))])
+
+    def single_report_epsilon(self) -> float:
+        """Exact channel: given the public sample, two values differ in at most min(d, 2) bits,
+        each a ratio of p/q = e^{ε∞/2}."""
+        return math.nextafter(min(self.d, 2) * math.log(self.p1 / self.q1), math.inf)
+
+    def first_round_epsilon(self) -> float:
+        return self.single_report_epsilon()
+
+    def approx_variance(self, n: int) -> float:
+        n = check.integer(self.name, "n", n, minimum=1)
+        return float(privacy.dbitflip_unit_variance(self.eps_perm, self.n_buckets, self.d)) / n
+
+    def variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
+        """n·Var = (b/d)·e^{ε/2}/(e^{ε/2}−1)² + f·(b/d − 1) (ours, see the privacy module)."""
+        n = check.integer(self.name, "n", n, minimum=1)
+        freqs = _frequencies(self.name, f)
+        return privacy.dbitflip_unit_variance(self.eps_perm, self.n_buckets, self.d, freqs) / n
+
+    def _channel_info(self, n: int) -> pp.ChannelInfo:
+        # Base-cut reads V* from here: give it dBitFlipPM's own, through an equivalent channel.
+        frac = self.d / self.n_buckets
+        return pp.ChannelInfo(P1=frac * self.p1, P0=frac * self.q1, n=n, grr_type=False)
+
+    def estimate(
+        self, support: ArrayLike, n: int, postprocess: str | pp.PostProcessor | None = None
+    ) -> NDArray[np.float64]:
+        """f̂_j = (b/(n·d))·(C_j − S_j·q)/(p − q), from ``support = [C; S]`` of shape (2, b)."""
+        n = check.integer(self.name, "n", n, minimum=1)
+        s = np.asarray(support, dtype=np.float64)
+        if s.shape != (2, self.n_buckets) or not np.all(np.isfinite(s)):
+            raise ValueError(
+                f"{self.name}: 'support' must be a finite (2, {self.n_buckets}) array of "
+                f"(ones, samplers) per bucket; got shape {s.shape}."
+            )
+        ones, samplers = s
+        raw = self.n_buckets / (n * self.d) * (ones - samplers * self.q1) / (self.p1 - self.q1)
+        return pp.apply(postprocess, raw, 1.0, self._channel_info(n))
+
+    # -- client side
+    def _new_state(self, m: int, rng: RandomSource) -> dict[str, NDArray]:
+        b, d = self.n_buckets, self.d
+        if d == b:
+            return {"sampled": np.tile(np.arange(b, dtype=np.int64), (m, 1))}
+        out = np.empty((m, d), dtype=np.int64)
+        for rows in row_slices(m, b):
+            # The d smallest of b uniform keys are a uniform d-subset.
+            keys = rng.random((rows.stop - rows.start, b))
+            out[rows] = np.sort(np.argpartition(keys, d - 1, axis=1)[:, :d], axis=1)
+        return {"sampled": out}
+
+    def _memo_key(self, values: NDArray[np.int64], state: dict) -> NDArray[np.int64]:
+        return privacy.bucket_of(values, self.k, self.n_buckets)
+
+    def _memo_store(self, n_users: int) -> MemoStore:
+        return MemoStore(n_users, self.n_buckets, (self.d,), np.uint8)
+
+    def _round1(self, keys: NDArray[np.int64], state: dict, rng: RandomSource) -> NDArray:
+        truth = state["sampled"] == keys[:, None]
+        keep = rng.random(truth.shape) < self.p1
+        return np.where(keep, truth, ~truth).astype(np.uint8)
+
+    def _make_reports(self, payload: NDArray, state: dict) -> NDArray:
+        out = np.empty(payload.shape[0], dtype=self.report_dtype)
+        out["buckets"] = state["sampled"]
+        out["bits"] = payload
+        return out
+
+    # -- server side
+    def _check_reports(self, reports: NDArray) -> NDArray:
+        rep = np.asarray(reports)
+        if rep.dtype != self.report_dtype or rep.ndim != 1:
+            raise ValueError(
+                f"{self.name}: 'reports' must be a 1-D array of dtype {self.report_dtype}; "
+                f"got {rep.dtype} {rep.shape}."
+            )
+        check.domain_values(self.name, rep["buckets"], self.n_buckets, "reports['buckets']")
+        if rep.size and rep["bits"].max() > 1:
+            raise ValueError(f"{self.name}: 'reports['bits']' must hold 0 or 1.")
+        return rep
+
+    def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
+        """Row 0: ones per bucket; row 1: users who sampled the bucket."""
+        rep = self._check_reports(reports)
+        where = rep["buckets"].ravel()
+        ones = np.bincount(where, weights=rep["bits"].ravel(), minlength=self.n_buckets)
+        return np.vstack([ones.astype(np.int64), np.bincount(where, minlength=self.n_buckets)])
+
+    def _sample_support(self, counts: NDArray, n: int, rng: RandomSource) -> NDArray[np.int64]:
+        """Per bucket j: samplers among its holders m1 ~ Bin(N_j, d/b), among the others
+        m0 ~ Bin(n − N_j, d/b); ones = Bin(m1, p) + Bin(m0, q). Each bucket's (C_j, S_j) has
+        its exact law; across buckets the counts are drawn independently, whereas each user
+        samples exactly d buckets (a small negative correlation that is not reproduced)."""
+        held = np.bincount(
+            privacy.bucket_of(np.arange(self.k), self.k, self.n_buckets),
+            weights=counts,
+            minlength=self.n_buckets,
+        ).astype(np.int64)
+        frac = self.d / self.n_buckets
+        m1 = rng.binomial(held, frac)
+        m0 = rng.binomial(n - held, frac)
+        ones = rng.binomial(m1, self.p1) + rng.binomial(m0, self.q1)
+        return np.vstack([ones, m1 + m0])
+
+    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+        rep = self._check_reports(reports)
+        width = min_bytes(self.n_buckets - 1)
+        ids = uint_to_bytes(rep["buckets"].ravel(), width).reshape(rep.size, self.d * width)
+        return np.hstack([ids, np.packbits(rep["bits"], axis=1)])
+
+    def _decode(self, rows: NDArray[np.uint8]) -> NDArray:
+        width = min_bytes(self.n_buckets - 1)
+        ids = rows[:, : self.d * width].reshape(-1, width)
+        out = np.empty(rows.shape[0], dtype=self.report_dtype)
+        out["buckets"] = bytes_to_uint(ids).reshape(rows.shape[0], self.d)
+        out["bits"] = np.unpackbits(rows[:, self.d * width :], axis=1, count=self.d)
+        return self._check_reports(out)

@@ -1,0 +1,200 @@
+"""Unary-encoding oracles, one-shot (SUE, OUE) and memoized (L-SUE, L-OUE, L-OSUE, L-SOUE).
+
+A report is a k-bit vector, bit-packed (``numpy.packbits``, big bit order) into ⌈k/8⌉ bytes.
+Round 1 one-hot encodes the value and keeps the 1 with p1, sets each 0 with q1; round 2 acts on
+every memoized bit independently with (p2, q2). Bits are independent, so a report supports v
+with probability P1 (value v) or P0 (otherwise), and one report's ε is
+ln[P1(1−P0)/(P0(1−P1))] ([002] eq. 6).
+
+References: [WAN17] §4.2 (SUE, OUE); [ERL14] (RAPPOR = L-SUE); [ARC22] §4.2 (L-OUE, L-OSUE,
+L-SOUE); DESIGN §3.2.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from longldp import _validate as check
+from longldp import privacy
+from longldp.protocols._memo import MemoStore
+from longldp.protocols._rng import RandomSource
+from longldp.protocols.base import FrequencyOracle, OneShot, row_slices, set_derived
+
+
+class _UnaryEncoding(FrequencyOracle):
+    """Shared machinery: packed bit vectors, bitwise rounds, column sums."""
+
+    @property
+    def nbytes(self) -> int:
+        return (self.k + 7) // 8
+
+    def single_report_epsilon(self) -> float:
+        """ln[P1(1−P0)/(P0(1−P1))]: two inputs differ in two bits (exact channel)."""
+        return math.nextafter(privacy.ue_report_epsilon(self.P1, self.P0), math.inf)
+
+    def first_round_epsilon(self) -> float:
+        return math.nextafter(privacy.ue_report_epsilon(self.p1, self.q1), math.inf)
+
+    def _memo_store(self, n_users: int) -> MemoStore:
+        return MemoStore(n_users, self.k, (self.nbytes,), np.uint8)
+
+    def _round1(self, keys: NDArray[np.int64], state: dict, rng: RandomSource) -> NDArray:
+        out = np.empty((keys.size, self.nbytes), dtype=np.uint8)
+        for rows in row_slices(keys.size, self.k):
+            v = keys[rows]
+            bits = rng.random((v.size, self.k)) < self.q1
+            bits[np.arange(v.size), v] = rng.random(v.size) < self.p1
+            out[rows] = np.packbits(bits, axis=1)
+        return out
+
+    def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
+        out = np.empty_like(payload)
+        for rows in row_slices(payload.shape[0], self.k):
+            memo = np.unpackbits(payload[rows], axis=1, count=self.k).astype(bool)
+            u = rng.random(memo.shape)
+            out[rows] = np.packbits(np.where(memo, u < self.p2, u < self.q2), axis=1)
+        return out
+
+    def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
+        """Column sums of the unpacked bit vectors, in chunks."""
+        rows = self._check_rows(reports)
+        total = np.zeros(self.k, dtype=np.int64)
+        for block in row_slices(rows.shape[0], self.k):
+            total += np.unpackbits(rows[block], axis=1, count=self.k).sum(axis=0, dtype=np.int64)
+        return total
+
+    def _sample_support(self, counts: NDArray, n: int, rng: RandomSource) -> NDArray[np.int64]:
+        """C_v = Bin(n_v, P1) + Bin(n − n_v, P0), independent over v: the bits of one report are
+        independent, so this is the exact joint law of the column sums."""
+        return rng.binomial(counts, self.P1) + rng.binomial(n - counts, self.P0)
+
+    def _check_rows(self, reports: NDArray) -> NDArray[np.uint8]:
+        rows = np.asarray(reports)
+        if rows.dtype != np.uint8 or rows.ndim != 2 or rows.shape[1] != self.nbytes:
+            raise ValueError(
+                f"{self.name}: 'reports' must be packed bit vectors, uint8 of shape "
+                f"(n, {self.nbytes}); got {rows.dtype} {rows.shape}."
+            )
+        pad = self.nbytes * 8 - self.k
+        if pad and np.any(rows[:, -1] & np.uint8((1 << pad) - 1)):
+            raise ValueError(f"{self.name}: 'reports' has bits set beyond position k = {self.k}.")
+        return rows
+
+    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+        return self._check_rows(reports)
+
+    def _decode(self, rows: NDArray[np.uint8]) -> NDArray[np.uint8]:
+        return self._check_rows(rows)
+
+
+def _set_chain(obj: object, p1: float, q1: float, p2: float, q2: float) -> None:
+    set_derived(obj, p1=p1, q1=q1, p2=p2, q2=q2)
+
+
+@dataclass(frozen=True)
+class SUE(OneShot, _UnaryEncoding):
+    """Symmetric UE (basic one-time RAPPOR): p = e^{ε/2}/(e^{ε/2}+1), q = 1 − p ([WAN17] §4.2)."""
+
+    k: int
+    eps: float
+    p1: float = field(init=False)
+    q1: float = field(init=False)
+    p2: float = field(init=False, default=1.0)
+    q2: float = field(init=False, default=0.0)
+    name: ClassVar[str] = "SUE"
+
+    def __post_init__(self) -> None:
+        _check_k(self)
+        _set_chain(self, *privacy.sue_probabilities(self.eps), 1.0, 0.0)
+
+
+@dataclass(frozen=True)
+class OUE(OneShot, _UnaryEncoding):
+    """Optimized UE: p = 1/2, q = 1/(e^ε+1) ([WAN17] §4.2, eq. 11)."""
+
+    k: int
+    eps: float
+    p1: float = field(init=False)
+    q1: float = field(init=False)
+    p2: float = field(init=False, default=1.0)
+    q2: float = field(init=False, default=0.0)
+    name: ClassVar[str] = "OUE"
+
+    def __post_init__(self) -> None:
+        _check_k(self)
+        _set_chain(self, *privacy.oue_probabilities(self.eps), 1.0, 0.0)
+
+
+@dataclass(frozen=True)
+class _UEChain(_UnaryEncoding):
+    k: int
+    eps_perm: float
+    eps_1: float
+    p1: float = field(init=False)
+    q1: float = field(init=False)
+    p2: float = field(init=False)
+    q2: float = field(init=False)
+    longitudinal: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class LSUE(_UEChain):
+    """L-SUE (RAPPOR): SUE(ε∞) memoized, symmetric round 2 with 2p2−1 = tanh(ε1/4)/tanh(ε∞/4)."""
+
+    name: ClassVar[str] = "L-SUE"
+
+    def __post_init__(self) -> None:
+        _check_k(self)
+        p2 = privacy.lsue_p2(self.eps_perm, self.eps_1)
+        _set_chain(self, *privacy.sue_probabilities(self.eps_perm), p2, 1 - p2)
+
+
+@dataclass(frozen=True)
+class LOSUE(_UEChain):
+    """L-OSUE: OUE(ε∞) memoized, symmetric round 2, p2 = (ab−1)/((b+1)(a−1)) ([ARC22] eq. 14).
+
+    One report behaves exactly like OUE at ε1: V* = 4e^{ε1}/(n(e^{ε1}−1)²).
+    """
+
+    name: ClassVar[str] = "L-OSUE"
+
+    def __post_init__(self) -> None:
+        _check_k(self)
+        p2 = privacy.losue_p2(self.eps_perm, self.eps_1)
+        _set_chain(self, *privacy.oue_probabilities(self.eps_perm), p2, 1 - p2)
+
+
+@dataclass(frozen=True)
+class LOUE(_UEChain):
+    """L-OUE: OUE(ε∞) memoized, round 2 with p2 = 1/2 and q2 solving the ε1 quadratic.
+
+    Reaches only α = ε1/ε∞ below :func:`longldp.privacy.max_alpha` ("l-oue").
+    """
+
+    name: ClassVar[str] = "L-OUE"
+
+    def __post_init__(self) -> None:
+        _check_k(self)
+        q2 = privacy.loue_q2(self.eps_perm, self.eps_1)
+        _set_chain(self, *privacy.oue_probabilities(self.eps_perm), 0.5, q2)
+
+
+@dataclass(frozen=True)
+class LSOUE(_UEChain):
+    """L-SOUE: SUE(ε∞) memoized, round 2 with p2 = 1/2 and q2 solving the ε1 quadratic."""
+
+    name: ClassVar[str] = "L-SOUE"
+
+    def __post_init__(self) -> None:
+        _check_k(self)
+        q2 = privacy.lsoue_q2(self.eps_perm, self.eps_1)
+        _set_chain(self, *privacy.sue_probabilities(self.eps_perm), 0.5, q2)
+
+
+def _check_k(obj: FrequencyOracle) -> None:
+    check.integer(obj.name, "k", obj.k, minimum=2)
