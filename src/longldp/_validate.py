@@ -14,8 +14,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 
+class Described(str):
+    """A value already described in words, printed as is in an error message."""
+
+
 def _fail(owner: str, name: str, allowed: str, got: Any) -> ValueError:
-    return ValueError(f"{owner}: '{name}' must be {allowed}; got {got!r}.")
+    shown = got if isinstance(got, Described) else repr(got)
+    return ValueError(f"{owner}: '{name}' must be {allowed}; got {shown}.")
 
 
 def positive_float(owner: str, name: str, value: Any, *, upper: float | None = None) -> float:
@@ -52,6 +57,12 @@ def integer(owner: str, name: str, value: Any, *, minimum: int, maximum: int | N
     return x
 
 
+def chain_budgets(owner: str, eps_perm: Any, eps_1: Any) -> tuple[float, float]:
+    """ε∞ > 0 and 0 < ε1 < ε∞ for a two-round chain."""
+    eps_perm = positive_float(owner, "eps_perm", eps_perm)
+    return eps_perm, positive_float(owner, "eps_1", eps_1, upper=eps_perm)
+
+
 def choice(owner: str, name: str, value: Any, allowed: tuple[str, ...]) -> str:
     """One of a fixed set of lower-case strings (case-insensitive)."""
     if not isinstance(value, str) or value.lower() not in allowed:
@@ -63,10 +74,12 @@ def domain_values(owner: str, values: ArrayLike, k: int, name: str = "values") -
     """Integer values in [0, k); floats (even integral ones), NaN and bools are rejected."""
     arr = np.asarray(values)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer):
-        raise _fail(owner, name, f"integers in [0, {k}) (an integer dtype)", f"dtype {arr.dtype}")
+        raise _fail(
+            owner, name, f"integers in [0, {k}) (an integer dtype)", Described(f"dtype {arr.dtype}")
+        )
     if arr.size and (arr.min() < 0 or arr.max() >= k):
         bad = arr[(arr < 0) | (arr >= k)].ravel()[0]
-        raise _fail(owner, name, f"integers in [0, {k})", f"{int(bad)} (out of the domain)")
+        raise _fail(owner, name, f"integers in [0, {k})", Described(f"{int(bad)} (outside)"))
     return arr.astype(np.int64, copy=False)
 
 
@@ -74,7 +87,12 @@ def counts(owner: str, values: ArrayLike, k: int, name: str = "true_counts") -> 
     """A length-k vector of non-negative integer counts."""
     arr = np.asarray(values)
     if arr.dtype == bool or not np.issubdtype(arr.dtype, np.integer) or arr.shape != (k,):
-        raise _fail(owner, name, f"a length-{k} integer vector", f"shape {arr.shape}, {arr.dtype}")
+        raise _fail(
+            owner,
+            name,
+            f"a length-{k} integer vector",
+            Described(f"shape {arr.shape}, dtype {arr.dtype}"),
+        )
     if arr.size and arr.min() < 0:
         raise _fail(owner, name, "non-negative counts", int(arr.min()))
     return arr.astype(np.int64, copy=False)

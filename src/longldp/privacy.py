@@ -43,10 +43,7 @@ HASH_PRIME = 2**31 - 1
 LGRR_CALIBRATIONS = ("exact", "paper")
 
 
-def _eps_pair(owner: str, eps_perm: float, eps_1: float) -> tuple[float, float]:
-    eps_perm = check.positive_float(owner, "eps_perm", eps_perm)
-    eps_1 = check.positive_float(owner, "eps_1", eps_1, upper=eps_perm)
-    return eps_perm, eps_1
+_eps_pair = check.chain_budgets
 
 
 # --------------------------------------------------------------------------------------------
@@ -257,6 +254,15 @@ def ue_report_epsilon(P1: float, P0: float) -> float:
     two per-bit ratios P1/P0 and (1−P0)/(1−P1).
     """
     return math.log(P1 * (1 - P0) / (P0 * (1 - P1)))
+
+
+def round_up(eps: float) -> float:
+    """Round an ε outward by 1e-12 (relative) so float error can never understate privacy loss.
+
+    As OpenDP does with outward-rounded arithmetic; 1e-12 is far above the ~1e-16 error of the
+    closed forms and far below any budget that matters.
+    """
+    return eps + 1e-12 * max(1.0, abs(eps))
 
 
 def channel_epsilon(channel: ArrayLike) -> float:

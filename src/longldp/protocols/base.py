@@ -55,6 +55,14 @@ class FrequencyOracle(ABC):
     q2: float
 
     # ------------------------------------------------------------------ parameters and math
+    def _validate_common(self) -> None:
+        """Check k and the budgets under this protocol's name, before any derivation."""
+        check.integer(self.name, "k", self.k, minimum=2)
+        if self.longitudinal and "eps_1" in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            check.chain_budgets(self.name, self.eps_perm, self.eps_1)
+        elif "eps" in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            check.positive_float(self.name, "eps", self.eps)  # type: ignore[attr-defined]
+
     @property
     def estimate_size(self) -> int:
         """Length of the estimate vector (k; dBitFlipPM: its number of buckets)."""

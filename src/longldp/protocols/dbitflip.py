@@ -87,7 +87,7 @@ class DBitFlipPM(FrequencyOracle):
     def single_report_epsilon(self) -> float:
         """Exact channel: given the public sample, two values differ in at most min(d, 2) bits,
         each a ratio of p/q = e^{ε∞/2}."""
-        return math.nextafter(min(self.d, 2) * math.log(self.p1 / self.q1), math.inf)
+        return privacy.round_up(min(self.d, 2) * math.log(self.p1 / self.q1))
 
     def first_round_epsilon(self) -> float:
         return self.single_report_epsilon()

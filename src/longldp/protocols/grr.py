@@ -8,7 +8,6 @@ References: [WAN17] §4.1 (GRR); [ARC22] §4.1 and [002] §3 (L-GRR); DESIGN §3
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -35,7 +34,7 @@ class _SymbolReports(FrequencyOracle):
 
     def single_report_epsilon(self) -> float:
         """ln(P1/P0): the composed channel is Pr[v|v] = P1, Pr[u|v] = P0 for all u ≠ v."""
-        return math.nextafter(privacy.grr_report_epsilon(self.P1, self.P0), math.inf)
+        return privacy.round_up(privacy.grr_report_epsilon(self.P1, self.P0))
 
     def _channel_info(self, n: int) -> pp.ChannelInfo:
         return pp.ChannelInfo(P1=self.P1, P0=self.P0, n=n, grr_type=True)
@@ -75,6 +74,7 @@ class GRR(OneShot, _SymbolReports):
     name: ClassVar[str] = "GRR"
 
     def __post_init__(self) -> None:
+        self._validate_common()
         p, q = privacy.grr_probabilities(self.eps, self.k)
         set_derived(self, p1=p, q1=q)
 
@@ -111,6 +111,7 @@ class LGRR(_SymbolReports):
     longitudinal: ClassVar[bool] = True
 
     def __post_init__(self) -> None:
+        self._validate_common()
         p2 = privacy.lgrr_p2(self.k, self.eps_perm, self.eps_1, self.calibration)
         p1, q1 = privacy.grr_probabilities(self.eps_perm, self.k)
         q2 = (1 - p2) / (self.k - 1)

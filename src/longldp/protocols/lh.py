@@ -63,10 +63,10 @@ class _LocalHashing(FrequencyOracle):
 
     def single_report_epsilon(self) -> float:
         """Given H, a report is the L-GRR chain over g buckets: ln[P1 (g−1)/(1 − P1)]."""
-        return math.nextafter(math.log(self.P1 * (self.g - 1) / (1 - self.P1)), math.inf)
+        return privacy.round_up(math.log(self.P1 * (self.g - 1) / (1 - self.P1)))
 
     def first_round_epsilon(self) -> float:
-        return math.nextafter(math.log(self.p1 / self.q1), math.inf)
+        return privacy.round_up(math.log(self.p1 / self.q1))
 
     def variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
         """Exact variance; with a hash pool ``f`` must be the whole length-k distribution and
@@ -84,6 +84,7 @@ class _LocalHashing(FrequencyOracle):
 
     # -- hash functions
     def _check_hashing(self) -> None:
+        self._validate_common()
         check.integer(self.name, "k", self.k, minimum=2, maximum=P - 1)
         if self.hash_pool is not None:
             check.integer(self.name, "hash_pool", self.hash_pool, minimum=1)

@@ -12,14 +12,12 @@ L-SOUE); DESIGN §3.2.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
-from longldp import _validate as check
 from longldp import privacy
 from longldp.protocols._memo import MemoStore
 from longldp.protocols._rng import RandomSource
@@ -35,10 +33,10 @@ class _UnaryEncoding(FrequencyOracle):
 
     def single_report_epsilon(self) -> float:
         """ln[P1(1−P0)/(P0(1−P1))]: two inputs differ in two bits (exact channel)."""
-        return math.nextafter(privacy.ue_report_epsilon(self.P1, self.P0), math.inf)
+        return privacy.round_up(privacy.ue_report_epsilon(self.P1, self.P0))
 
     def first_round_epsilon(self) -> float:
-        return math.nextafter(privacy.ue_report_epsilon(self.p1, self.q1), math.inf)
+        return privacy.round_up(privacy.ue_report_epsilon(self.p1, self.q1))
 
     def _memo_store(self, n_users: int) -> MemoStore:
         return MemoStore(n_users, self.k, (self.nbytes,), np.uint8)
@@ -109,7 +107,7 @@ class SUE(OneShot, _UnaryEncoding):
     name: ClassVar[str] = "SUE"
 
     def __post_init__(self) -> None:
-        _check_k(self)
+        self._validate_common()
         _set_chain(self, *privacy.sue_probabilities(self.eps), 1.0, 0.0)
 
 
@@ -126,7 +124,7 @@ class OUE(OneShot, _UnaryEncoding):
     name: ClassVar[str] = "OUE"
 
     def __post_init__(self) -> None:
-        _check_k(self)
+        self._validate_common()
         _set_chain(self, *privacy.oue_probabilities(self.eps), 1.0, 0.0)
 
 
@@ -149,7 +147,7 @@ class LSUE(_UEChain):
     name: ClassVar[str] = "L-SUE"
 
     def __post_init__(self) -> None:
-        _check_k(self)
+        self._validate_common()
         p2 = privacy.lsue_p2(self.eps_perm, self.eps_1)
         _set_chain(self, *privacy.sue_probabilities(self.eps_perm), p2, 1 - p2)
 
@@ -164,7 +162,7 @@ class LOSUE(_UEChain):
     name: ClassVar[str] = "L-OSUE"
 
     def __post_init__(self) -> None:
-        _check_k(self)
+        self._validate_common()
         p2 = privacy.losue_p2(self.eps_perm, self.eps_1)
         _set_chain(self, *privacy.oue_probabilities(self.eps_perm), p2, 1 - p2)
 
@@ -179,7 +177,7 @@ class LOUE(_UEChain):
     name: ClassVar[str] = "L-OUE"
 
     def __post_init__(self) -> None:
-        _check_k(self)
+        self._validate_common()
         q2 = privacy.loue_q2(self.eps_perm, self.eps_1)
         _set_chain(self, *privacy.oue_probabilities(self.eps_perm), 0.5, q2)
 
@@ -191,10 +189,6 @@ class LSOUE(_UEChain):
     name: ClassVar[str] = "L-SOUE"
 
     def __post_init__(self) -> None:
-        _check_k(self)
+        self._validate_common()
         q2 = privacy.lsoue_q2(self.eps_perm, self.eps_1)
         _set_chain(self, *privacy.sue_probabilities(self.eps_perm), 0.5, q2)
-
-
-def _check_k(obj: FrequencyOracle) -> None:
-    check.integer(obj.name, "k", obj.k, minimum=2)
