@@ -78,6 +78,11 @@ class FrequencyOracle(ABC):
         """Probability that a report supports v when the user's value is not v."""
         return privacy.chain_support(self.p1, self.q1, self.p2, self.q2)[1]
 
+    def true_frequencies(self, values: ArrayLike) -> NDArray[np.float64]:
+        """What the estimate targets for users holding ``values``: the value histogram / n."""
+        vals = check.domain_values(self.name, values, self.k)
+        return np.bincount(vals.ravel(), minlength=self.k) / max(1, vals.size)
+
     def approx_variance(self, n: int) -> float:
         """V*: variance of one estimate at f = 0 (the papers' figure of merit)."""
         n = check.integer(self.name, "n", n, minimum=1)

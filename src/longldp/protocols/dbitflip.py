@@ -84,6 +84,12 @@ class DBitFlipPM(FrequencyOracle):
     def report_dtype(self) -> np.dtype:
         return np.dtype([("buckets", "<i8", (self.d,)), ("bits", "u1", (self.d,))])
 
+    def true_frequencies(self, values: ArrayLike) -> NDArray[np.float64]:
+        """dBitFlipPM estimates buckets: the bucket histogram of ``values`` / n."""
+        vals = check.domain_values(self.name, values, self.k).ravel()
+        buckets = privacy.bucket_of(vals, self.k, self.n_buckets)
+        return np.bincount(buckets, minlength=self.n_buckets) / max(1, vals.size)
+
     def single_report_epsilon(self) -> float:
         """Exact channel: given the public sample, two values differ in at most min(d, 2) bits,
         each a ratio of p/q = e^{ε∞/2}."""

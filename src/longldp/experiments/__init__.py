@@ -1,0 +1,1 @@
+"""Experiments: configurations → grids of runs → result tables → plots (DESIGN §7)."""
