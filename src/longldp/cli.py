@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -17,8 +18,8 @@ console = Console()
 
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("demo-output"), help="Folder for the plot."),
-    seed: int = typer.Option(2026, help="Base seed of the run."),
+    out: Annotated[Path, typer.Option(help="Folder for the plot.")] = Path("demo-output"),
+    seed: Annotated[int, typer.Option(help="Base seed of the run.")] = 2026,
 ) -> None:
     """Compare every longitudinal protocol on synthetic Zipf data; print MSE_avg, write a plot."""
     from longldp.experiments.demo import N_USERS, TAU, plot_demo, run_demo
@@ -46,10 +47,10 @@ def demo(
 
 @app.command("protocols")
 def protocols_cmd(
-    k: int = typer.Option(74, help="Domain size."),
-    eps_perm: float = typer.Option(2.0, "--eps-perm", help="ε∞ (one-shot oracles: ε)."),
-    alpha: float = typer.Option(0.4, help="α = ε1/ε∞ for the chains."),
-    n: int = typer.Option(45_222, help="Users, for V*."),
+    k: Annotated[int, typer.Option(help="Domain size.")] = 74,
+    eps_perm: Annotated[float, typer.Option(help="ε∞ (one-shot oracles: ε).")] = 2.0,
+    alpha: Annotated[float, typer.Option(help="α = ε1/ε∞ for the chains.")] = 0.4,
+    n: Annotated[int, typer.Option(help="Users, for V*.")] = 45_222,
 ) -> None:
     """Print every protocol with its privacy parameters and V* at the given setting."""
     table = Table(title=f"k = {k}, ε∞ = {eps_perm:g}, α = {alpha:g}, n = {n:,}")

@@ -52,7 +52,9 @@ def simulate(
     """Collect ``values[τ, n]`` through ``proto`` with the chosen engine and estimate each t."""
     data = np.asarray(values)
     if data.ndim != 2 or data.shape[1] == 0:
-        raise ValueError(f"simulate: 'values' must have shape (tau, n) with n >= 1; got {data.shape}.")
+        raise ValueError(
+            f"simulate: 'values' must have shape (tau, n) with n >= 1; got {data.shape}."
+        )
     if engine not in ENGINES:
         raise ValueError(f"simulate: 'engine' must be one of {ENGINES}; got {engine!r}.")
     gen = np.random.default_rng(rng)
