@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Annotated
@@ -13,7 +14,8 @@ from rich.table import Table
 import longldp as ll
 
 app = typer.Typer(add_completion=False, help="Local differential privacy over longitudinal data.")
-console = Console()
+# Wide enough for the tables when output is piped (Rich assumes 80 columns off a terminal).
+console = Console(width=None if sys.stdout.isatty() else 160)
 
 
 @app.command()
@@ -54,7 +56,7 @@ def protocols_cmd(
 ) -> None:
     """Print every protocol with its privacy parameters and V* at the given setting."""
     table = Table(title=f"k = {k}, ε∞ = {eps_perm:g}, α = {alpha:g}, n = {n:,}")
-    for col in ("protocol", "kind", "p1", "q1", "p2", "q2", "ε one report", "ε memo", "V*"):
+    for col in ("protocol", "kind", "g", "p1", "q1", "p2", "q2", "ε one report", "ε memo", "V*"):
         table.add_column(col, justify="left" if col in ("protocol", "kind") else "right")
     for info in ll.list_protocols():
         params: dict = {"k": k}
@@ -67,11 +69,12 @@ def protocols_cmd(
         try:
             proto = ll.protocol(info.name, **params)
         except ValueError as err:
-            table.add_row(info.name, "", *[""] * 6, f"[red]{err}[/red]")
+            table.add_row(info.name, "", *[""] * 7, f"[red]{err}[/red]")
             continue
         table.add_row(
             info.name,
             "longitudinal" if info.longitudinal else "one-shot",
+            str(getattr(proto, "g", "")),
             *(f"{x:.4g}" for x in (proto.p1, proto.q1, proto.p2, proto.q2)),
             f"{proto.single_report_epsilon():.4g}",
             f"{proto.first_round_epsilon():.4g}" if info.longitudinal else "-",

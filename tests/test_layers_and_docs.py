@@ -1,0 +1,126 @@
+"""Import layering (DESIGN §1) and the README's example, executed as written."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "longldp"
+
+#: Which longldp modules each layer may import. Leaves (postprocess, metrics) import nothing.
+ALLOWED = {
+    "_validate": set(),
+    "privacy": {"_validate"},
+    "postprocess": set(),
+    "metrics": set(),
+    "protocols": {"_validate", "privacy", "postprocess", "protocols"},
+    "data": {"_validate", "privacy", "data"},
+    "simulate": {"privacy", "postprocess", "metrics", "protocols", "data", "_validate"},
+    "apps": {
+        "_validate",
+        "privacy",
+        "postprocess",
+        "metrics",
+        "protocols",
+        "data",
+        "simulate",
+        "apps",
+    },
+    "experiments": {
+        "_validate",
+        "privacy",
+        "postprocess",
+        "metrics",
+        "protocols",
+        "data",
+        "simulate",
+        "apps",
+        "experiments",
+        "__init__",
+    },
+}
+
+
+def _layer(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0].removesuffix(".py")
+
+
+def _imported_layers(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+            if node.module == "longldp":
+                names = [f"longldp.{a.name}" for a in node.names]
+        for name in names:
+            if name == "longldp":
+                found.add("__init__")
+            elif name.startswith("longldp."):
+                found.add(name.split(".")[1])
+    return found
+
+
+@pytest.mark.parametrize(
+    "path", sorted(p for p in SRC.rglob("*.py") if _layer(p) in ALLOWED), ids=str
+)
+def test_no_upward_imports(path):
+    layer = _layer(path)
+    bad = _imported_layers(path) - ALLOWED[layer] - {layer}
+    assert not bad, f"{path.relative_to(ROOT)} ({layer}) imports {sorted(bad)}"
+
+
+def test_protocol_and_math_modules_need_only_numpy_and_scipy():
+    allowed_roots = {
+        "numpy",
+        "scipy",
+        "longldp",
+        "__future__",
+        "math",
+        "numbers",
+        "dataclasses",
+        "typing",
+        "abc",
+        "collections",
+        "os",
+        "sys",
+        "types",
+        "itertools",
+        "functools",
+    }
+    for path in [
+        SRC / "privacy.py",
+        SRC / "postprocess.py",
+        *sorted((SRC / "protocols").glob("*.py")),
+    ]:
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                roots = {node.module.split(".")[0]}
+            else:
+                continue
+            assert roots <= allowed_roots, f"{path.name} imports {roots - allowed_roots}"
+
+
+def test_readme_example_runs():
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert blocks, "README has no Python example"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
+
+
+def test_readme_shows_the_two_commands():
+    text = (ROOT / "README.md").read_text()
+    assert "make demo" in text and "make test" in text
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
