@@ -37,9 +37,6 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 
-#: Modulus of the universal hash family ((a·x + b) mod P) mod g used by local hashing.
-HASH_PRIME = 2**31 - 1
-
 LGRR_CALIBRATIONS = ("exact", "paper")
 
 

@@ -14,6 +14,56 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import NDArray
 
+#: Largest payload table (bytes) kept dense; larger populations × domains use the sorted store.
+DENSE_LIMIT = 256 * 2**20
+
+
+def make_memo_store(
+    n_users: int, key_range: int, payload_shape: tuple[int, ...], dtype: type
+) -> MemoStore | DenseMemoStore:
+    """A dense (user × key) table when it is small, else the sparse sorted store.
+
+    Both give the same answers; the dense one makes a timestamp O(n) instead of O(M) for M
+    memos held (no re-sorting), which matters at hundreds of timestamps.
+    """
+    cells = n_users * key_range * int(np.prod(payload_shape, dtype=np.int64))
+    if cells * np.dtype(dtype).itemsize <= DENSE_LIMIT:
+        return DenseMemoStore(n_users, key_range, payload_shape, dtype)
+    return MemoStore(n_users, key_range, payload_shape, dtype)
+
+
+class DenseMemoStore:
+    """(user, key) → payload in a zero-initialised table (pages are touched only when used)."""
+
+    def __init__(self, n_users: int, key_range: int, payload_shape: tuple[int, ...], dtype: type):
+        self.n_users = n_users
+        self.key_range = key_range
+        self._present = np.zeros((n_users, key_range), dtype=bool)
+        self._payload = np.zeros((n_users, key_range, *payload_shape), dtype=dtype)
+
+    def __len__(self) -> int:
+        return int(self._present.sum())
+
+    def get_or_create(
+        self,
+        users: NDArray[np.int64],
+        keys: NDArray[np.int64],
+        create: Callable[[NDArray[np.bool_]], NDArray],
+    ) -> NDArray:
+        """As :meth:`MemoStore.get_or_create`."""
+        missing = ~self._present[users, keys]
+        if missing.any():
+            self._payload[users[missing], keys[missing]] = create(missing)
+            self._present[users[missing], keys[missing]] = True
+        return self._payload[users, keys]
+
+    def memos_per_user(self) -> NDArray[np.int64]:
+        return self._present.sum(axis=1, dtype=np.int64)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._present.sum() * (self._payload.nbytes // max(1, self._present.size)))
+
 
 class MemoStore:
     """Sorted (user, key) → payload map, filled in batches."""
@@ -74,7 +124,7 @@ class PopulationMemo:
     """
 
     n_users: int
-    store: MemoStore | None
+    store: MemoStore | DenseMemoStore | None
     state: dict[str, NDArray] = field(default_factory=dict)
     has_state: NDArray[np.bool_] | None = None
     reports: NDArray[np.int64] = field(init=False)

@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
-from longldp.protocols._memo import MemoStore, PopulationMemo
+from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource, SecureRandom, as_random_source
 
 #: Rows × columns handled at once when a step materializes a (users × domain) matrix.
@@ -156,26 +156,70 @@ class FrequencyOracle(ABC):
         ``values[i]`` is the value of user ``users[i]`` (default: user i). ``memo`` persists
         between calls; one-shot oracles may omit it (then per-user state is drawn afresh).
         """
+        source = as_random_source(rng)
+        memo, who, state, _, keys = self._population_step(values, memo, users, source)
+        if memo.store is None:
+            payload = self._round1(keys, state, source)
+        else:
+            payload = self._round2(self._lookup_memos(memo, who, state, keys, source), source)
+        memo.reports[who] += 1
+        return self._make_reports(payload, state)
+
+    def perturb_support(
+        self,
+        values: ArrayLike,
+        memo: PopulationMemo,
+        rng: Any = None,
+        users: ArrayLike | None = None,
+    ) -> NDArray:
+        """Support counts of ``perturb`` drawn without materializing reports (DESIGN §6).
+
+        Round 1 is drawn per user and memoized exactly as in :meth:`perturb`; round 2 is then
+        drawn at count level from the memos, which, given the memos, is the exact law of every
+        aggregate the server computes (see each family's ``_support_from_memos``), at
+        O(n + k) per call instead of O(n·k). One-shot oracles use :meth:`sample_support`.
+        """
+        source = as_random_source(rng)
+        memo, who, state, vals, keys = self._population_step(values, memo, users, source)
+        if memo.store is None:
+            support = self._sample_support(np.bincount(vals, minlength=self.k), who.size, source)
+        else:
+            payload = self._lookup_memos(memo, who, state, keys, source)
+            support = self._support_from_memos(payload, vals, keys, state, source)
+        memo.reports[who] += 1
+        return support
+
+    def _population_step(
+        self,
+        values: ArrayLike,
+        memo: PopulationMemo | None,
+        users: ArrayLike | None,
+        source: RandomSource,
+    ) -> tuple[PopulationMemo, NDArray[np.int64], dict, NDArray[np.int64], NDArray[np.int64]]:
+        """Validate one call of the population path: (memo, users, state, values, memo keys)."""
         vals = check.domain_values(self.name, values, self.k)
         if vals.ndim != 1:
             raise ValueError(f"{self.name}: 'values' must be 1-D; got shape {vals.shape}.")
-        source = as_random_source(rng)
         if memo is None:
             if self.longitudinal:
                 raise ValueError(f"{self.name}: 'memo' is required (use new_memo(n_users)).")
             memo = self.new_memo(max(1, vals.size))
         who = _user_index(self.name, users, vals.size, memo.n_users)
         state = self._ensure_state(memo, who, source)
-        keys = self._memo_key(vals, state)
-        if memo.store is None:
-            payload = self._round1(keys, state, source)
-        else:
-            payload = memo.store.get_or_create(
-                who, keys, lambda miss: self._round1(keys[miss], _rows(state, miss), source)
-            )
-            payload = self._round2(payload, source)
-        memo.reports[who] += 1
-        return self._make_reports(payload, state)
+        return memo, who, state, vals, self._memo_key(vals, state)
+
+    def _lookup_memos(
+        self,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
+        state: dict,
+        keys: NDArray[np.int64],
+        source: RandomSource,
+    ) -> NDArray:
+        assert memo.store is not None
+        return memo.store.get_or_create(
+            who, keys, lambda miss: self._round1(keys[miss], _rows(state, miss), source)
+        )
 
     def spent_budget(self, memo: PopulationMemo) -> dict[str, NDArray]:
         """Per-user budget of a population: reports, distinct memos, min(t·ε1, m·ε∞) (§3.3)."""
@@ -230,8 +274,8 @@ class FrequencyOracle(ABC):
         return self._decode(rows)
 
     # ------------------------------------------------------------------ hooks
-    def _memo_store(self, n_users: int) -> MemoStore:
-        return MemoStore(n_users, self.k, (), np.int64)
+    def _memo_store(self, n_users: int) -> MemoStore | DenseMemoStore:
+        return make_memo_store(n_users, self.k, (), np.int64)
 
     def _new_state(self, m: int, rng: RandomSource) -> dict[str, NDArray]:
         return {}
@@ -244,6 +288,17 @@ class FrequencyOracle(ABC):
 
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
         return payload
+
+    def _support_from_memos(
+        self,
+        payload: NDArray,
+        values: NDArray[np.int64],
+        keys: NDArray[np.int64],
+        state: dict,
+        rng: RandomSource,
+    ) -> NDArray:
+        """Default: materialize round 2 (exact, O(n·k)); families override with count level."""
+        return self.support_counts(self._make_reports(self._round2(payload, rng), state))
 
     def _make_reports(self, payload: NDArray, state: dict) -> NDArray:
         return payload

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
-from longldp.protocols._memo import MemoStore
+from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
@@ -143,8 +143,8 @@ class DBitFlipPM(FrequencyOracle):
     def _memo_key(self, values: NDArray[np.int64], state: dict) -> NDArray[np.int64]:
         return privacy.bucket_of(values, self.k, self.n_buckets)
 
-    def _memo_store(self, n_users: int) -> MemoStore:
-        return MemoStore(n_users, self.n_buckets, (self.d,), np.uint8)
+    def _memo_store(self, n_users: int) -> MemoStore | DenseMemoStore:
+        return make_memo_store(n_users, self.n_buckets, (self.d,), np.uint8)
 
     def _round1(self, keys: NDArray[np.int64], state: dict, rng: RandomSource) -> NDArray:
         truth = state["sampled"] == keys[:, None]

@@ -122,3 +122,18 @@ class LGRR(_SymbolReports):
 
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
         return grr_round(payload, self.k, self.p2, rng)
+
+    def _support_from_memos(
+        self,
+        payload: NDArray,
+        values: NDArray[np.int64],
+        keys: NDArray[np.int64],
+        state: dict,
+        rng: RandomSource,
+    ) -> NDArray[np.int64]:
+        """Round 2 keeps a memo with p2 − q2, else draws a uniform symbol (as in
+        ``_sample_support``): binomial keeps of the memo histogram plus one multinomial."""
+        memo_counts = np.bincount(payload, minlength=self.k)
+        kept = rng.binomial(memo_counts, self.p2 - self.q2)
+        rest = int(payload.size - kept.sum())
+        return kept + rng.multinomial(rest, np.full(self.k, 1.0 / self.k))

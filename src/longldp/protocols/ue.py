@@ -19,9 +19,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import privacy
-from longldp.protocols._memo import MemoStore
+from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import FrequencyOracle, OneShot, row_slices, set_derived
+
+#: _BYTE_BITS[b, j] = bit j (most significant first, numpy.packbits' order) of byte value b.
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
 
 
 class _UnaryEncoding(FrequencyOracle):
@@ -38,8 +41,8 @@ class _UnaryEncoding(FrequencyOracle):
     def first_round_epsilon(self) -> float:
         return privacy.round_up(privacy.ue_report_epsilon(self.p1, self.q1))
 
-    def _memo_store(self, n_users: int) -> MemoStore:
-        return MemoStore(n_users, self.k, (self.nbytes,), np.uint8)
+    def _memo_store(self, n_users: int) -> MemoStore | DenseMemoStore:
+        return make_memo_store(n_users, self.k, (self.nbytes,), np.uint8)
 
     def _round1(self, keys: NDArray[np.int64], state: dict, rng: RandomSource) -> NDArray:
         out = np.empty((keys.size, self.nbytes), dtype=np.uint8)
@@ -58,13 +61,30 @@ class _UnaryEncoding(FrequencyOracle):
             out[rows] = np.packbits(np.where(memo, u < self.p2, u < self.q2), axis=1)
         return out
 
+    def _support_from_memos(
+        self,
+        payload: NDArray,
+        values: NDArray[np.int64],
+        keys: NDArray[np.int64],
+        state: dict,
+        rng: RandomSource,
+    ) -> NDArray[np.int64]:
+        """Bit i of the reports sums to Bin(#memos with bit i set, p2) + Bin(the rest, q2)."""
+        ones = self._column_sums(payload)
+        return rng.binomial(ones, self.p2) + rng.binomial(payload.shape[0] - ones, self.q2)
+
+    def _column_sums(self, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
+        """Σ over rows of the packed bits: a byte histogram per column times the bits of each
+        byte value, O(n·k/8) with no unpacking."""
+        total = np.zeros(self.nbytes * 8, dtype=np.int64)
+        for col in range(self.nbytes):
+            hist = np.bincount(rows[:, col], minlength=256)
+            total[col * 8 : col * 8 + 8] = hist @ _BYTE_BITS
+        return total[: self.k]
+
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
-        """Column sums of the unpacked bit vectors, in chunks."""
-        rows = self._check_rows(reports)
-        total = np.zeros(self.k, dtype=np.int64)
-        for block in row_slices(rows.shape[0], self.k):
-            total += np.unpackbits(rows[block], axis=1, count=self.k).sum(axis=0, dtype=np.int64)
-        return total
+        """Column sums of the packed bit vectors."""
+        return self._column_sums(self._check_rows(reports))
 
     def _sample_support(self, counts: NDArray, n: int, rng: RandomSource) -> NDArray[np.int64]:
         """C_v = Bin(n_v, P1) + Bin(n − n_v, P0), independent over v: the bits of one report are

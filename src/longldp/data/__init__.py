@@ -1,0 +1,85 @@
+"""Data layer of longldp: containers, bundled real data, loaders, generators, interpolation.
+
+Layering (DESIGN §1): this package imports numpy, scipy, pyarrow and ``longldp.privacy`` only.
+
+Contents
+--------
+Containers (`longldp.data.containers`)
+    `Domain`, `Table` (single-valued attributes), `SetData` (set-valued CSR).
+Bundled real data (`longldp.data.registry`)
+    `load`, `list_datasets`, `dataset_names`, `verify_checksums`; provenance in ``DATA.md``.
+Public file formats (`longldp.data.fimi`)
+    `read_fimi`, `write_fimi` for BMS-POS, Kosarak, retail and Quest ``.dat`` files.
+Synthetic data (`longldp.data.synthetic`, `longldp.data.standins`)
+    `zipf`, `uniform`, `gaussian` (+ exact ``*_probabilities``); stand-ins
+    `bms_pos_standin`, `kosarak_standin`; IBM-Quest-style `quest`, `quest_from_name`.
+Set-valued views of tables (`longldp.data.itemsets`)
+    `table_to_itemsets` (one item per attribute=value pair).
+Longitudinal interpolation (`longldp.data.longitudinal`)
+    `to_longitudinal`, `permutations`, `LongitudinalTable`, `LongitudinalSets`.
+"""
+
+from longldp.data.containers import CODE_DTYPE, INDPTR_DTYPE, Domain, SetData, Table
+from longldp.data.fimi import read_fimi, write_fimi
+from longldp.data.itemsets import table_to_itemsets
+from longldp.data.longitudinal import (
+    LongitudinalSets,
+    LongitudinalTable,
+    permutations,
+    to_longitudinal,
+)
+from longldp.data.registry import DatasetInfo, dataset_names, list_datasets, load, verify_checksums
+from longldp.data.standins import (
+    BMS_POS,
+    KOSARAK,
+    StandinSpec,
+    bms_pos_standin,
+    kosarak_standin,
+    quest,
+    quest_from_name,
+    sample_sets,
+    standin,
+)
+from longldp.data.synthetic import (
+    gaussian,
+    gaussian_probabilities,
+    sample_codes,
+    uniform,
+    zipf,
+    zipf_probabilities,
+)
+
+__all__ = [
+    "BMS_POS",
+    "CODE_DTYPE",
+    "INDPTR_DTYPE",
+    "KOSARAK",
+    "DatasetInfo",
+    "Domain",
+    "LongitudinalSets",
+    "LongitudinalTable",
+    "SetData",
+    "StandinSpec",
+    "Table",
+    "bms_pos_standin",
+    "dataset_names",
+    "gaussian",
+    "gaussian_probabilities",
+    "kosarak_standin",
+    "list_datasets",
+    "load",
+    "permutations",
+    "quest",
+    "quest_from_name",
+    "read_fimi",
+    "sample_codes",
+    "sample_sets",
+    "standin",
+    "table_to_itemsets",
+    "to_longitudinal",
+    "uniform",
+    "verify_checksums",
+    "write_fimi",
+    "zipf",
+    "zipf_probabilities",
+]
