@@ -15,11 +15,11 @@ demo: $(STAMP)
 	$(BIN)/longldp demo
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests $(wildcard benchmarks scripts)
 	$(BIN)/pytest -n 2 -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests $(wildcard benchmarks scripts)
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
