@@ -1,10 +1,15 @@
 """Run a population of clients over τ timestamps (DESIGN §6).
 
-Two engines over a longitudinal dataset ``values[τ, n]``:
+Engines over a longitudinal dataset ``values[τ, n]``:
 
-- ``"per-user"``: every user is a client with its own memo state across all timestamps
-  (``new_memo`` once, ``perturb`` every timestamp, then the server's aggregation). Exact and
-  joint over time; vectorized over users.
+- ``"per-user"``: every user is a client with its own memo state across all timestamps. Round 1
+  is drawn per user and memoized; round 2 is drawn at count level from the memos
+  (``perturb_support``), which given the memos is the exact law of the server's aggregates,
+  jointly over time, at O(n + k) per timestamp. For per-user-hash LOLOHA the users who do not
+  hold v support it with probability 1/g independently at every timestamp (the reuse of
+  H_u(v) across time is not reproduced, DESIGN §6).
+- ``"reports"``: the per-user engine with every report materialized (``perturb`` then the
+  server's ``support_counts``): the real client path, O(n·k) per timestamp.
 - ``"count-level"``: one timestamp's support counts drawn directly from its true counts
   (``sample_support``). Exact per timestamp, O(k) per timestamp; it does not reproduce the
   correlation a memo creates across timestamps.
@@ -22,7 +27,7 @@ from longldp import metrics
 from longldp.postprocess import PostProcessor
 from longldp.protocols import FrequencyOracle
 
-ENGINES = ("per-user", "count-level")
+ENGINES = ("per-user", "reports", "count-level")
 
 
 @dataclass(frozen=True)
@@ -31,7 +36,7 @@ class Simulation:
 
     estimates: NDArray[np.float64]  # (τ, d)
     truth: NDArray[np.float64]  # (τ, d)
-    spent_epsilon: NDArray[np.float64] | None  # (n,) per user, per-user engine only
+    spent_epsilon: NDArray[np.float64] | None  # (n,) per user; None for count-level
 
     @property
     def mse_per_timestamp(self) -> NDArray[np.float64]:
@@ -61,9 +66,11 @@ def simulate(
     tau, n = data.shape
     truth = np.stack([proto.true_frequencies(row) for row in data])
     estimates = np.empty_like(truth)
-    memo = proto.new_memo(n) if engine == "per-user" else None
+    memo = proto.new_memo(n) if engine != "count-level" else None
     for t in range(tau):
-        if memo is not None:
+        if engine == "per-user":
+            support = proto.perturb_support(data[t], memo, gen)
+        elif engine == "reports":
             support = proto.support_counts(proto.perturb(data[t], memo, gen))
         else:
             support = proto.sample_support(np.bincount(data[t], minlength=proto.k), n, gen)
