@@ -18,12 +18,18 @@ CHAINS = {
     "BiLOLOHA": {"eps_perm": 2.0, "eps_1": 1.0},
     "OLOLOHA": {"eps_perm": 4.0, "eps_1": 2.0},
     "dBitFlipPM": {"eps_perm": 2.0, "d": 2},
+    "bBitFlipPM": {"eps_perm": 2.0, "d": 5, "b": 5},  # d = b: nothing sampled
 }
+
+
+def make(label: str, k: int):
+    name = "dBitFlipPM" if label == "bBitFlipPM" else label
+    return ll.protocol(name, k=k, **CHAINS[label])
 
 
 @pytest.mark.parametrize("name", list(CHAINS))
 def test_dense_and_sparse_stores_give_identical_reports(name, monkeypatch):
-    proto = ll.protocol(name, k=9, **CHAINS[name])
+    proto = make(name, 9)
     data = np.random.default_rng(0).integers(0, 9, (4, 200))
     runs = []
     for limit in (0, 1 << 40):  # 0 forces the sparse store, a huge limit the dense one
@@ -41,7 +47,7 @@ def test_dense_and_sparse_stores_give_identical_reports(name, monkeypatch):
 def test_perturb_support_matches_materialized_reports(name):
     """Mean and variance of every support count over R repetitions of a two-timestamp
     collection (the second reusing memos) agree within 5 combined standard errors."""
-    proto = ll.protocol(name, k=5, **CHAINS[name])
+    proto = make(name, 5)
     n, reps = 400, 300
     data_rng = np.random.default_rng(2)
     first = data_rng.integers(0, 5, n)

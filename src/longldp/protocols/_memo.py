@@ -33,13 +33,21 @@ def make_memo_store(
 
 
 class DenseMemoStore:
-    """(user, key) → payload in a zero-initialised table (pages are touched only when used)."""
+    """(user, key) → payload in a zero-initialised flat table (pages are touched only when used).
+
+    Rows are addressed by ``user * key_range + key``; a multi-byte payload is viewed as one
+    opaque (void) item so that a lookup is a single 1-D gather.
+    """
 
     def __init__(self, n_users: int, key_range: int, payload_shape: tuple[int, ...], dtype: type):
         self.n_users = n_users
         self.key_range = key_range
-        self._present = np.zeros((n_users, key_range), dtype=bool)
-        self._payload = np.zeros((n_users, key_range, *payload_shape), dtype=dtype)
+        self._shape = payload_shape
+        self._dtype = np.dtype(dtype)
+        itemsize = self._dtype.itemsize * int(np.prod(payload_shape, dtype=np.int64))
+        self._item = np.dtype((np.void, itemsize)) if payload_shape else self._dtype
+        self._present = np.zeros(n_users * key_range, dtype=bool)
+        self._payload = np.zeros(n_users * key_range, dtype=self._item)
 
     def __len__(self) -> int:
         return int(self._present.sum())
@@ -51,18 +59,21 @@ class DenseMemoStore:
         create: Callable[[NDArray[np.bool_]], NDArray],
     ) -> NDArray:
         """As :meth:`MemoStore.get_or_create`."""
-        missing = ~self._present[users, keys]
+        flat = users * self.key_range + keys
+        missing = ~self._present[flat]
         if missing.any():
-            self._payload[users[missing], keys[missing]] = create(missing)
-            self._present[users[missing], keys[missing]] = True
-        return self._payload[users, keys]
+            fresh = np.ascontiguousarray(create(missing), dtype=self._dtype)
+            self._payload[flat[missing]] = fresh.view(self._item).reshape(-1)
+            self._present[flat[missing]] = True
+        out = self._payload[flat]
+        return out.view(self._dtype).reshape(flat.size, *self._shape) if self._shape else out
 
     def memos_per_user(self) -> NDArray[np.int64]:
-        return self._present.sum(axis=1, dtype=np.int64)
+        return self._present.reshape(self.n_users, self.key_range).sum(axis=1, dtype=np.int64)
 
     @property
     def nbytes(self) -> int:
-        return int(self._present.sum() * (self._payload.nbytes // max(1, self._present.size)))
+        return int(self._present.sum()) * self._item.itemsize
 
 
 class MemoStore:

@@ -32,6 +32,7 @@ from longldp.protocols.base import (
     _frequencies,
     bytes_to_uint,
     min_bytes,
+    packed_column_sums,
     row_slices,
     set_derived,
     uint_to_bytes,
@@ -129,10 +130,20 @@ class DBitFlipPM(FrequencyOracle):
         return pp.apply(postprocess, raw, 1.0, self._channel_info(n))
 
     # -- client side
+    @property
+    def samples_everything(self) -> bool:
+        """d = b (bBitFlipPM): every user answers every bucket, so nothing is sampled."""
+        return self.d == self.n_buckets
+
+    def _sampled(self, state: dict, m: int) -> NDArray[np.int64]:
+        if self.samples_everything:
+            return np.broadcast_to(np.arange(self.n_buckets, dtype=np.int64), (m, self.d))
+        return state["sampled"]
+
     def _new_state(self, m: int, rng: RandomSource) -> dict[str, NDArray]:
         b, d = self.n_buckets, self.d
-        if d == b:
-            return {"sampled": np.tile(np.arange(b, dtype=np.int64), (m, 1))}
+        if self.samples_everything:
+            return {}
         out = np.empty((m, d), dtype=np.int64)
         for rows in row_slices(m, b):
             # The d smallest of b uniform keys are a uniform d-subset.
@@ -144,18 +155,36 @@ class DBitFlipPM(FrequencyOracle):
         return privacy.bucket_of(values, self.k, self.n_buckets)
 
     def _memo_store(self, n_users: int) -> MemoStore | DenseMemoStore:
-        return make_memo_store(n_users, self.n_buckets, (self.d,), np.uint8)
+        return make_memo_store(n_users, self.n_buckets, ((self.d + 7) // 8,), np.uint8)
 
     def _round1(self, keys: NDArray[np.int64], state: dict, rng: RandomSource) -> NDArray:
-        truth = state["sampled"] == keys[:, None]
+        """The d answer bits, bit-packed (a memo per bucket value)."""
+        truth = self._sampled(state, keys.size) == keys[:, None]
         keep = rng.random(truth.shape) < self.p1
-        return np.where(keep, truth, ~truth).astype(np.uint8)
+        return np.packbits(np.where(keep, truth, ~truth), axis=1)
 
     def _make_reports(self, payload: NDArray, state: dict) -> NDArray:
         out = np.empty(payload.shape[0], dtype=self.report_dtype)
-        out["buckets"] = state["sampled"]
-        out["bits"] = payload
+        out["buckets"] = self._sampled(state, payload.shape[0])
+        out["bits"] = np.unpackbits(payload, axis=1, count=self.d)
         return out
+
+    def _support_from_memos(
+        self,
+        payload: NDArray,
+        values: NDArray[np.int64],
+        keys: NDArray[np.int64],
+        state: dict,
+        rng: RandomSource,
+    ) -> NDArray[np.int64]:
+        """No second round: the reports are the memos; count them without building records."""
+        if self.samples_everything:
+            ones = packed_column_sums(payload, self.d)
+            return np.vstack([ones, np.full(self.n_buckets, payload.shape[0], dtype=np.int64)])
+        where = state["sampled"].ravel()
+        bits = np.unpackbits(payload, axis=1, count=self.d).ravel()
+        ones = np.bincount(where, weights=bits, minlength=self.n_buckets).astype(np.int64)
+        return np.vstack([ones, np.bincount(where, minlength=self.n_buckets)])
 
     # -- server side
     def _check_reports(self, reports: NDArray) -> NDArray:

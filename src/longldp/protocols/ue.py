@@ -21,10 +21,13 @@ from numpy.typing import NDArray
 from longldp import privacy
 from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
 from longldp.protocols._rng import RandomSource
-from longldp.protocols.base import FrequencyOracle, OneShot, row_slices, set_derived
-
-#: _BYTE_BITS[b, j] = bit j (most significant first, numpy.packbits' order) of byte value b.
-_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
+from longldp.protocols.base import (
+    FrequencyOracle,
+    OneShot,
+    packed_column_sums,
+    row_slices,
+    set_derived,
+)
 
 
 class _UnaryEncoding(FrequencyOracle):
@@ -70,21 +73,12 @@ class _UnaryEncoding(FrequencyOracle):
         rng: RandomSource,
     ) -> NDArray[np.int64]:
         """Bit i of the reports sums to Bin(#memos with bit i set, p2) + Bin(the rest, q2)."""
-        ones = self._column_sums(payload)
+        ones = packed_column_sums(payload, self.k)
         return rng.binomial(ones, self.p2) + rng.binomial(payload.shape[0] - ones, self.q2)
-
-    def _column_sums(self, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
-        """Σ over rows of the packed bits: a byte histogram per column times the bits of each
-        byte value, O(n·k/8) with no unpacking."""
-        total = np.zeros(self.nbytes * 8, dtype=np.int64)
-        for col in range(self.nbytes):
-            hist = np.bincount(rows[:, col], minlength=256)
-            total[col * 8 : col * 8 + 8] = hist @ _BYTE_BITS
-        return total[: self.k]
 
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
         """Column sums of the packed bit vectors."""
-        return self._column_sums(self._check_rows(reports))
+        return packed_column_sums(self._check_rows(reports), self.k)
 
     def _sample_support(self, counts: NDArray, n: int, rng: RandomSource) -> NDArray[np.int64]:
         """C_v = Bin(n_v, P1) + Bin(n − n_v, P0), independent over v: the bits of one report are
