@@ -57,11 +57,17 @@ class _UnaryEncoding(FrequencyOracle):
         return out
 
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
+        """Bit i of the report is 1 w.p. p2 if the memo bit is set, else q2. With p2 + q2 = 1
+        (L-SUE, L-OSUE) that is the memo XOR flips of probability q2, on packed bytes."""
         out = np.empty_like(payload)
+        symmetric = abs(self.p2 + self.q2 - 1.0) < 1e-15
         for rows in row_slices(payload.shape[0], self.k):
-            memo = np.unpackbits(payload[rows], axis=1, count=self.k).astype(bool)
-            u = rng.random(memo.shape)
-            out[rows] = np.packbits(np.where(memo, u < self.p2, u < self.q2), axis=1)
+            u = rng.random((rows.stop - rows.start, self.k))
+            if symmetric:
+                out[rows] = payload[rows] ^ np.packbits(u < self.q2, axis=1)
+            else:
+                memo = np.unpackbits(payload[rows], axis=1, count=self.k).astype(bool)
+                out[rows] = np.packbits(np.where(memo, u < self.p2, u < self.q2), axis=1)
         return out
 
     def _support_from_memos(
