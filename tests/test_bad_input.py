@@ -109,9 +109,9 @@ def test_values_outside_the_domain(name):
 
 def test_estimate_rejects_bad_support():
     proto = ll.protocol("L-OSUE", k=4, eps_perm=2.0, eps_1=1.0)
-    with pytest.raises(ValueError, match="'support' must be a finite vector of length 4"):
+    with pytest.raises(ValueError, match="'support' must be finite with trailing shape \\(4,\\)"):
         proto.estimate(np.array([1.0, np.nan, 2.0, 3.0]), 10)
-    with pytest.raises(ValueError, match="'support' must be a finite vector of length 4"):
+    with pytest.raises(ValueError, match="'support' must be finite with trailing shape \\(4,\\)"):
         proto.estimate(np.ones(5), 10)
     with pytest.raises(ValueError, match="must be one of"):
         proto.estimate(np.ones(4), 10, postprocess="nope")

@@ -65,15 +65,17 @@ def simulate(
     gen = np.random.default_rng(rng)
     tau, n = data.shape
     truth = np.stack([proto.true_frequencies(row) for row in data])
+    if engine == "count-level":  # timestamps are independent: draw them all at once
+        offsets = np.arange(tau)[:, None] * proto.k
+        counts = np.bincount((data + offsets).ravel(), minlength=tau * proto.k)
+        support = proto.sample_support(counts.reshape(tau, proto.k), n, gen)
+        return Simulation(proto.estimate(support, n, postprocess), truth, None)
     estimates = np.empty_like(truth)
-    memo = proto.new_memo(n) if engine != "count-level" else None
+    memo = proto.new_memo(n)
     for t in range(tau):
         if engine == "per-user":
             support = proto.perturb_support(data[t], memo, gen)
-        elif engine == "reports":
-            support = proto.support_counts(proto.perturb(data[t], memo, gen))
         else:
-            support = proto.sample_support(np.bincount(data[t], minlength=proto.k), n, gen)
+            support = proto.support_counts(proto.perturb(data[t], memo, gen))
         estimates[t] = proto.estimate(support, n, postprocess)
-    spent = None if memo is None else proto.spent_budget(memo)["epsilon"]
-    return Simulation(estimates, truth, spent)
+    return Simulation(estimates, truth, proto.spent_budget(memo)["epsilon"])

@@ -105,6 +105,11 @@ class FrequencyOracle(ABC):
         return pp.ChannelInfo(P1=self.P1, P0=self.P0, n=n, grr_type=False)
 
     # ------------------------------------------------------------------ estimation
+    @property
+    def support_shape(self) -> tuple[int, ...]:
+        """Shape of one timestamp's support counts."""
+        return (self.k,)
+
     def estimate(
         self, support: ArrayLike, n: int, postprocess: str | pp.PostProcessor | None = None
     ) -> NDArray[np.float64]:
@@ -112,16 +117,26 @@ class FrequencyOracle(ABC):
 
         Equals the seeds' ((C/n − q2)/(p2 − q2) − q1)/(p1 − q1) ([002] eq. 3). ``postprocess``
         is a name from :data:`longldp.postprocess.METHODS` or a callable; it targets a total of 1.
+        ``support`` may carry leading batch axes (e.g. τ timestamps); each row is estimated.
         """
         n = check.integer(self.name, "n", n, minimum=1)
         c = np.asarray(support, dtype=np.float64)
-        if c.shape != (self.estimate_size,) or not np.all(np.isfinite(c)):
+        shape = self.support_shape
+        if c.shape[c.ndim - len(shape) :] != shape or not np.all(np.isfinite(c)):
             raise ValueError(
-                f"{self.name}: 'support' must be a finite vector of length {self.estimate_size}; "
-                f"got shape {c.shape}."
+                f"{self.name}: 'support' must be finite with trailing shape {shape} "
+                f"(one timestamp's support counts); got shape {c.shape}."
             )
-        raw = (c / n - self.P0) / (self.P1 - self.P0)
-        return pp.apply(postprocess, raw, 1.0, self._channel_info(n))
+        raw = self._unbiased(c, n)
+        if postprocess is None:
+            return raw
+        info = self._channel_info(n)
+        rows = raw.reshape(-1, raw.shape[-1])
+        out = np.stack([pp.apply(postprocess, row, 1.0, info) for row in rows])
+        return out.reshape(raw.shape)
+
+    def _unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        return (support / n - self.P0) / (self.P1 - self.P0)
 
     def sample_support(
         self, true_counts: ArrayLike, n: int | None = None, rng: Any = None
@@ -129,13 +144,33 @@ class FrequencyOracle(ABC):
         """Support counts of one timestamp drawn directly from the true counts (DESIGN §6).
 
         Exactly distributed as aggregating ``perturb`` of users with these values, per
-        timestamp (see each family for the joint law); cost O(k), not O(n·k).
+        timestamp (see each family for the joint law); cost O(k), not O(n·k). ``true_counts``
+        may be a (τ, k) matrix: then τ independent timestamps are drawn at once.
         """
-        counts = check.counts(self.name, true_counts, self.k)
-        total = int(counts.sum())
-        if n is not None and int(n) != total:
-            raise ValueError(f"{self.name}: 'n' must equal sum(true_counts) = {total}; got {n}.")
-        return self._sample_support(counts, total, as_random_source(rng))
+        counts = np.asarray(true_counts)
+        if counts.ndim == 2:
+            for row in counts:
+                check.counts(self.name, row, self.k)
+            counts = counts.astype(np.int64, copy=False)
+        else:
+            counts = check.counts(self.name, true_counts, self.k)
+        total = counts.sum(axis=-1, keepdims=True)
+        if n is not None and np.any(total != int(n)):
+            raise ValueError(
+                f"{self.name}: 'n' must equal sum(true_counts) = {int(total.flat[0])}; got {n}."
+            )
+        source = as_random_source(rng)
+        if counts.ndim == 1:
+            return self._sample_support(counts, int(total[0]), source)
+        return self._sample_support_batch(counts, total, source)
+
+    def _sample_support_batch(
+        self, counts: NDArray[np.int64], totals: NDArray[np.int64], rng: RandomSource
+    ) -> NDArray:
+        """τ timestamps at once; families whose draws broadcast override this loop."""
+        return np.stack(
+            [self._sample_support(c, int(t[0]), rng) for c, t in zip(counts, totals, strict=True)]
+        )
 
     # ------------------------------------------------------------------ population path
     def new_memo(self, n_users: int) -> PopulationMemo:

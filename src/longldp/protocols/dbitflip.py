@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -114,20 +114,15 @@ class DBitFlipPM(FrequencyOracle):
         frac = self.d / self.n_buckets
         return pp.ChannelInfo(P1=frac * self.p1, P0=frac * self.q1, n=n, grr_type=False)
 
-    def estimate(
-        self, support: ArrayLike, n: int, postprocess: str | pp.PostProcessor | None = None
-    ) -> NDArray[np.float64]:
-        """f̂_j = (b/(n·d))·(C_j − S_j·q)/(p − q), from ``support = [C; S]`` of shape (2, b)."""
-        n = check.integer(self.name, "n", n, minimum=1)
-        s = np.asarray(support, dtype=np.float64)
-        if s.shape != (2, self.n_buckets) or not np.all(np.isfinite(s)):
-            raise ValueError(
-                f"{self.name}: 'support' must be a finite (2, {self.n_buckets}) array of "
-                f"(ones, samplers) per bucket; got shape {s.shape}."
-            )
-        ones, samplers = s
-        raw = self.n_buckets / (n * self.d) * (ones - samplers * self.q1) / (self.p1 - self.q1)
-        return pp.apply(postprocess, raw, 1.0, self._channel_info(n))
+    @property
+    def support_shape(self) -> tuple[int, ...]:
+        """Row 0: ones per bucket; row 1: users who sampled the bucket."""
+        return (2, self.n_buckets)
+
+    def _unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        """f̂_j = (b/(n·d))·(C_j − S_j·q)/(p − q), from ``support = [C; S]``."""
+        ones, samplers = support[..., 0, :], support[..., 1, :]
+        return self.n_buckets / (n * self.d) * (ones - samplers * self.q1) / (self.p1 - self.q1)
 
     # -- client side
     @property
@@ -206,21 +201,24 @@ class DBitFlipPM(FrequencyOracle):
         ones = np.bincount(where, weights=rep["bits"].ravel(), minlength=self.n_buckets)
         return np.vstack([ones.astype(np.int64), np.bincount(where, minlength=self.n_buckets)])
 
-    def _sample_support(self, counts: NDArray, n: int, rng: RandomSource) -> NDArray[np.int64]:
-        """Per bucket j: samplers among its holders m1 ~ Bin(N_j, d/b), among the others
-        m0 ~ Bin(n − N_j, d/b); ones = Bin(m1, p) + Bin(m0, q). Each bucket's (C_j, S_j) has
-        its exact law; across buckets the counts are drawn independently, whereas each user
-        samples exactly d buckets (a small negative correlation that is not reproduced)."""
-        held = np.bincount(
-            privacy.bucket_of(np.arange(self.k), self.k, self.n_buckets),
-            weights=counts,
-            minlength=self.n_buckets,
-        ).astype(np.int64)
+    def _sample_support(self, counts: NDArray, n: Any, rng: RandomSource) -> NDArray[np.int64]:
+        """Per bucket j (broadcasting over leading timestamp axes): samplers among its
+        holders m1 ~ Bin(N_j, d/b), among the others m0 ~ Bin(n − N_j, d/b); ones =
+        Bin(m1, p) + Bin(m0, q). Each bucket's (C_j, S_j) has its exact law; across buckets
+        the counts are drawn independently, whereas each user samples exactly d buckets (a
+        small negative correlation that is not reproduced)."""
+        onehot = np.eye(self.n_buckets, dtype=np.int64)[
+            privacy.bucket_of(np.arange(self.k), self.k, self.n_buckets)
+        ]
+        held = counts @ onehot
         frac = self.d / self.n_buckets
         m1 = rng.binomial(held, frac)
         m0 = rng.binomial(n - held, frac)
         ones = rng.binomial(m1, self.p1) + rng.binomial(m0, self.q1)
-        return np.vstack([ones, m1 + m0])
+        return np.stack([ones, m1 + m0], axis=-2)
+
+    def _sample_support_batch(self, counts: NDArray, totals: NDArray, rng: RandomSource) -> NDArray:
+        return self._sample_support(counts, totals, rng)
 
     def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
         rep = self._check_reports(reports)

@@ -53,6 +53,11 @@ class _SymbolReports(FrequencyOracle):
         kept = rng.binomial(counts, self.P1 - self.P0)
         return kept + rng.multinomial(n - int(kept.sum()), np.full(self.k, 1.0 / self.k))
 
+    def _sample_support_batch(self, counts: NDArray, totals: NDArray, rng: RandomSource) -> NDArray:
+        kept = rng.binomial(counts, self.P1 - self.P0)
+        rest = totals[:, 0] - kept.sum(axis=1)
+        return kept + rng.multinomial(rest, np.full(self.k, 1.0 / self.k))
+
     def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
         y = check.domain_values(self.name, reports, self.k, "reports")
         return uint_to_bytes(y, min_bytes(self.k - 1))

@@ -196,6 +196,11 @@ class _LocalHashing(FrequencyOracle):
         reported = kept + rng.multinomial(n_rest, np.full(g, 1.0 / g))
         return np.take_along_axis(reported, table, axis=1).sum(axis=0)
 
+    def _sample_support_batch(self, counts: NDArray, totals: NDArray, rng: RandomSource) -> NDArray:
+        if self.hash_pool is not None:
+            return super()._sample_support_batch(counts, totals, rng)
+        return rng.binomial(counts, self.P1) + rng.binomial(totals - counts, 1.0 / self.g)
+
     def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
         rep = self._check_reports(reports)
         id_width = 8 if self.hash_pool is None else min_bytes(self.hash_pool - 1)

@@ -91,6 +91,9 @@ class _UnaryEncoding(FrequencyOracle):
         independent, so this is the exact joint law of the column sums."""
         return rng.binomial(counts, self.P1) + rng.binomial(n - counts, self.P0)
 
+    def _sample_support_batch(self, counts: NDArray, totals: NDArray, rng: RandomSource) -> NDArray:
+        return self._sample_support(counts, totals, rng)  # the draws broadcast over timestamps
+
     def _check_rows(self, reports: NDArray) -> NDArray[np.uint8]:
         rows = np.asarray(reports)
         if rows.dtype != np.uint8 or rows.ndim != 2 or rows.shape[1] != self.nbytes:
