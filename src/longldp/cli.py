@@ -106,5 +106,74 @@ def datasets() -> None:
     console.print(table)
 
 
+@app.command()
+def run(
+    study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default: results/<study name>).")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Local worker processes (default: all CPUs; 1 runs in-process)."),
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Dask scheduler address; run the cells on that cluster.")
+    ] = None,
+) -> None:
+    """Run a study's grid (resuming a previous run in the same folder); write results.parquet."""
+    from longldp.experiments import load_study, run_study, summarize
+
+    try:
+        spec = load_study(study)
+        report = run_study(spec, out, workers=workers, scheduler=scheduler, console=console)
+    except (ValueError, RuntimeError) as err:
+        console.print(f"[red]error:[/red] {err}")
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        console.print(
+            "[yellow]interrupted[/yellow]: finished cells are saved; run the same "
+            "command again to resume."
+        )
+        raise typer.Exit(130) from None
+    import pyarrow.parquet as pq
+
+    kind = spec.study_kind
+    summary = summarize(pq.read_table(report.path), kind.summary_by, kind.pivot, kind.metric, 60)
+    table = Table(title=f"{spec.name}: mean {kind.metric} over {spec.repetitions} repetition(s)")
+    for i, col in enumerate(summary.header):
+        table.add_column(col, justify="left" if i < len(kind.summary_by) else "right")
+    for row in summary.rows:
+        table.add_row(*row)
+    console.print(table)
+    if summary.omitted:
+        console.print(f"... {summary.omitted} more rows in the table.")
+    console.print(
+        f"{report.rows:,} rows ({report.cells:,} cells: {report.computed:,} computed, "
+        f"{report.resumed:,} resumed) in {report.seconds:.1f} s -> {report.path}"
+    )
+
+
+@app.command()
+def plot(
+    results: Annotated[Path, typer.Argument(help="results.parquet written by 'longldp run'.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for the PNG files (default: plots/ beside it).")
+    ] = None,
+    band: Annotated[
+        str, typer.Option(help="95% band over repetitions: 't' (of the mean) or 'percentile'.")
+    ] = "t",
+) -> None:
+    """Draw MSE_avg against ε∞ (log scale, a panel per dataset) from a results table."""
+    from longldp.experiments import plot_results
+
+    try:
+        paths = plot_results(results, out, band_kind=band)
+    except ValueError as err:
+        console.print(f"[red]error:[/red] {err}")
+        raise typer.Exit(2) from None
+    for path in paths:
+        console.print(str(path))
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()

@@ -22,6 +22,7 @@ __all__ = [
     "choice",
     "fail",
     "integer",
+    "number",
     "number_list",
     "optional_string",
     "string",
@@ -90,9 +91,7 @@ def check_table(where: str, table: Any, keys: Sequence[Key]) -> dict[str, Any]:
     allowed = {k.name: k for k in keys}
     for name in table:
         if name not in allowed:
-            raise ValueError(
-                f"{where}: unknown key '{name}'; allowed keys: {', '.join(allowed)}."
-            )
+            raise ValueError(f"{where}: unknown key '{name}'; allowed keys: {', '.join(allowed)}.")
     out: dict[str, Any] = {}
     for key in keys:
         if key.name in table:
@@ -129,6 +128,25 @@ def integer(minimum: int) -> Check:
     return check
 
 
+def number(lower: float | None = None, *, inclusive: bool = False) -> Check:
+    """A finite real number (> ``lower``, or >= with ``inclusive``, when ``lower`` is given)."""
+    if lower is None:
+        allowed = "a finite number"
+    else:
+        allowed = f"a finite number {'>=' if inclusive else '>'} {lower:g}"
+
+    def check(where: str, name: str, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise fail(where, name, allowed, value)
+        x = float(value)
+        below = lower is not None and (x < lower if inclusive else x <= lower)
+        if not math.isfinite(x) or below:
+            raise fail(where, name, allowed, value)
+        return x
+
+    return check
+
+
 def choice(options: Sequence[str]) -> Check:
     """One of ``options`` (case-insensitive; returned as spelled in ``options``)."""
 
@@ -141,9 +159,7 @@ def choice(options: Sequence[str]) -> Check:
     return check
 
 
-def number_list(
-    *, lower: float = 0.0, upper: float | None = None, what: str = "numbers"
-) -> Check:
+def number_list(*, lower: float = 0.0, upper: float | None = None, what: str = "numbers") -> Check:
     """A non-empty list of distinct finite numbers in (lower, upper) (upper open, if given)."""
     allowed = (
         f"a non-empty list of distinct {what} > {lower:g}"
@@ -197,10 +213,6 @@ def string_list(options: Sequence[str] | None = None) -> Check:
 
 def table_list(where: str, name: str, value: Any) -> tuple[Mapping[str, Any], ...]:
     """A non-empty list of tables (``[[name]]`` blocks or an inline array of tables)."""
-    if (
-        not isinstance(value, list)
-        or not value
-        or not all(isinstance(x, Mapping) for x in value)
-    ):
+    if not isinstance(value, list) or not value or not all(isinstance(x, Mapping) for x in value):
         raise fail(where, name, "a non-empty list of tables", value)
     return tuple(value)
