@@ -11,8 +11,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# The main job: the standalone comparison on Adult (experiments/demo.toml, about two minutes on
+# two cores), its summary table, and its plots in demo-output/.
 demo: $(STAMP)
-	$(BIN)/longldp demo
+	$(BIN)/longldp run experiments/demo.toml --out demo-output
+	$(BIN)/longldp plot demo-output/results.parquet --out demo-output
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks scripts)

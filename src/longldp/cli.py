@@ -175,5 +175,23 @@ def plot(
         console.print(str(path))
 
 
+@app.command("allomfree-tables")
+def allomfree_tables_cmd(
+    n: Annotated[int, typer.Option(help="Users, for V* (the paper: 10,000).")] = 10_000,
+    calibration: Annotated[
+        str, typer.Option(help="L-GRR calibration: 'paper' (as published) or 'exact'.")
+    ] = "paper",
+) -> None:
+    """Regenerate ALLOMFREE Tables 1-2 (analytic V*) beside the paper's printed cells."""
+    from longldp.apps.multidim_tables import allomfree_tables
+
+    try:
+        tables = allomfree_tables(n, calibration=calibration)
+    except ValueError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    typer.echo(tables.format())
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()
