@@ -225,9 +225,7 @@ def _set_chain(obj: object, g: int, p1: float, p2: float) -> None:
 
 
 @dataclass(frozen=True)
-class BLH(OneShot, _LocalHashing):
-    """Binary local hashing: g = 2, GRR over the two buckets at ε ([WAN17] §4.4)."""
-
+class _OneShotLH(OneShot, _LocalHashing):
     k: int
     eps: float
     hash_pool: int | None = None
@@ -237,6 +235,12 @@ class BLH(OneShot, _LocalHashing):
     q1: float = field(init=False)
     p2: float = field(init=False)
     q2: float = field(init=False)
+
+
+@dataclass(frozen=True)
+class BLH(_OneShotLH):
+    """Binary local hashing: g = 2, GRR over the two buckets at ε ([WAN17] §4.4)."""
+
     name: ClassVar[str] = "BLH"
 
     def __post_init__(self) -> None:
@@ -245,18 +249,9 @@ class BLH(OneShot, _LocalHashing):
 
 
 @dataclass(frozen=True)
-class OLH(OneShot, _LocalHashing):
+class OLH(_OneShotLH):
     """Optimized local hashing: g = the integer minimising V* (≈ e^ε + 1) ([WAN17] §4.4)."""
 
-    k: int
-    eps: float
-    hash_pool: int | None = None
-    pool_seed: int = 0
-    g: int = field(init=False)
-    p1: float = field(init=False)
-    q1: float = field(init=False)
-    p2: float = field(init=False)
-    q2: float = field(init=False)
     name: ClassVar[str] = "OLH"
 
     def __post_init__(self) -> None:

@@ -118,15 +118,19 @@ def _set_chain(obj: object, p1: float, q1: float, p2: float, q2: float) -> None:
 
 
 @dataclass(frozen=True)
-class SUE(OneShot, _UnaryEncoding):
-    """Symmetric UE (basic one-time RAPPOR): p = e^{ε/2}/(e^{ε/2}+1), q = 1 − p ([WAN17] §4.2)."""
-
+class _OneShotUE(OneShot, _UnaryEncoding):
     k: int
     eps: float
     p1: float = field(init=False)
     q1: float = field(init=False)
     p2: float = field(init=False, default=1.0)
     q2: float = field(init=False, default=0.0)
+
+
+@dataclass(frozen=True)
+class SUE(_OneShotUE):
+    """Symmetric UE (basic one-time RAPPOR): p = e^{ε/2}/(e^{ε/2}+1), q = 1 − p ([WAN17] §4.2)."""
+
     name: ClassVar[str] = "SUE"
 
     def __post_init__(self) -> None:
@@ -135,15 +139,9 @@ class SUE(OneShot, _UnaryEncoding):
 
 
 @dataclass(frozen=True)
-class OUE(OneShot, _UnaryEncoding):
+class OUE(_OneShotUE):
     """Optimized UE: p = 1/2, q = 1/(e^ε+1) ([WAN17] §4.2, eq. 11)."""
 
-    k: int
-    eps: float
-    p1: float = field(init=False)
-    q1: float = field(init=False)
-    p2: float = field(init=False, default=1.0)
-    q2: float = field(init=False, default=0.0)
     name: ClassVar[str] = "OUE"
 
     def __post_init__(self) -> None:
