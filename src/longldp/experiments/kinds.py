@@ -43,6 +43,9 @@ __all__ = [
 #: Kinds shipped with longldp: name -> module that defines ``KIND``.
 BUILTIN_KINDS: dict[str, str] = {
     "standalone": "longldp.experiments.standalone",
+    "multidim": "longldp.experiments.multidim",
+    "felip": "longldp.experiments.felip_kind",
+    "setvalued": "longldp.experiments.setvalued_kind",
 }
 
 _REGISTERED: dict[str, StudyKind] = {}
