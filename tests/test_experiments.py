@@ -350,7 +350,7 @@ BAD_STUDIES = {
     "negative seed": (_with(seed=-3), r"key 'seed' must be an integer >= 0"),
     "zero repetitions": (_with(repetitions=0), r"key 'repetitions' must be an integer >= 1"),
     "negative repetitions": (_with(repetitions=-2), r"'repetitions' must be an integer >= 1"),
-    "unknown kind": (_with(kind="felip"), r"key 'kind' must be one of 'standalone'"),
+    "unknown kind": (_with(kind="no-such-kind"), r"key 'kind' must be one of 'standalone'"),
     "empty eps grid": (_with(eps_perm=[]), r"key 'eps_perm' must be a non-empty list"),
     "negative eps": (_with(eps_perm=[-1.0]), r"'eps_perm' must be a non-empty list"),
     "empty alpha grid": (_with(alpha=[]), r"key 'alpha' must be a non-empty list"),
