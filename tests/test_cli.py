@@ -34,3 +34,15 @@ def test_allomfree_tables_agree_with_the_paper():
     assert "Agreement with the paper's printed cells: 188/188." in result.output
     bad = runner.invoke(app, ["allomfree-tables", "--calibration", "nope"])
     assert bad.exit_code == 2
+
+
+def test_allomfree_gains_command(tmp_path):
+    from pathlib import Path
+
+    results = Path(__file__).parents[1] / "experiments/results/allomfree/results.parquet"
+    out = tmp_path / "gains.md"
+    result = runner.invoke(app, ["allomfree-gains", str(results), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "12.93" in out.read_text()  # the paper's number, printed beside ours
+    bad = runner.invoke(app, ["allomfree-gains", str(tmp_path / "missing.parquet")])
+    assert bad.exit_code != 0

@@ -193,5 +193,27 @@ def allomfree_tables_cmd(
     typer.echo(tables.format())
 
 
+@app.command("allomfree-gains")
+def allomfree_gains_cmd(
+    results: Annotated[Path, typer.Argument(help="results.parquet of a multidim study.")],
+    out: Annotated[Path | None, typer.Option(help="Also write the Markdown table here.")] = None,
+    plot: Annotated[Path | None, typer.Option(help="Also draw the gains to this PNG.")] = None,
+) -> None:
+    """Gains of ALLOMFREE over SMP+L-SUE and SMP+L-OUE (Tables 3-4) beside the paper's."""
+    from longldp.experiments.multidim import format_gain_table, gain_table, plot_gains
+
+    try:
+        rows = gain_table(results)
+    except ValueError as err:
+        console.print(f"[red]{err}[/red]")
+        raise typer.Exit(2) from None
+    text = format_gain_table(rows)
+    typer.echo(text)
+    if out is not None:
+        out.write_text(text + "\n")
+    if plot is not None:
+        console.print(f"Plot written to {plot_gains(rows, plot)}.")
+
+
 if __name__ == "__main__":  # pragma: no cover
     app()
