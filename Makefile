@@ -18,11 +18,11 @@ demo: $(STAMP)
 	$(BIN)/longldp plot demo-output/results.parquet --out demo-output
 
 test: $(STAMP)
-	$(BIN)/ruff check src tests $(wildcard benchmarks scripts)
+	$(BIN)/ruff check src tests $(wildcard benchmarks scripts experiments)
 	$(BIN)/pytest -n 2 -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests $(wildcard benchmarks scripts)
+	$(BIN)/ruff check src tests $(wildcard benchmarks scripts experiments)
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'

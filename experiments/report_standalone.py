@@ -16,9 +16,18 @@ import pyarrow.parquet as pq
 
 
 def load(path: str):
-    t = pq.read_table(path).to_pandas() if False else pq.read_table(path)
-    cols = ["dataset", "attribute", "protocol", "eps_perm", "alpha", "postprocess", "mse_avg",
-            "status", "rep"]
+    t = pq.read_table(path)
+    cols = [
+        "dataset",
+        "attribute",
+        "protocol",
+        "eps_perm",
+        "alpha",
+        "postprocess",
+        "mse_avg",
+        "status",
+        "rep",
+    ]
     data = {c: t.column(c).to_pylist() for c in cols}
     rows = [dict(zip(cols, vals, strict=True)) for vals in zip(*data.values(), strict=True)]
     return [r for r in rows if r["status"] == "ok"]
@@ -30,8 +39,10 @@ def means(rows):
         alpha = r["alpha"] if r["alpha"] is not None else "-"
         key = (r["dataset"], r["attribute"], r["protocol"], r["eps_perm"], alpha, r["postprocess"])
         out.setdefault(key, []).append(r["mse_avg"])
-    return {k: (float(np.mean(v)), float(np.std(v, ddof=1) / np.sqrt(len(v))), len(v))
-            for k, v in out.items()}
+    return {
+        k: (float(np.mean(v)), float(np.std(v, ddof=1) / np.sqrt(len(v))), len(v))
+        for k, v in out.items()
+    }
 
 
 def main() -> None:
@@ -47,9 +58,14 @@ def main() -> None:
         for al in alphas:
             cells = []
             for e in eps:
-                cand = {k[2]: v[0] for k, v in m.items()
-                        if k[:2] == (d, a) and k[3] == e and k[5] == "none"
-                        and (k[4] == al or k[4] == "-")}
+                cand = {
+                    k[2]: v[0]
+                    for k, v in m.items()
+                    if k[:2] == (d, a)
+                    and k[3] == e
+                    and k[5] == "none"
+                    and (k[4] == al or k[4] == "-")
+                }
                 best = min(cand, key=cand.get)
                 cells.append(best)
             print(f"| {d} · {a} | {al:g} | " + " | ".join(cells) + " |")
@@ -62,24 +78,32 @@ def main() -> None:
         ks[(r["dataset"], r["attribute"])] = r["k"]
     for d, a in attrs:
         for al in alphas:
-            ratios = [m[(d, a, "L-GRR (paper)", e, al, "none")][0] / m[(d, a, "L-GRR", e, al, "none")][0]
-                      for e in eps]
-            print(f"| {d} · {a} | {ks[(d, a)]} | {al:g} | " + " | ".join(f"{x:.3g}" for x in ratios) + " |")
-    print("\n## Algorithm 1 (seed [002]) over no post-processing (ratio of mean MSE_avg), α = 0.4\n")
+            ratios = [
+                m[(d, a, "L-GRR (paper)", e, al, "none")][0] / m[(d, a, "L-GRR", e, al, "none")][0]
+                for e in eps
+            ]
+            cells = " | ".join(f"{x:.3g}" for x in ratios)
+            print(f"| {d} · {a} | {ks[(d, a)]} | {al:g} | {cells} |")
+    print(
+        "\n## Algorithm 1 (seed [002]) over no post-processing (ratio of mean MSE_avg), α = 0.4\n"
+    )
     protos = sorted({k[2] for k in m})
     print("| dataset · attribute | protocol | " + " | ".join(f"ε∞={e:g}" for e in eps) + " |")
     print("|---|---|" + "---|" * len(eps))
     for d, a in attrs:
         for p in protos:
             al = "-" if p == "1BitFlipPM" else 0.4
-            vals = [m[(d, a, p, e, al, "algorithm-1")][0] / m[(d, a, p, e, al, "none")][0]
-                    for e in eps]
+            vals = [
+                m[(d, a, p, e, al, "algorithm-1")][0] / m[(d, a, p, e, al, "none")][0] for e in eps
+            ]
             print(f"| {d} · {a} | {p} | " + " | ".join(f"{x:.2g}" for x in vals) + " |")
     if len(sys.argv) > 2:
         pu = means(load(sys.argv[2]))
         print("\n## Engines: per-user over count-level mean MSE_avg (Adult, no post-processing)\n")
-        print("Each ratio with its 95% interval from both engines' standard errors; the per-user "
-              "run has fewer repetitions.\n")
+        print(
+            "Each ratio with its 95% interval from both engines' standard errors; the per-user "
+            "run has fewer repetitions.\n"
+        )
         ratios, outside = [], 0
         for key, (mu, se, _) in pu.items():
             if key[5] != "none" or key not in m:
@@ -89,9 +113,12 @@ def main() -> None:
             se_r = r * np.sqrt((se / mu) ** 2 + (sc / mc) ** 2)
             ratios.append(r)
             outside += abs(r - 1) > 1.96 * se_r
-        print(f"- cells compared: {len(ratios)}; median ratio {np.median(ratios):.3f}; "
-              f"5th-95th percentile {np.percentile(ratios, 5):.3f}-{np.percentile(ratios, 95):.3f}; "
-              f"cells whose 95% interval excludes 1: {outside} ({outside / len(ratios):.0%}).")
+        lo, hi = np.percentile(ratios, 5), np.percentile(ratios, 95)
+        print(
+            f"- cells compared: {len(ratios)}; median ratio {np.median(ratios):.3f}; "
+            f"5th-95th percentile {lo:.3f}-{hi:.3f}; "
+            f"cells whose 95% interval excludes 1: {outside} ({outside / len(ratios):.0%})."
+        )
 
 
 if __name__ == "__main__":
