@@ -15,6 +15,7 @@ base class writes the public methods once; each family supplies a few private ho
 
 from __future__ import annotations
 
+import functools
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -68,12 +69,12 @@ class FrequencyOracle(ABC):
         """Length of the estimate vector (k; dBitFlipPM: its number of buckets)."""
         return self.k
 
-    @property
+    @functools.cached_property
     def P1(self) -> float:
         """Probability that a report supports v when the user's value is v."""
         return privacy.chain_support(self.p1, self.q1, self.p2, self.q2)[0]
 
-    @property
+    @functools.cached_property
     def P0(self) -> float:
         """Probability that a report supports v when the user's value is not v."""
         return privacy.chain_support(self.p1, self.q1, self.p2, self.q2)[1]

@@ -23,6 +23,7 @@ References: [WAN17] §4.4 (BLH, OLH); [ARC23] (LOLOHA); DESIGN §3.1-3.2.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -78,7 +79,7 @@ class _LocalHashing(FrequencyOracle):
     hash_pool: int | None
     pool_seed: int
 
-    @property
+    @functools.cached_property
     def P0(self) -> float:
         """1/g: a user whose value is not v supports v when H collides them (probability 1/g)."""
         return 1.0 / self.g
