@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from longldp import _validate as check
 from longldp import metrics
 from longldp.postprocess import PostProcessor
 from longldp.protocols import FrequencyOracle
@@ -64,11 +65,12 @@ def simulate(
         raise ValueError(f"simulate: 'engine' must be one of {ENGINES}; got {engine!r}.")
     gen = np.random.default_rng(rng)
     tau, n = data.shape
-    truth = np.stack([proto.true_frequencies(row) for row in data])
+    check.domain_values("simulate", data, proto.k)
+    offsets = np.arange(tau)[:, None] * proto.k
+    counts = np.bincount((data + offsets).ravel(), minlength=tau * proto.k).reshape(tau, proto.k)
+    truth = proto.frequencies_from_counts(counts, n)
     if engine == "count-level":  # timestamps are independent: draw them all at once
-        offsets = np.arange(tau)[:, None] * proto.k
-        counts = np.bincount((data + offsets).ravel(), minlength=tau * proto.k)
-        support = proto.sample_support(counts.reshape(tau, proto.k), n, gen)
+        support = proto.sample_support(counts, n, gen)
         return Simulation(proto.estimate(support, n, postprocess), truth, None)
     estimates = np.empty_like(truth)
     memo = proto.new_memo(n)

@@ -82,7 +82,12 @@ class FrequencyOracle(ABC):
     def true_frequencies(self, values: ArrayLike) -> NDArray[np.float64]:
         """What the estimate targets for users holding ``values``: the value histogram / n."""
         vals = check.domain_values(self.name, values, self.k)
-        return np.bincount(vals.ravel(), minlength=self.k) / max(1, vals.size)
+        counts = np.bincount(vals.ravel(), minlength=self.k)
+        return self.frequencies_from_counts(counts, max(1, vals.size))
+
+    def frequencies_from_counts(self, counts: ArrayLike, n: int) -> NDArray[np.float64]:
+        """The estimate's target from value counts (…, k) of n users: counts / n."""
+        return np.asarray(counts, dtype=np.float64) / n
 
     def approx_variance(self, n: int) -> float:
         """V*: variance of one estimate at f = 0 (the papers' figure of merit)."""

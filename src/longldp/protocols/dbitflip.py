@@ -85,11 +85,15 @@ class DBitFlipPM(FrequencyOracle):
     def report_dtype(self) -> np.dtype:
         return np.dtype([("buckets", "<i8", (self.d,)), ("bits", "u1", (self.d,))])
 
-    def true_frequencies(self, values: ArrayLike) -> NDArray[np.float64]:
-        """dBitFlipPM estimates buckets: the bucket histogram of ``values`` / n."""
-        vals = check.domain_values(self.name, values, self.k).ravel()
-        buckets = privacy.bucket_of(vals, self.k, self.n_buckets)
-        return np.bincount(buckets, minlength=self.n_buckets) / max(1, vals.size)
+    def frequencies_from_counts(self, counts: ArrayLike, n: int) -> NDArray[np.float64]:
+        """dBitFlipPM estimates buckets: the bucket histogram / n."""
+        return np.asarray(counts, dtype=np.float64) @ self._bucket_onehot() / n
+
+    def _bucket_onehot(self) -> NDArray[np.int64]:
+        """(k, b) matrix mapping each value to its bucket."""
+        return np.eye(self.n_buckets, dtype=np.int64)[
+            privacy.bucket_of(np.arange(self.k), self.k, self.n_buckets)
+        ]
 
     def single_report_epsilon(self) -> float:
         """Exact channel: given the public sample, two values differ in at most min(d, 2) bits,
@@ -207,10 +211,7 @@ class DBitFlipPM(FrequencyOracle):
         Bin(m1, p) + Bin(m0, q). Each bucket's (C_j, S_j) has its exact law; across buckets
         the counts are drawn independently, whereas each user samples exactly d buckets (a
         small negative correlation that is not reproduced)."""
-        onehot = np.eye(self.n_buckets, dtype=np.int64)[
-            privacy.bucket_of(np.arange(self.k), self.k, self.n_buckets)
-        ]
-        held = counts @ onehot
+        held = counts @ self._bucket_onehot()
         frac = self.d / self.n_buckets
         m1 = rng.binomial(held, frac)
         m0 = rng.binomial(n - held, frac)
