@@ -52,11 +52,12 @@ def make(label: str, k: int, eps_perm: float) -> ll.FrequencyOracle:
     return ll.protocol(name, k=k, eps_perm=eps_perm, eps_1=ALPHA * eps_perm, **extra)
 
 
+@functools.lru_cache(maxsize=1)
 def hours_per_week() -> np.ndarray:
     return np.asarray(load("adult")["hours-per-week"], dtype=np.int64)
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=SEEDS)
 def longitudinal_values(seed: int, tau: int) -> np.ndarray:
     """The interpolated data of one seed, built once per worker (not part of the timing)."""
     data_seed = np.random.SeedSequence(seed).spawn(2)[0]
@@ -84,7 +85,8 @@ def run_cell(args: tuple[str, float, int, str, int]) -> dict:
 
 
 def run_grid(engine: str, workers: int, eps_grid, seeds: int, tau: int) -> tuple[float, list]:
-    cells = [(p, e, s, engine, tau) for p in PROTOCOLS for e in eps_grid for s in range(seeds)]
+    # Seed-major order, so a worker rebuilds the interpolated data only when the seed changes.
+    cells = [(p, e, s, engine, tau) for s in range(seeds) for p in PROTOCOLS for e in eps_grid]
     start = time.perf_counter()
     with ProcessPoolExecutor(workers) as pool:
         rows = list(pool.map(run_cell, cells))
