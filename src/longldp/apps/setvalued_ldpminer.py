@@ -122,11 +122,7 @@ class LDPMiner:
     postprocess: str | pp.PostProcessor | None = None
 
     def __post_init__(self) -> None:
-        k, policy = check_common(OWNER, self.k, self.policy, self.postprocess)
-        if not isinstance(self.oracle, OracleSpec):
-            raise ValueError(f"{OWNER}: 'oracle' must be an OracleSpec (see make_spec).")
-        object.__setattr__(self, "k", k)
-        object.__setattr__(self, "policy", policy)
+        check_common(self, OWNER)
 
     def run(
         self,

@@ -91,15 +91,24 @@ class SVIMParams:
         return {**asdict(self), "shares": list(self.shares)}
 
 
-def check_common(owner: str, k: Any, policy: Any, postprocess: Any) -> tuple[int, str]:
-    """Validate k >= 1, the policy and the post-processing name of an app."""
-    k = check.integer(owner, "k", k, minimum=1)
-    policy = check.choice(owner, "policy", policy, POLICIES)
-    if isinstance(postprocess, str):
-        pp.get_method(postprocess)
-    elif postprocess is not None and not callable(postprocess):
+def check_common(app: Any, owner: str, min_k: int = 1) -> None:
+    """Validate and normalize the fields every mining app shares (called from __post_init__):
+    k >= ``min_k``, the policy, the post-processing name and the oracle spec."""
+    k = check.integer(owner, "k", app.k, minimum=1)
+    if k < min_k:
+        raise ValueError(
+            f"{owner}: 'k' must be >= {min_k} (with k = 1 no itemset of size >= 2 can be a "
+            f"candidate); got {k}."
+        )
+    policy = check.choice(owner, "policy", app.policy, POLICIES)
+    if isinstance(app.postprocess, str):
+        pp.get_method(app.postprocess)
+    elif app.postprocess is not None and not callable(app.postprocess):
         raise ValueError(f"{owner}: 'postprocess' must be a method name, a callable or None.")
-    return k, policy
+    if not isinstance(app.oracle, OracleSpec):
+        raise ValueError(f"{owner}: 'oracle' must be an OracleSpec (see make_spec).")
+    object.__setattr__(app, "k", k)
+    object.__setattr__(app, "policy", policy)
 
 
 @dataclass(frozen=True)
@@ -127,11 +136,7 @@ class SVIM:
     postprocess: str | pp.PostProcessor | None = None
 
     def __post_init__(self) -> None:
-        k, policy = check_common(OWNER, self.k, self.policy, self.postprocess)
-        if not isinstance(self.oracle, OracleSpec):
-            raise ValueError(f"{OWNER}: 'oracle' must be an OracleSpec (see make_spec).")
-        object.__setattr__(self, "k", k)
-        object.__setattr__(self, "policy", policy)
+        check_common(self, OWNER)
 
     def run(
         self,

@@ -234,16 +234,7 @@ class SVSM:
     postprocess: str | pp.PostProcessor | None = None
 
     def __post_init__(self) -> None:
-        k, policy = check_common(OWNER, self.k, self.policy, self.postprocess)
-        if k < 2:
-            raise ValueError(
-                f"{OWNER}: 'k' must be >= 2 (with k = 1 no itemset of size >= 2 can be a "
-                f"candidate); got {k}."
-            )
-        if not isinstance(self.oracle, OracleSpec):
-            raise ValueError(f"{OWNER}: 'oracle' must be an OracleSpec (see make_spec).")
-        object.__setattr__(self, "k", k)
-        object.__setattr__(self, "policy", policy)
+        check_common(self, OWNER, min_k=2)
 
     def run(
         self,
