@@ -25,31 +25,10 @@ import pytest
 from scipy.stats import chi2_contingency
 
 import longldp as ll
+from protocol_table import IDS, PROTOCOLS, F, K
 
 Z = 5.0  # standard errors allowed by every mean/variance comparison
-K = 6
-F = np.array([0.45, 0.25, 0.15, 0.10, 0.05, 0.0])
 
-#: name -> (registry name, parameters): every protocol at a small k.
-PROTOCOLS: dict[str, tuple[str, dict]] = {
-    "GRR": ("GRR", {"eps": 1.0}),
-    "SUE": ("SUE", {"eps": 1.0}),
-    "OUE": ("OUE", {"eps": 1.0}),
-    "BLH": ("BLH", {"eps": 1.0}),
-    "OLH": ("OLH", {"eps": 1.0}),
-    "L-GRR-exact": ("L-GRR", {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "exact"}),
-    "L-GRR-paper": ("L-GRR", {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"}),
-    "L-SUE": ("L-SUE", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "L-OUE": ("L-OUE", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "L-SOUE": ("L-SOUE", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "L-OSUE": ("L-OSUE", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "BiLOLOHA": ("BiLOLOHA", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "OLOLOHA": ("OLOLOHA", {"eps_perm": 2.0, "eps_1": 1.0}),  # g = 4
-    "OLOLOHA-paper": ("OLOLOHA", {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"}),
-    "dBitFlipPM-d1": ("dBitFlipPM", {"eps_perm": 2.0, "d": 1}),
-    "dBitFlipPM-d3": ("dBitFlipPM", {"eps_perm": 2.0, "d": 3}),
-}
-IDS = list(PROTOCOLS)
 
 N = 400  # users per population (n·F is integral)
 R_USER = 1_500  # per-user populations, each reporting at TIMESTAMPS
