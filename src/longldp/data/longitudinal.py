@@ -18,11 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import overload
+from typing import Generic, TypeVar, overload
 
 import numpy as np
 
 from longldp.data.containers import SetData, Table
+
+D = TypeVar("D", Table, SetData)
 
 __all__ = [
     "LongitudinalSets",
@@ -78,18 +80,18 @@ def permutations(n: int, tau: int, rng: np.random.Generator) -> np.ndarray:
 
 
 @dataclass(frozen=True, eq=False)
-class LongitudinalTable:
-    """A `Table` over ``tau`` timestamps: rows permuted jointly at every ``t >= 1``.
+class _Permuted(Generic[D]):
+    """``base`` over ``tau`` timestamps, its users permuted by ``perm[t]`` at every ``t >= 1``.
 
     Attributes
     ----------
-    base : Table
+    base : Table or SetData
         The original data (timestamp 0).
     perm : numpy.ndarray
         ``(tau, n)`` permutation matrix (see module docstring).
     """
 
-    base: Table
+    base: D
     perm: np.ndarray
 
     @property
@@ -105,60 +107,33 @@ class LongitudinalTable:
     def __len__(self) -> int:
         return self.tau
 
-    def at(self, t: int) -> Table:
-        """The table at timestamp ``t``."""
+    def at(self, t: int) -> D:
+        """The data at timestamp ``t`` (materialised: a row gather of the base)."""
+        if t == 0 or (t < 0 and t + self.tau == 0):
+            return self.base
         return self.base.take(self.perm[t])
 
-    def values(self, attribute: str) -> np.ndarray:
-        """Codes of ``attribute`` at every timestamp, shape ``(tau, n)``."""
-        return self.base[attribute][self.perm]
-
-    def __iter__(self) -> Iterator[Table]:
+    def __iter__(self) -> Iterator[D]:
         for t in range(self.tau):
             yield self.at(t)
 
 
 @dataclass(frozen=True, eq=False)
-class LongitudinalSets:
-    """A `SetData` over ``tau`` timestamps: whole sets permuted at every ``t >= 1``.
+class LongitudinalTable(_Permuted[Table]):
+    """A `Table` over ``tau`` timestamps: rows permuted jointly at every ``t >= 1``."""
 
-    Attributes
-    ----------
-    base : SetData
-        The original data (timestamp 0).
-    perm : numpy.ndarray
-        ``(tau, n)`` permutation matrix (see module docstring).
-    """
+    def values(self, attribute: str) -> np.ndarray:
+        """Codes of ``attribute`` at every timestamp, shape ``(tau, n)``."""
+        return self.base[attribute][self.perm]
 
-    base: SetData
-    perm: np.ndarray
 
-    @property
-    def tau(self) -> int:
-        """Number of timestamps."""
-        return int(self.perm.shape[0])
-
-    @property
-    def n(self) -> int:
-        """Number of users."""
-        return self.base.n
-
-    def __len__(self) -> int:
-        return self.tau
-
-    def at(self, t: int) -> SetData:
-        """The CSR data at timestamp ``t`` (materialised, O(nnz))."""
-        if t == 0 or (t < 0 and t + self.tau == 0):
-            return self.base
-        return self.base.take(self.perm[t])
+@dataclass(frozen=True, eq=False)
+class LongitudinalSets(_Permuted[SetData]):
+    """A `SetData` over ``tau`` timestamps: whole sets permuted at every ``t >= 1``."""
 
     def lengths(self) -> np.ndarray:
         """Set size of every user at every timestamp, shape ``(tau, n)``."""
         return self.base.lengths[self.perm]
-
-    def __iter__(self) -> Iterator[SetData]:
-        for t in range(self.tau):
-            yield self.at(t)
 
 
 @overload
