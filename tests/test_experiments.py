@@ -26,6 +26,7 @@ from longldp.experiments import (
     seeding,
     store,
 )
+from study_helpers import stable
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "experiments" / "tiny.toml"
@@ -61,11 +62,6 @@ REQUIRED_COLUMNS = {
 def tiny_document() -> dict:
     with TINY.open("rb") as f:
         return tomllib.load(f)
-
-
-def stable(table: pa.Table) -> pa.Table:
-    """The table without wall-clock columns (everything else is a function of the study)."""
-    return table.drop(["runtime_s"])
 
 
 def parts(out: Path) -> dict[str, int]:

@@ -12,17 +12,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
 from longldp.apps.felip_queries import Workload, generate_workload
-from longldp.cli import app
 from longldp.experiments import felip_kind as fk
 from longldp.experiments import load_study, parse_study, run_study
+from study_helpers import run_study_cli, stable
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "experiments" / "felip_tiny.toml"
 FULL = ROOT / "experiments" / "felip.toml"
-VOLATILE = ("runtime_s",)
 
 
 def tiny_document(workloads: Path, **changes) -> dict:
@@ -33,22 +31,13 @@ def tiny_document(workloads: Path, **changes) -> dict:
     return doc
 
 
-def stable(table: pa.Table) -> pa.Table:
-    return table.drop_columns([c for c in VOLATILE if c in table.column_names])
-
-
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory) -> tuple[Path, pa.Table]:
     out = tmp_path_factory.mktemp("felip-tiny")
     study = out / "study.toml"
     text = TINY.read_text() + f'\nworkload_dir = "{out / "workloads"}"\n'
     study.write_text(text)
-    result = CliRunner().invoke(
-        app, ["run", str(study), "--out", str(out / "run"), "--workers", "1"]
-    )
-    assert result.exit_code == 0, result.output
-    assert "OLOLOHA (paper)" in result.output
-    return out, pq.read_table(out / "run" / "results.parquet")
+    return out, run_study_cli(study, out / "run", "OLOLOHA (paper)")
 
 
 def test_tiny_rows_and_columns(tiny_run):

@@ -10,31 +10,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
 
 from longldp import postprocess as pp
 from longldp.apps.multidim import MultidimCollection
-from longldp.cli import app
 from longldp.experiments import load_study, parse_study, run_study, seeding
 from longldp.experiments import multidim as mk
+from study_helpers import run_study_cli, stable
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "experiments" / "allomfree_tiny.toml"
 FULL = ROOT / "experiments" / "allomfree.toml"
-VOLATILE = ("runtime_s",)
-
-
-def stable(table: pa.Table) -> pa.Table:
-    return table.drop_columns([c for c in VOLATILE if c in table.column_names])
 
 
 @pytest.fixture(scope="module")
 def tiny_table(tmp_path_factory) -> pa.Table:
-    out = tmp_path_factory.mktemp("tiny")
-    result = CliRunner().invoke(app, ["run", str(TINY), "--out", str(out), "--workers", "1"])
-    assert result.exit_code == 0, result.output
-    assert "ALLOMFREE" in result.output
-    return pq.read_table(out / "results.parquet")
+    return run_study_cli(TINY, tmp_path_factory.mktemp("tiny"), "ALLOMFREE")
 
 
 # --------------------------------------------------------------------------- the tiny study

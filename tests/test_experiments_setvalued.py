@@ -19,24 +19,16 @@ from longldp.data import load as load_data
 from longldp.data import table_to_itemsets, to_longitudinal
 from longldp.experiments import load_study, parse_study, run_study, seeding
 from longldp.experiments import setvalued_kind as sk
+from study_helpers import run_study_cli, stable
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "experiments" / "setvalued_tiny.toml"
 STUDIES = ("svim_seed000", "svim_svsm_seed002", "setvalued_oneshot")
-VOLATILE = ("runtime_s",)
-
-
-def stable(table: pa.Table) -> pa.Table:
-    return table.drop_columns([c for c in VOLATILE if c in table.column_names])
 
 
 @pytest.fixture(scope="module")
 def tiny_table(tmp_path_factory) -> pa.Table:
-    out = tmp_path_factory.mktemp("tiny")
-    result = CliRunner().invoke(app, ["run", str(TINY), "--out", str(out), "--workers", "1"])
-    assert result.exit_code == 0, result.output
-    assert "SVSM" in result.output
-    return pq.read_table(out / "results.parquet")
+    return run_study_cli(TINY, tmp_path_factory.mktemp("tiny"), "SVSM")
 
 
 def test_tiny_study_rows_and_columns(tiny_table):
