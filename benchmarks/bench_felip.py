@@ -22,10 +22,10 @@ import statistics
 import time
 from collections.abc import Sequence
 
-from longldp.apps.felip import plan_felip, simulate_felip
-from longldp.apps.felip_data import felip_table
-from longldp.apps.felip_grids import FelipSchema
-from longldp.apps.felip_queries import Workload, generate_workload
+from longldp.apps.felip.data import felip_table
+from longldp.apps.felip.grids import FelipSchema
+from longldp.apps.felip.pipeline import plan_felip, simulate_felip
+from longldp.apps.felip.queries import Workload, generate_workload
 from longldp.data import Table
 
 #: (label, oracle, ε or ε∞, keyword arguments of plan_felip)

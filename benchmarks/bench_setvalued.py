@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from longldp.apps.setvalued import mine, setvalued_truth
+from longldp.apps.setvalued.mining import mine, setvalued_truth
 from longldp.data import bms_pos_standin, to_longitudinal
 
 TAU = 15

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from longldp.apps.felip_queries import Workload, generate_workload
-from longldp.experiments import felip_kind as fk
+from longldp.apps.felip.queries import Workload, generate_workload
 from longldp.experiments import load_study, parse_study, run_study
+from longldp.experiments.kinds import felip as fk
 from study_helpers import run_study_cli, stable
 
 ROOT = Path(__file__).resolve().parents[1]

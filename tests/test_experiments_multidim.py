@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from longldp import postprocess as pp
-from longldp.apps.multidim import MultidimCollection
+from longldp.apps.multidim.collection import MultidimCollection
 from longldp.experiments import load_study, parse_study, run_study, seeding
-from longldp.experiments import multidim as mk
+from longldp.experiments.kinds import multidim as mk
 from study_helpers import run_study_cli, stable
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,12 +13,12 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
-from longldp.apps.setvalued import mine, setvalued_truth
+from longldp.apps.setvalued.mining import mine, setvalued_truth
 from longldp.cli import app
 from longldp.data import load as load_data
 from longldp.data import table_to_itemsets, to_longitudinal
 from longldp.experiments import load_study, parse_study, run_study, seeding
-from longldp.experiments import setvalued_kind as sk
+from longldp.experiments.kinds import setvalued as sk
 from study_helpers import run_study_cli, stable
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 from longldp import postprocess as pp
-from longldp.apps.felip import plan_felip, run_felip, simulate_felip
-from longldp.apps.felip_estimate import (
+from longldp.apps.felip.estimate import (
     EstimationOptions,
     consistency_step,
     fit_model,
@@ -23,7 +22,7 @@ from longldp.apps.felip_estimate import (
     postprocess_grids,
     weighted_update,
 )
-from longldp.apps.felip_grids import (
+from longldp.apps.felip.grids import (
     Attribute,
     FelipLayout,
     FelipSchema,
@@ -31,8 +30,9 @@ from longldp.apps.felip_grids import (
     cell_widths,
     refine_widths,
 )
-from longldp.apps.felip_queries import generate_workload, make_query, true_answers
-from longldp.apps.felip_sizing import choose_sizes, grr_threshold, oracle_spec
+from longldp.apps.felip.pipeline import plan_felip, run_felip, simulate_felip
+from longldp.apps.felip.queries import generate_workload, make_query, true_answers
+from longldp.apps.felip.sizing import choose_sizes, grr_threshold, oracle_spec
 from longldp.data import to_longitudinal
 
 Z = 5.0

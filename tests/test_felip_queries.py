@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from longldp.apps.felip_data import bms_pos_attributes, coarsen, felip_table
-from longldp.apps.felip_grids import Attribute, FelipSchema
-from longldp.apps.felip_queries import (
+from longldp.apps.felip.data import bms_pos_attributes, coarsen, felip_table
+from longldp.apps.felip.grids import Attribute, FelipSchema
+from longldp.apps.felip.queries import (
     DEFAULT_SELECTIVITY,
     Query,
     Workload,
@@ -150,7 +150,8 @@ def test_bms_pos_attributes():
 
 
 def test_doctests_and_docs_example_run():
-    from longldp.apps import felip, felip_queries
+    from longldp.apps.felip import pipeline as felip
+    from longldp.apps.felip import queries as felip_queries
 
     for module in (felip, felip_queries):
         assert doctest.testmod(module).failed == 0

@@ -15,15 +15,16 @@ import numpy as np
 import pytest
 
 import longldp as ll
-from longldp.apps import multidim, multidim_tables
-from longldp.apps.multidim import (
+from longldp.apps.multidim import collection as multidim
+from longldp.apps.multidim import tables as multidim_tables
+from longldp.apps.multidim.collection import (
     MultidimCollection,
     allomfree_protocol,
     allomfree_vstar,
     mse_avg_multidim,
     simulate_multidim,
 )
-from longldp.apps.multidim_tables import allomfree_tables, paper_value_agrees
+from longldp.apps.multidim.tables import allomfree_tables, paper_value_agrees
 
 Z = 5.0
 KS = (2, 5, 12)

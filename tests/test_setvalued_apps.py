@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import longldp as ll
-from longldp.apps.setvalued import mine
-from longldp.apps.setvalued_ldpminer import LDPMiner
-from longldp.apps.setvalued_metrics import evaluate, setvalued_truth
-from longldp.apps.setvalued_oracle import OracleSpec, make_spec
-from longldp.apps.setvalued_svim import SVIM, SVIMParams
-from longldp.apps.setvalued_svsm import SVSM
+from longldp.apps.setvalued.ldpminer import LDPMiner
+from longldp.apps.setvalued.metrics import evaluate, setvalued_truth
+from longldp.apps.setvalued.mining import mine
+from longldp.apps.setvalued.oracle import OracleSpec, make_spec
+from longldp.apps.setvalued.svim import SVIM, SVIMParams
+from longldp.apps.setvalued.svsm import SVSM
 from longldp.data import SetData, to_longitudinal
 
 Z = 5.0

@@ -13,8 +13,8 @@ import operator
 import numpy as np
 import pytest
 
-from longldp.apps.setvalued_common import ContainmentIndex, MembershipIndex, TopK
-from longldp.apps.setvalued_metrics import (
+from longldp.apps.setvalued.common import ContainmentIndex, MembershipIndex, TopK
+from longldp.apps.setvalued.metrics import (
     TimestampTruth,
     apriori_top_k,
     itemset_counts,
@@ -22,7 +22,7 @@ from longldp.apps.setvalued_metrics import (
     precision_recall_f1,
     topk_mse,
 )
-from longldp.apps.setvalued_svsm import best_first, candidate_itemsets
+from longldp.apps.setvalued.svsm import best_first, candidate_itemsets
 from longldp.data import SetData
 
 

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from longldp import privacy
-from longldp.apps.setvalued_common import sticky_slots
-from longldp.apps.setvalued_oracle import make_spec
-from longldp.apps.setvalued_psfo import (
+from longldp.apps.setvalued.common import sticky_slots
+from longldp.apps.setvalued.oracle import make_spec
+from longldp.apps.setvalued.psfo import (
     PSFO,
     adaptive_choice,
     amplified_epsilon,

@@ -183,7 +183,7 @@ def allomfree_tables_cmd(
     ] = "paper",
 ) -> None:
     """Regenerate ALLOMFREE Tables 1-2 (analytic V*) beside the paper's printed cells."""
-    from longldp.apps.multidim_tables import allomfree_tables
+    from longldp.apps.multidim.tables import allomfree_tables
 
     try:
         tables = allomfree_tables(n, calibration=calibration)
@@ -200,7 +200,7 @@ def allomfree_gains_cmd(
     plot: Annotated[Path | None, typer.Option(help="Also draw the gains to this PNG.")] = None,
 ) -> None:
     """Gains of ALLOMFREE over SMP+L-SUE and SMP+L-OUE (Tables 3-4) beside the paper's."""
-    from longldp.experiments.multidim import format_gain_table, gain_table, plot_gains
+    from longldp.experiments.kinds.multidim import format_gain_table, gain_table, plot_gains
 
     try:
         rows = gain_table(results)

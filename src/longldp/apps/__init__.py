@@ -5,12 +5,18 @@ collection (SMP, SPL, ALLOMFREE), set-valued mining (SVIM, SVSM, LDPMiner).
 data and simulate.
 """
 
-from longldp.apps.felip import FelipPlan, FelipResult, plan_felip, run_felip, simulate_felip
-from longldp.apps.felip_data import felip_table
-from longldp.apps.felip_estimate import EstimationOptions, FelipModel, fit_model
-from longldp.apps.felip_grids import Attribute, FelipSchema
-from longldp.apps.felip_queries import Query, Workload, generate_workload, make_query
-from longldp.apps.multidim import (
+from longldp.apps.felip.data import felip_table
+from longldp.apps.felip.estimate import EstimationOptions, FelipModel, fit_model
+from longldp.apps.felip.grids import Attribute, FelipSchema
+from longldp.apps.felip.pipeline import (
+    FelipPlan,
+    FelipResult,
+    plan_felip,
+    run_felip,
+    simulate_felip,
+)
+from longldp.apps.felip.queries import Query, Workload, generate_workload, make_query
+from longldp.apps.multidim.collection import (
     MultidimCollection,
     MultidimResult,
     allomfree_protocol,
@@ -18,8 +24,8 @@ from longldp.apps.multidim import (
     mse_avg_multidim,
     simulate_multidim,
 )
-from longldp.apps.multidim_tables import AllomfreeTables, allomfree_tables
-from longldp.apps.setvalued import (
+from longldp.apps.multidim.tables import AllomfreeTables, allomfree_tables
+from longldp.apps.setvalued.mining import (
     SVIM,
     SVSM,
     LDPMiner,
@@ -36,8 +42,8 @@ from longldp.apps.setvalued import (
     psfo_channel,
     setvalued_truth,
 )
-from longldp.apps.setvalued import make_spec as setvalued_spec
-from longldp.apps.setvalued import mine as mine_setvalued
+from longldp.apps.setvalued.mining import make_spec as setvalued_spec
+from longldp.apps.setvalued.mining import mine as mine_setvalued
 
 __all__ = [
     "SVIM",

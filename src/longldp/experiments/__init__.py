@@ -3,7 +3,7 @@
 A study is a TOML file (`load_study`); `run_study` runs its grid of cells on local processes
 or a Dask cluster, saving each finished cell so that an interrupted run resumes, and writes
 one Parquet table; `plot_results` draws figures from that table. Kinds of study plug in
-through `longldp.experiments.kinds` (``"standalone"``: `longldp.experiments.standalone`).
+through `longldp.experiments.kinds` (``"standalone"``: `longldp.experiments.kinds.standalone`).
 See ``docs/experiments.md`` for the file format, the seeding scheme and the output columns.
 """
 

@@ -12,7 +12,7 @@ key             required  meaning
 ``description`` no        free text
 ==============  ========  =====================================================================
 
-and each kind adds its own keys (``longldp.experiments.standalone`` for ``"standalone"``).
+and each kind adds its own keys (``longldp.experiments.kinds.standalone`` for ``"standalone"``).
 The file is read with `tomllib`; an unknown key, a missing key, an unknown dataset, attribute
 or protocol, an empty grid or a bad number raises `ValueError` naming the key and what is
 allowed.

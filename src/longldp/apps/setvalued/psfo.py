@@ -17,7 +17,7 @@ One-shot use (note §1.2):
   hash collisions can put all ℓ padded values in one bucket).
 
 Longitudinal use (note §5) passes a memoizing chain over the time-stable domain D ∪ {⊥} with
-one shared dummy and no amplification; see :mod:`longldp.apps.setvalued_oracle`.
+one shared dummy and no amplification; see :mod:`longldp.apps.setvalued.oracle`.
 
 References
 ----------

@@ -27,7 +27,7 @@ import numpy as np
 
 from longldp import _validate as check
 from longldp import postprocess as pp
-from longldp.apps.setvalued_common import (
+from longldp.apps.setvalued.common import (
     IntArray,
     MembershipIndex,
     MiningResult,
@@ -37,9 +37,9 @@ from longldp.apps.setvalued_common import (
     sticky_slots,
     top_indices,
 )
-from longldp.apps.setvalued_oracle import FOInstance, OracleSpec, population_budget
-from longldp.apps.setvalued_psfo import ADAPTIVE, PSFO, oneshot_psfo, pad_and_sample
-from longldp.apps.setvalued_svim import DOMAINS, _pp_name, check_common
+from longldp.apps.setvalued.oracle import FOInstance, OracleSpec, population_budget
+from longldp.apps.setvalued.psfo import ADAPTIVE, PSFO, oneshot_psfo, pad_and_sample
+from longldp.apps.setvalued.svim import DOMAINS, _pp_name, check_common
 from longldp.data import SetData
 from longldp.protocols import get_protocol_class
 

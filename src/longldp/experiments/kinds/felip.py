@@ -1,14 +1,14 @@
 """The ``felip`` kind: FELIP's multi-dimensional range queries over τ timestamps (seed 002 §8.2).
 
 For every dataset, repetition, oracle and ε∞ of the study, one cell runs FELIP
-(`longldp.apps.felip`) over the dataset interpolated to τ timestamps and scores the study's
+(`longldp.apps.felip.pipeline`) over the dataset interpolated to τ timestamps and scores the study's
 query workload: MSE_t over the queries (answers as fractions of n) at every timestamp and
 their mean MSE_avg (seed 002 eq. 1 applied to query answers, note §12). A cell gives one row.
 
 Study keys of this kind (besides ``name``, ``kind``, ``seed``, ``repetitions``)::
 
     tau = 1                             # default τ of the datasets (each may set its own)
-    engine = "count-level"              # or "per-user", "reports" (longldp.apps.felip)
+    engine = "count-level"              # or "per-user", "reports" (longldp.apps.felip.pipeline)
     calibration = "exact"               # default L-GRR/LOLOHA round-2 calibration of the oracles
     eps_perm = [0.1, 0.5, 1.0]          # ε∞ grid (ε of every report for a one-shot oracle)
     alpha = [0.1]                       # α = ε1/ε∞ grid, each in (0, 1) (chains only)
@@ -20,7 +20,7 @@ Study keys of this kind (besides ``name``, ``kind``, ``seed``, ``repetitions``):
     oracles = [{oracle = "OLOLOHA", calibration = "paper", label = "OLOLOHA (paper)"},
                {oracle = "L-OSUE"}, {oracle = "OUE"}]
 
-A dataset entry names a `longldp.apps.felip_data.felip_table` dataset (``adult``, ``loan`` /
+A dataset entry names a `longldp.apps.felip.data.felip_table` dataset (``adult``, ``loan`` /
 ``loans-full-schema``, ``big5`` / ``bfive``, ``bfi``, ``bms-pos``) with optional ``label``,
 ``tau``, ``attributes`` (a list of its columns; default: the study's 12, BMS-POS's 6),
 ``max_domain`` (coarsening, default 50) and ``rows`` (BMS-POS: the stand-in's size; other
@@ -37,7 +37,7 @@ timestamp with ε = ε∞, so its rows have no α and its budget over τ timesta
 not private at the level of the chains; it shows what the grids could do at that ε).
 
 The workload is generated once per study and dataset, in the parent process, by
-`longldp.apps.felip_queries.generate_workload` with a seed drawn from the study's stream
+`longldp.apps.felip.queries.generate_workload` with a seed drawn from the study's stream
 ``(4, d)``, and saved as ``<workload_dir>/<dataset label>.json``. A later run (a resume) loads
 that file instead of generating again, after checking that it fits the dataset (same
 attributes and domains, λ and number of queries); a file that does not fit is an error naming
@@ -54,7 +54,7 @@ compared on the same data and groups); the reports of a cell ``(2, d, r, o, e, l
 MSE_avg with a 95% t-interval per dataset × oracle × ε∞, and paired gaps between two oracles)
 and its plots. Without the ``longldp`` command::
 
-    python -m longldp.experiments.felip_kind RESULTS.parquet --out DIR
+    python -m longldp.experiments.kinds.felip RESULTS.parquet --out DIR
 """
 
 from __future__ import annotations
@@ -77,12 +77,12 @@ import numpy as np
 import pyarrow as pa
 
 from longldp import data as lldata
-from longldp.apps import felip as fe
-from longldp.apps import felip_data as fd
-from longldp.apps.felip_estimate import EstimationOptions
-from longldp.apps.felip_grids import FelipSchema
-from longldp.apps.felip_queries import Workload, generate_workload
-from longldp.apps.felip_sizing import oracle_spec
+from longldp.apps.felip import data as fd
+from longldp.apps.felip import pipeline as fe
+from longldp.apps.felip.estimate import EstimationOptions
+from longldp.apps.felip.grids import FelipSchema
+from longldp.apps.felip.queries import Workload, generate_workload
+from longldp.apps.felip.sizing import oracle_spec
 from longldp.data import to_longitudinal
 from longldp.experiments import _schema as sc
 from longldp.experiments import seeding

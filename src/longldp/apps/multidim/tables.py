@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from longldp import _validate as check
 from longldp import privacy
-from longldp.apps.multidim import PAPER_CALIBRATION, build_protocol
+from longldp.apps.multidim.collection import PAPER_CALIBRATION, build_protocol
 from longldp.protocols import protocol
 
 PAPER_N = 10_000

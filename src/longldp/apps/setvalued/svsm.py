@@ -1,6 +1,6 @@
 """SVSM: top-k frequent itemsets of set-valued data under LDP, one-shot and longitudinal.
 
-A share s₁ of the users (default 0.5) runs SVIM (:mod:`longldp.apps.setvalued_svim`) and
+A share s₁ of the users (default 0.5) runs SVIM (:mod:`longldp.apps.setvalued.svim`) and
 yields the top-k items R₁ with their corrected estimates f̂'. The other users split 20 % (G4,
 length) / 80 % (G5, estimation) (note §3):
 
@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp import postprocess as pp
-from longldp.apps.setvalued_common import (
+from longldp.apps.setvalued.common import (
     ContainmentIndex,
     FloatArray,
     IntArray,
@@ -42,9 +42,9 @@ from longldp.apps.setvalued_common import (
     split_groups,
     sticky_slots,
 )
-from longldp.apps.setvalued_oracle import FOInstance, OracleSpec, population_budget
-from longldp.apps.setvalued_psfo import pad_and_sample, percentile_length, truncation_factor
-from longldp.apps.setvalued_svim import SVIM, SVIMParams, SVIMRun, _pp_name, check_common
+from longldp.apps.setvalued.oracle import FOInstance, OracleSpec, population_budget
+from longldp.apps.setvalued.psfo import pad_and_sample, percentile_length, truncation_factor
+from longldp.apps.setvalued.svim import SVIM, SVIMParams, SVIMRun, _pp_name, check_common
 from longldp.data import SetData
 
 OWNER = "SVSM"

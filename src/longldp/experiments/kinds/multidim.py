@@ -52,7 +52,7 @@ randomizers' randomness of a cell ``(2, d, r, s, e, l)``.
 ALLOMFREE over SMP+L-SUE and SMP+L-OUE, in %, per ε∞ and on average, beside the paper's
 numbers. Without the ``longldp`` command::
 
-    python -m longldp.experiments.multidim RESULTS.parquet [--out gains.md] [--plot gains.png]
+    python -m longldp.experiments.kinds.multidim RESULTS.parquet [--out gains.md] [--plot gains.png]
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ import pyarrow as pa
 import longldp as ll
 from longldp import postprocess as pp
 from longldp import privacy
-from longldp.apps import multidim as md
+from longldp.apps.multidim import collection as md
 from longldp.data.longitudinal import permutations
 from longldp.experiments import _schema as sc
 from longldp.experiments import seeding
@@ -1011,7 +1011,7 @@ def plot_gains(rows: Sequence[GainRow], out: str | Path) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m longldp.experiments.multidim RESULTS [--out MD] [--plot PNG]``: gain table.
+    """``python -m longldp.experiments.kinds.multidim RESULTS [--out MD] [--plot PNG]``: gain table.
 
     Parameters
     ----------
@@ -1024,7 +1024,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         Exit status: 0, or 2 for a bad table.
     """
     parser = argparse.ArgumentParser(
-        prog="python -m longldp.experiments.multidim",
+        prog="python -m longldp.experiments.kinds.multidim",
         description="Gains of ALLOMFREE over SMP+L-SUE and SMP+L-OUE ([004] Tables 3-4).",
     )
     parser.add_argument("results", type=Path, help="results.parquet of a multidim study")

@@ -32,7 +32,7 @@ import numpy as np
 
 from longldp import _validate as check
 from longldp import postprocess as pp
-from longldp.apps.setvalued_common import (
+from longldp.apps.setvalued.common import (
     POLICIES,
     FloatArray,
     IntArray,
@@ -46,8 +46,8 @@ from longldp.apps.setvalued_common import (
     sticky_slots,
     top_indices,
 )
-from longldp.apps.setvalued_oracle import FOInstance, OracleSpec, population_budget
-from longldp.apps.setvalued_psfo import PSFO, pad_and_sample, percentile_length, truncation_factor
+from longldp.apps.setvalued.oracle import FOInstance, OracleSpec, population_budget
+from longldp.apps.setvalued.psfo import PSFO, pad_and_sample, percentile_length, truncation_factor
 from longldp.data import SetData
 
 OWNER = "SVIM"

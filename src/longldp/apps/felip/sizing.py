@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from longldp import _validate as check
-from longldp.apps.felip_grids import CATEGORICAL, OWNER, FelipSchema
+from longldp.apps.felip.grids import CATEGORICAL, OWNER, FelipSchema
 from longldp.protocols import FrequencyOracle, get_protocol_class, protocol
 
 #: One-shot FELIP: GRR or OUE chosen per grid (note §5).

@@ -50,8 +50,8 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
-from longldp.apps.felip_grids import OWNER, FelipLayout
-from longldp.apps.felip_queries import Query
+from longldp.apps.felip.grids import OWNER, FelipLayout
+from longldp.apps.felip.queries import Query
 
 NONNEGATIVE_METHODS = ("algorithm-1", "norm-sub")
 WEIGHTS = ("variance", "cells")

@@ -70,8 +70,8 @@ import pyarrow as pa
 import longldp as ll
 from longldp import data
 from longldp import postprocess as pp
-from longldp.apps import setvalued as sv
-from longldp.apps.setvalued_metrics import SetValuedTruth
+from longldp.apps.setvalued import mining as sv
+from longldp.apps.setvalued.metrics import SetValuedTruth
 from longldp.experiments import _schema as sc
 from longldp.experiments import seeding
 from longldp.experiments.kinds import Cell, StudyKind

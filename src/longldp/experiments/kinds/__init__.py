@@ -42,10 +42,10 @@ __all__ = [
 
 #: Kinds shipped with longldp: name -> module that defines ``KIND``.
 BUILTIN_KINDS: dict[str, str] = {
-    "standalone": "longldp.experiments.standalone",
-    "multidim": "longldp.experiments.multidim",
-    "felip": "longldp.experiments.felip_kind",
-    "setvalued": "longldp.experiments.setvalued_kind",
+    "standalone": "longldp.experiments.kinds.standalone",
+    "multidim": "longldp.experiments.kinds.multidim",
+    "felip": "longldp.experiments.kinds.felip",
+    "setvalued": "longldp.experiments.kinds.setvalued",
 }
 
 _REGISTERED: dict[str, StudyKind] = {}

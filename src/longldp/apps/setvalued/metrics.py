@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import _validate as check
-from longldp.apps.setvalued_common import (
+from longldp.apps.setvalued.common import (
     FloatArray,
     IntArray,
     MiningResult,

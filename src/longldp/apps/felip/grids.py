@@ -22,7 +22,7 @@ the unequal widths of the public implementation ``bdreasch/mdc`` ([C] in the not
   drops the remainder).
 
 :class:`FelipLayout` also precomputes the index arrays that the estimation step
-(:mod:`longldp.apps.felip_estimate`) uses to run consistency and the response matrices on all
+(:mod:`longldp.apps.felip.estimate`) uses to run consistency and the response matrices on all
 grids at once.
 """
 

@@ -20,7 +20,7 @@ is not said (note §12). Our choices, all deterministic:
 
 Domains larger than ``max_domain`` (default 50, [C]'s binning of Adult) are coarsened by merging
 consecutive codes into ``max_domain`` groups of near-equal code counts (the widths of
-:func:`~longldp.apps.felip_grids.cell_widths`). ``rows`` resamples rows with replacement
+:func:`~longldp.apps.felip.grids.cell_widths`). ``rows`` resamples rows with replacement
 (seeded) to reach a given n, e.g. as a stand-in for the 10⁶-row Kaggle Big Five.
 """
 
@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from longldp import _validate as check
-from longldp.apps.felip_grids import OWNER, cell_widths
+from longldp.apps.felip.grids import OWNER, cell_widths
 from longldp.data import Domain, SetData, Table, bms_pos_standin, load
 
 ADULT_12 = (
@@ -189,7 +189,7 @@ def felip_table(
     Returns
     -------
     Table
-        All attributes numerical (:class:`~longldp.apps.felip_grids.FelipSchema.from_table`).
+        All attributes numerical (:class:`~longldp.apps.felip.grids.FelipSchema.from_table`).
     """
     key = ALIASES.get(name.lower(), name.lower()) if isinstance(name, str) else name
     if key in ("bms-pos", "bms-pos-standin"):

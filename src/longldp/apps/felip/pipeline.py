@@ -8,14 +8,14 @@ paper is not public; this module follows the reconstruction in ``shared/notes/fe
 
 Pieces (each in its own module):
 
-- :mod:`~longldp.apps.felip_grids`: attributes, cells of unequal width, the grid set, the
+- :mod:`~longldp.apps.felip.grids`: attributes, cells of unequal width, the grid set, the
   partition of the users into one group per grid (note §2–§3);
-- :mod:`~longldp.apps.felip_sizing`: grid sizes from the query selectivity and the oracle of
+- :mod:`~longldp.apps.felip.sizing`: grid sizes from the query selectivity and the oracle of
   each grid (note §4–§5, §11);
-- :mod:`~longldp.apps.felip_estimate`: non-negativity, consistency, response matrices and
+- :mod:`~longldp.apps.felip.estimate`: non-negativity, consistency, response matrices and
   query answers (note §6–§9);
-- :mod:`~longldp.apps.felip_queries`: query validation, the workload, MSE_avg (note §12);
-- :mod:`~longldp.apps.felip_data`: the study's datasets (12 or 6 numerical attributes).
+- :mod:`~longldp.apps.felip.queries`: query validation, the workload, MSE_avg (note §12);
+- :mod:`~longldp.apps.felip.data`: the study's datasets (12 or 6 numerical attributes).
 
 Longitudinally (note §11) the grid set, the sizes, each user's group and each client's memo stay
 fixed over all timestamps: a user maps its values at time t to a cell of its grid and reports it
@@ -30,7 +30,7 @@ materialized and aggregated by the server (``perturb`` + ``support_counts``: the
 path, slower).
 
 The server's estimation runs on batches of timestamps at once
-(:func:`~longldp.apps.felip_estimate.fit_model`), each timestamp exactly as on its own.
+(:func:`~longldp.apps.felip.estimate.fit_model`), each timestamp exactly as on its own.
 """
 
 from __future__ import annotations
@@ -43,14 +43,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
-from longldp.apps.felip_estimate import (
+from longldp.apps.felip.estimate import (
     EstimationOptions,
     FelipModel,
     QueryBatch,
     fit_model,
     prepare_queries,
 )
-from longldp.apps.felip_grids import (
+from longldp.apps.felip.grids import (
     OWNER,
     FelipLayout,
     FelipSchema,
@@ -58,7 +58,7 @@ from longldp.apps.felip_grids import (
     balanced_groups,
     group_sizes,
 )
-from longldp.apps.felip_queries import (
+from longldp.apps.felip.queries import (
     DEFAULT_SELECTIVITY,
     Query,
     Workload,
@@ -66,7 +66,7 @@ from longldp.apps.felip_queries import (
     mse_per_timestamp,
     true_answers,
 )
-from longldp.apps.felip_sizing import (
+from longldp.apps.felip.sizing import (
     ALPHA1,
     ALPHA2,
     GridSizes,
@@ -232,7 +232,7 @@ def plan_felip(
         L-GRR / LOLOHA round-2 calibration (DESIGN §3.2).
     selectivity : float or sequence of float, optional
         r_a per attribute (note §10.1 [R]: the workload's); default [C]'s 12-attribute list
-        reused cyclically (:data:`~longldp.apps.felip_queries.DEFAULT_SELECTIVITY`).
+        reused cyclically (:data:`~longldp.apps.felip.queries.DEFAULT_SELECTIVITY`).
     size_rule : {"error", "variance"}, default="error"
         How the sizing picks among candidate oracles (note §4; "variance" is [C]'s rule).
     unify : {"code", "mean"}, default="code"
@@ -246,7 +246,7 @@ def plan_felip(
 
     Examples
     --------
-    >>> from longldp.apps.felip_grids import Attribute, FelipSchema
+    >>> from longldp.apps.felip.grids import Attribute, FelipSchema
     >>> s = FelipSchema(tuple(Attribute(f"x{i}", 50) for i in range(6)))
     >>> p = plan_felip(s, 10**6, "adaptive", 1.0, selectivity=0.5)
     >>> p.sizes.pairs[(0, 1)].sizes, p.sizes.one_d[0].sizes, p.m
@@ -520,9 +520,9 @@ def run_felip(
     ----------
     table : Table
         Timestamp 0 with the workload's attributes (e.g. from
-        :func:`~longldp.apps.felip_data.felip_table`).
+        :func:`~longldp.apps.felip.data.felip_table`).
     workload : Workload
-        Generated once per study (:func:`~longldp.apps.felip_queries.generate_workload`).
+        Generated once per study (:func:`~longldp.apps.felip.queries.generate_workload`).
     oracle, eps, eps_1, alpha, calibration, size_rule, unify
         As in :func:`plan_felip`.
     tau : int, default=1

@@ -29,8 +29,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import _validate as check
-from longldp.apps.setvalued_common import ENGINES, OWNER, IntArray
-from longldp.apps.setvalued_psfo import (
+from longldp.apps.setvalued.common import ENGINES, OWNER, IntArray
+from longldp.apps.setvalued.psfo import (
     ADAPTIVE,
     PSFO,
     oneshot_plain_oracle,

@@ -11,10 +11,10 @@ timestamp and scores it against the exact ground truth::
 Compute ``truth = setvalued_truth(data)`` once per dataset and pass it to every cell; it is
 shared by all timestamps of a `LongitudinalSets` (whole sets are permuted, so it is exact).
 
-Modules: :mod:`~longldp.apps.setvalued_psfo` (PSFO), :mod:`~longldp.apps.setvalued_oracle`
-(oracle choice, engines), :mod:`~longldp.apps.setvalued_svim`,
-:mod:`~longldp.apps.setvalued_svsm`, :mod:`~longldp.apps.setvalued_ldpminer`,
-:mod:`~longldp.apps.setvalued_metrics`, :mod:`~longldp.apps.setvalued_common`. Design and
+Modules: :mod:`~longldp.apps.setvalued.psfo` (PSFO), :mod:`~longldp.apps.setvalued.oracle`
+(oracle choice, engines), :mod:`~longldp.apps.setvalued.svim`,
+:mod:`~longldp.apps.setvalued.svsm`, :mod:`~longldp.apps.setvalued.ldpminer`,
+:mod:`~longldp.apps.setvalued.metrics`, :mod:`~longldp.apps.setvalued.common`. Design and
 sources: ``docs/setvalued.md`` and ``shared/notes/svim-svsm.md``.
 """
 
@@ -25,9 +25,9 @@ from typing import Any
 
 from longldp import _validate as check
 from longldp import postprocess as pp
-from longldp.apps.setvalued_common import ENGINES, POLICIES, MiningResult, Timeline, TopK
-from longldp.apps.setvalued_ldpminer import LDPMiner, LDPMinerParams
-from longldp.apps.setvalued_metrics import (
+from longldp.apps.setvalued.common import ENGINES, POLICIES, MiningResult, Timeline, TopK
+from longldp.apps.setvalued.ldpminer import LDPMiner, LDPMinerParams
+from longldp.apps.setvalued.metrics import (
     MSE_READINGS,
     MetricTable,
     SetValuedTruth,
@@ -38,8 +38,8 @@ from longldp.apps.setvalued_metrics import (
     setvalued_truth,
     topk_mse,
 )
-from longldp.apps.setvalued_oracle import OracleSpec, make_spec
-from longldp.apps.setvalued_psfo import (
+from longldp.apps.setvalued.oracle import OracleSpec, make_spec
+from longldp.apps.setvalued.psfo import (
     PSFO,
     adaptive_choice,
     amplified_epsilon,
@@ -49,8 +49,8 @@ from longldp.apps.setvalued_psfo import (
     psfo_channel,
     truncation_factor,
 )
-from longldp.apps.setvalued_svim import SVIM, SVIMParams
-from longldp.apps.setvalued_svsm import SVSM, SVSMParams, best_first, candidate_itemsets
+from longldp.apps.setvalued.svim import SVIM, SVIMParams
+from longldp.apps.setvalued.svsm import SVSM, SVSMParams, best_first, candidate_itemsets
 
 OWNER = "mine"
 APPS = {"svim": "SVIM", "svsm": "SVSM", "ldpminer": "LDPMiner"}

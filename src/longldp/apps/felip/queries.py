@@ -40,7 +40,7 @@ from scipy.stats import truncnorm
 
 from longldp import _validate as check
 from longldp import metrics
-from longldp.apps.felip_grids import CATEGORICAL, OWNER, FelipSchema
+from longldp.apps.felip.grids import CATEGORICAL, OWNER, FelipSchema
 from longldp.data import Table
 
 #: [C]'s per-attribute selectivities for its 12-attribute datasets (exp_eps_opt.py).
@@ -91,7 +91,7 @@ def make_query(schema: FelipSchema, constraints: Mapping[int | str, Any]) -> Que
 
     Examples
     --------
-    >>> from longldp.apps.felip_grids import Attribute, FelipSchema
+    >>> from longldp.apps.felip.grids import Attribute, FelipSchema
     >>> s = FelipSchema((Attribute("age", 74), Attribute("hours", 96)))
     >>> make_query(s, {"hours": (10, 40), "age": 3})
     Query(attributes=(0, 1), lo=(3, 10), hi=(3, 40))
