@@ -93,7 +93,7 @@ def _lane_sums(rows: NDArray[np.uint8], row_bytes: int, run: int) -> NDArray[np.
 
 def _histogram_sums(rows: NDArray[np.uint8]) -> NDArray[np.int64]:
     """Exact bit counts from one (byte position, byte value) histogram."""
-    n, row_bytes = rows.shape
+    row_bytes = rows.shape[1]
     offsets = np.arange(row_bytes, dtype=np.intp) * 256
     hist = np.bincount((rows + offsets).ravel(), minlength=row_bytes * 256)
     return (hist.reshape(row_bytes, 256) @ BYTE_BITS).reshape(-1)
