@@ -109,8 +109,8 @@ def test_every_cited_section_exists():
     known = {doc: sections(doc) for doc in DOCS}
     missing = []
     for path, text in TEXTS.items():
-        if path in DOCS.values():
-            continue  # the documents' own cross-references use bare "§x"
+        if path in DOCS.values() or path == Path(__file__).resolve():
+            continue  # the documents' own cross-references use bare "§x"; this file's examples
         for i, line in enumerate(text.splitlines(), 1):
             for doc, number in citations(line):
                 if number not in known[doc]:
