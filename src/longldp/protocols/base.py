@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
+from longldp.protocols._bitcount import BYTE_BITS, packed_column_sums  # noqa: F401  (re-exported)
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource, SecureRandom, as_random_source
 
@@ -497,19 +498,6 @@ def _user_index(owner: str, users: ArrayLike | None, m: int, n_users: int) -> ND
 
 def _rows(state: dict, mask: NDArray[np.bool_]) -> dict:
     return {name: arr[mask] for name, arr in state.items()}
-
-
-#: BYTE_BITS[b, j] = bit j (most significant first, numpy.packbits' order) of byte value b.
-BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
-
-
-def packed_column_sums(rows: NDArray[np.uint8], width: int) -> NDArray[np.int64]:
-    """Σ over rows of bit-packed vectors of ``width`` bits: a byte histogram per column times
-    the bits of each byte value, O(n·width/8) with no unpacking."""
-    total = np.zeros(rows.shape[1] * 8, dtype=np.int64)
-    for col in range(rows.shape[1]):
-        total[col * 8 : col * 8 + 8] = np.bincount(rows[:, col], minlength=256) @ BYTE_BITS
-    return total[:width]
 
 
 def set_derived(obj: object, **values: float) -> None:
