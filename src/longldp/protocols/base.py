@@ -1,4 +1,4 @@
-"""The protocol contract shared by every frequency oracle (DESIGN §2).
+"""The protocol contract shared by every frequency oracle (docs/design.md §2).
 
 A protocol is a frozen dataclass that validates itself and exposes its chain parameters
 ``p1, q1, p2, q2`` (one-shot oracles: ``p2 = 1, q2 = 0``, the identity second round). This
@@ -148,7 +148,7 @@ class FrequencyOracle(ABC):
     def sample_support(
         self, true_counts: ArrayLike, n: int | None = None, rng: Any = None
     ) -> NDArray:
-        """Support counts of one timestamp drawn directly from the true counts (DESIGN §6).
+        """Support counts of one timestamp drawn directly from the true counts (docs/design.md §4).
 
         Exactly distributed as aggregating ``perturb`` of users with these values, per
         timestamp (see each family for the joint law); cost O(k), not O(n·k). ``true_counts``
@@ -214,7 +214,7 @@ class FrequencyOracle(ABC):
         rng: Any = None,
         users: ArrayLike | None = None,
     ) -> NDArray:
-        """Support counts of ``perturb`` drawn without materializing reports (DESIGN §6).
+        """Support counts of ``perturb`` drawn without materializing reports (docs/design.md §4).
 
         Round 1 is drawn per user and memoized exactly as in :meth:`perturb`; round 2 is then
         drawn at count level from the memos, which, given the memos, is the exact law of every
@@ -423,7 +423,7 @@ class Client:
 
     @property
     def spent_budget(self) -> privacy.SpentBudget:
-        """Reports sent, distinct memos, and the ε bound min(t·ε1, m·ε∞) (DESIGN §3.3)."""
+        """Reports sent, distinct memos, and the ε bound min(t·ε1, m·ε∞) (docs/math.md §4)."""
         o = self.oracle
         if not o.longitudinal:
             return privacy.SpentBudget(self._reports, 0, self._reports * o.single_report_epsilon())
