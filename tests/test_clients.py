@@ -14,6 +14,7 @@ CASES = {
     "OUE": {"eps": 1.0},
     "BLH": {"eps": 1.0},
     "OLH": {"eps": 3.0},
+    "SH": {"eps": 1.0},
     "L-GRR": {"eps_perm": 2.0, "eps_1": 0.8},
     "L-SUE": {"eps_perm": 2.0, "eps_1": 0.8},
     "L-OUE": {"eps_perm": 2.0, "eps_1": 0.8},
@@ -21,6 +22,7 @@ CASES = {
     "L-OSUE": {"eps_perm": 2.0, "eps_1": 0.8},
     "BiLOLOHA": {"eps_perm": 2.0, "eps_1": 0.8},
     "OLOLOHA": {"eps_perm": 4.0, "eps_1": 2.0},
+    "L-SH": {"eps_perm": 2.0, "eps_1": 0.8},
     "dBitFlipPM": {"eps_perm": 2.0, "d": 3},
 }
 LONGITUDINAL = [n for n in CASES if ll.get_protocol_class(n).longitudinal]

@@ -23,6 +23,7 @@ from longldp.protocols._rng import HmacRandom, SecureRandom
 from longldp.protocols.base import Aggregator, Client, FrequencyOracle
 from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.grr import GRR, LGRR
+from longldp.protocols.hadamard import LSH, SH
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
@@ -34,6 +35,7 @@ REGISTRY: dict[str, type[FrequencyOracle]] = {
         OUE,
         BLH,
         OLH,
+        SH,
         LGRR,
         LSUE,
         LOUE,
@@ -41,6 +43,7 @@ REGISTRY: dict[str, type[FrequencyOracle]] = {
         LOSUE,
         BiLOLOHA,
         OLOLOHA,
+        LSH,
         DBitFlipPM,
     )
 }
@@ -135,11 +138,13 @@ __all__ = [
     "LGRR",
     "LOSUE",
     "LOUE",
+    "LSH",
     "LSOUE",
     "LSUE",
     "OLH",
     "OLOLOHA",
     "OUE",
+    "SH",
     "SUE",
     "Aggregator",
     "BiLOLOHA",
