@@ -43,7 +43,7 @@ EPOCH_SIZE = 4
 MAX_EPOCH = 2**32 - 1
 
 #: Protocol ids (one byte). Fixed forever: a new protocol takes a new id, never a used one.
-#: 14 (RAPPOR) and 15 (SH, Hadamard response) are reserved for protocols being added.
+#: 14 is reserved for RAPPOR (Bloom-filter reports), being added.
 PROTOCOL_IDS: dict[str, int] = {
     "GRR": 1,
     "SUE": 2,
@@ -60,6 +60,7 @@ PROTOCOL_IDS: dict[str, int] = {
     "dBitFlipPM": 13,
     "RAPPOR": 14,
     "SH": 15,
+    "L-SH": 16,
 }
 _NAMES_BY_ID = {v: k for k, v in PROTOCOL_IDS.items()}
 
