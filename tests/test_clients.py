@@ -181,10 +181,10 @@ def test_serialization_round_trip(name):
     back = proto.from_bytes(blobs)
     np.testing.assert_array_equal(proto.support_counts(back), proto.support_counts(reports))
     agg = proto.aggregator()
-    agg.add_bytes(blobs)
+    agg.add_bytes(proto.encode_reports(reports))
     np.testing.assert_array_equal(agg.support_counts, proto.support_counts(reports))
     client = proto.client(np.random.default_rng(3))
-    assert len(client.report_bytes(299)) == proto.report_nbytes
+    assert len(client.report_bytes(299)) == proto.wire_size == 12 + proto.report_nbytes
 
 
 def test_report_sizes_are_compact():

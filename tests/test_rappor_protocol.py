@@ -96,8 +96,10 @@ def test_google_python_client_vector_byte_for_byte():
     assert bits_to_int(prr, 16) == 57576
     assert bits_to_int(report, 16) == 64493
     assert client.realized_f == 0.5
-    wire = client.report_bytes("abc")
-    assert wire[:2] == b"\x00\x00" and bits_to_int(np.frombuffer(wire[2:], np.uint8), 16) == 64493
+    body = proto.to_bytes(proto._make_reports(report, {"cohort": np.zeros(1, np.int64)}))[0]
+    assert body[:2] == b"\x00\x00" and bits_to_int(np.frombuffer(body[2:], np.uint8), 16) == 64493
+    wire = client.report_bytes("abc")  # header + body
+    assert len(wire) == proto.wire_size and proto.decode_reports(wire)["cohort"][0] == 0
 
 
 def test_bloom_hash_matches_google_for_v1():

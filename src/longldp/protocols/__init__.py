@@ -17,8 +17,9 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from longldp.protocols import wire
 from longldp.protocols._memo import MemoStore, PopulationMemo
-from longldp.protocols._rng import SecureRandom
+from longldp.protocols._rng import HmacRandom, SecureRandom
 from longldp.protocols.base import Aggregator, Client, FrequencyOracle
 from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.grr import GRR, LGRR
@@ -96,6 +97,17 @@ def protocol(name: str, **params: Any) -> FrequencyOracle:
     return cls(**params)
 
 
+def protocol_from_spec(spec: dict[str, Any]) -> FrequencyOracle:
+    """Rebuild a protocol from ``proto.spec()`` (``{"name": ..., "params": {...}}``)."""
+    return wire.protocol_from_spec(spec)
+
+
+def aggregator_from_state(state: dict[str, Any]) -> Aggregator:
+    """Rebuild an aggregator, protocol included, from ``Aggregator.state()``."""
+    spec, _, _ = wire.check_state(state)
+    return protocol_from_spec(spec).aggregator_from_state(state)
+
+
 def list_protocols() -> list[ProtocolInfo]:
     """Every registered protocol with its parameters."""
     return [
@@ -148,12 +160,16 @@ __all__ = [
     "Client",
     "DBitFlipPM",
     "FrequencyOracle",
+    "HmacRandom",
     "MemoStore",
     "PopulationMemo",
     "ProtocolInfo",
     "RapporClient",
     "SecureRandom",
+    "aggregator_from_state",
     "get_protocol_class",
     "list_protocols",
     "protocol",
+    "protocol_from_spec",
+    "wire",
 ]

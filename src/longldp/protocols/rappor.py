@@ -40,7 +40,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import privacy
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo
-from longldp.protocols._rng import RandomSource, SecureRandom, as_random_source
+from longldp.protocols._rng import HmacRandom, RandomSource, SecureRandom, as_random_source
 from longldp.protocols.base import Client, _user_index, packed_column_sums, row_slices
 from longldp.protocols.ue import _UnaryEncoding
 
@@ -583,18 +583,6 @@ class RAPPOR(_UnaryEncoding):
 
 
 # ---------------------------------------------------------------------- one device
-def hmac_uniforms(key: bytes, context: bytes, n: int) -> NDArray[np.float64]:
-    """n uniforms on [0, 1) with 53 bits each from HMAC-SHA256(key, context ‖ counter) blocks
-    (counter 4 bytes big-endian): a PRF of the key, deterministic in (key, context)."""
-    need = 8 * n
-    blocks = [
-        hmac.new(key, context + struct.pack(">L", i), hashlib.sha256).digest()
-        for i in range(math.ceil(need / 32))
-    ]
-    words = np.frombuffer(b"".join(blocks)[:need], dtype=">u8").astype(np.uint64) >> np.uint64(11)
-    return words.astype(np.float64) * 2.0**-53
-
-
 class Internals(NamedTuple):
     """What a client computes for one report; only ``report`` may leave the device."""
 
@@ -609,8 +597,8 @@ class RapporClient(Client):
     ``prr_source``:
 
     - ``"hmac"`` (default): the PRR is a PRF of a device secret and the Bloom bits,
-      HMAC-SHA256(secret, 0x01 ‖ len(metric) ‖ metric ‖ cohort u16 ‖ Bloom bytes ‖ counter), one
-      53-bit uniform per bit: bit = 1 if u < f/2, 0 if u < f, else the Bloom bit. A client that
+      :class:`~longldp.protocols._rng.HmacRandom` keyed by the secret with context
+      0x01 ‖ len(metric) ‖ metric ‖ cohort u16 ‖ Bloom bytes, one 53-bit uniform per bit: bit = 1 if u < f/2, 0 if u < f, else the Bloom bit. A client that
       loses its memo reproduces the same PRR, so no averaging is possible.
     - ``"table"``: the PRR is drawn from ``rng`` once per Bloom filter and kept in the memo
       (:meth:`export_memo` / ``memo=`` persist it).
@@ -645,6 +633,11 @@ class RapporClient(Client):
             secret = gen_bytes(32) if gen_bytes is not None else os.urandom(32)
         if not isinstance(secret, bytes) or not secret:
             raise ValueError(f"{own}: 'secret' must be non-empty bytes.")
+        if self.prr_source == "hmac" and len(secret) < 16:
+            raise ValueError(
+                f"{own}: 'secret' must be at least 16 bytes for prr_source 'hmac' (use 32 from "
+                f"the OS); got {len(secret)}."
+            )
         if not isinstance(metric, bytes) or len(metric) > 255:
             raise ValueError(f"{own}: 'metric' must be bytes of length <= 255.")
         self._secret = secret
@@ -690,7 +683,7 @@ class RapporClient(Client):
                 + struct.pack(">H", self.cohort)
                 + key
             )
-            u = hmac_uniforms(self._secret, context, o.k)
+            u = HmacRandom(self._secret, context).random(o.k)
             b = np.unpackbits(bloom.ravel(), count=o.k).astype(bool)
             bits = np.where(u < o.f / 2, True, np.where(u < o.f, False, b))
             prr = np.packbits(bits).reshape(1, -1)
