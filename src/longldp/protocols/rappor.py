@@ -598,7 +598,8 @@ class RapporClient(Client):
 
     - ``"hmac"`` (default): the PRR is a PRF of a device secret and the Bloom bits,
       :class:`~longldp.protocols._rng.HmacRandom` keyed by the secret with context
-      0x01 ‖ len(metric) ‖ metric ‖ cohort u16 ‖ Bloom bytes, one 53-bit uniform per bit: bit = 1 if u < f/2, 0 if u < f, else the Bloom bit. A client that
+      0x01 ‖ len(metric) ‖ metric ‖ cohort u16 ‖ Bloom bytes, one 53-bit uniform per bit:
+      bit = 1 if u < f/2, 0 if u < f, else the Bloom bit. A client that
       loses its memo reproduces the same PRR, so no averaging is possible.
     - ``"table"``: the PRR is drawn from ``rng`` once per Bloom filter and kept in the memo
       (:meth:`export_memo` / ``memo=`` persist it).
