@@ -1,4 +1,4 @@
-"""Import layering (DESIGN §1) and the README's example, executed as written."""
+"""Import layering (docs/design.md §1) and the README's example, executed as written."""
 
 from __future__ import annotations
 

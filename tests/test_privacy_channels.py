@@ -144,7 +144,7 @@ def test_paper_calibration_of_lgrr_is_over_private_beyond_two_values(k, eps_perm
 
 
 def test_paper_calibration_design_example():
-    # DESIGN §3.2: k = 32, ε∞ = 1, ε1 = 0.5 gives a true single-report ε of about 0.10.
+    # docs/math.md §3.2: k = 32, ε∞ = 1, ε1 = 0.5 gives a true single-report ε of about 0.10.
     proto = ll.protocol("L-GRR", k=32, eps_perm=1.0, eps_1=0.5, calibration="paper")
     single, _ = exact_epsilons(proto, np.random.default_rng(0))
     assert single == pytest.approx(0.1023, abs=5e-4)

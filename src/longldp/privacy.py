@@ -1,4 +1,4 @@
-"""Privacy math of every frequency oracle: one formula, one place (DESIGN §3).
+"""Privacy math of every frequency oracle: one formula, one place (docs/math.md §1–§4).
 
 Every function here is pure and scalar. Notation: domain size ``k``, ``eps`` for a one-shot
 oracle, ``eps_perm`` (ε∞, the budget of one value memoized forever) and ``eps_1`` (ε1, the budget
@@ -24,7 +24,8 @@ References
         USENIX Security 2017 (GRR, SUE, OUE, BLH, OLH).
 [ERL14] Erlingsson et al., "RAPPOR", CCS 2014 (L-SUE).
 [DIN17] Ding et al., "Collecting telemetry data privately", NeurIPS 2017 (dBitFlipPM).
-[002]   shared/seeds/002 (longitudinal LDP applications), eqs. 3, 6, 7.
+[002]   Marreiras Neto, Duarte Neto, Costa Filho, Machado, "Locally differentially private
+        applications with longitudinal data" (docs/math.md §15), eqs. 3, 6, 7.
 """
 
 from __future__ import annotations
@@ -88,7 +89,7 @@ def lgrr_p2(k: int, eps_perm: float, eps_1: float, calibration: str = "exact") -
     ``"paper"`` ([ARC22] eq. 9; [002] §3, whose printed form is algebraically the same):
         p2 = (a·b − 1) / ((k−1)(a − b) + a·b − 1).
     It solves ε1 = ln[(p1p2 + q1q2)/(p1q2 + q1p2)], which is the true single-report ε only for
-    k = 2; for k > 2 a report is more private than ε1 (the true ratio is P1/P0, DESIGN §3.2).
+    k = 2; for k > 2 a report is more private than ε1 (the true ratio is P1/P0, docs/math.md §3.2).
 
     ``"exact"`` (default): p2 = (p_s − q1)/(p1 − q1) with p_s = GRR(ε1)'s keep probability, so
     the composed two-round channel *is* GRR at ε1 (P1 = p_s) and V* equals GRR's at ε1.
@@ -125,7 +126,7 @@ def _ue_q2_for_half_p2(owner: str, p1: float, q1: float, eps_perm: float, eps_1:
     """Solve the UE single-report equation ([002] eq. 6) for q2 with p2 = 1/2.
 
     With p2 fixed, P1 and P0 are linear in q2, so P1(1−P0) = b·P0(1−P1) is a quadratic; we keep
-    its root in [0, 1/2). The largest reachable ε1 is at q2 = 0 (DESIGN §3.2: a maximum α).
+    its root in [0, 1/2). The largest reachable ε1 is at q2 = 0 (docs/math.md §3.3: a maximum α).
     """
     b = math.exp(eps_1)
     # P1 = A1 + B1·x, P0 = A0 + B0·x with x = q2.
@@ -286,7 +287,7 @@ def _vstar_unit(P1: ArrayLike, P0: ArrayLike) -> NDArray:
 
 
 def estimator_variance(n: int, f: ArrayLike, P1: float, P0: float) -> NDArray:
-    """Exact variance of f̂ = (C/n − P0)/(P1 − P0) on a fixed dataset (DESIGN §3).
+    """Exact variance of f̂ = (C/n − P0)/(P1 − P0) on a fixed dataset (docs/math.md §1.2).
 
     Var[f̂] = [f·P1(1−P1) + (1−f)·P0(1−P0)] / (n (P1 − P0)²): C is a sum of n independent
     Bernoullis, n·f of them with mean P1 and the rest with mean P0.
@@ -304,7 +305,7 @@ def pool_extra_variance(f: ArrayLike, g: int, pool_size: int) -> NDArray:
     """Extra variance of a hashing estimate when users share a pool of m hash functions.
 
     Users holding w who share a function share its collision with v, so their supports of v
-    move together. Averaging over a uniform assignment of users to functions (ours, DESIGN §3.1):
+    move together. Averaging over a uniform assignment of users to functions (ours, math §2.4):
     extra Var[f̂_v] = Σ_{w≠v} f_w (f_w − 1/n) / (m (g − 1)) ≈ Σ_{w≠v} f_w² / (m (g − 1)).
     Returned for every v at once; the 1/n term is dropped (it is below 1/(n·m)).
     """
@@ -313,7 +314,7 @@ def pool_extra_variance(f: ArrayLike, g: int, pool_size: int) -> NDArray:
 
 
 # --------------------------------------------------------------------------------------------
-# Budget accounting (DESIGN §3.3)
+# Budget accounting (docs/math.md §4)
 # --------------------------------------------------------------------------------------------
 
 
@@ -327,5 +328,5 @@ class SpentBudget:
 
 
 def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float) -> SpentBudget:
-    """Sequential composition over reports, capped by the memos' ε∞ each (DESIGN §3.3)."""
+    """Sequential composition over reports, capped by the memos' ε∞ each (docs/math.md §4)."""
     return SpentBudget(reports, memos, min(reports * eps_1, memos * eps_perm))

@@ -1,4 +1,4 @@
-"""The protocol contract shared by every frequency oracle (DESIGN §2).
+"""The protocol contract shared by every frequency oracle (docs/design.md §2).
 
 A protocol is a frozen dataclass that validates itself and exposes its chain parameters
 ``p1, q1, p2, q2`` (one-shot oracles: ``p2 = 1, q2 = 0``, the identity second round). This
@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
+from longldp.protocols._bitcount import BYTE_BITS, packed_column_sums  # noqa: F401  (re-exported)
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource, SecureRandom, as_random_source
 
@@ -147,7 +148,7 @@ class FrequencyOracle(ABC):
     def sample_support(
         self, true_counts: ArrayLike, n: int | None = None, rng: Any = None
     ) -> NDArray:
-        """Support counts of one timestamp drawn directly from the true counts (DESIGN §6).
+        """Support counts of one timestamp drawn directly from the true counts (docs/design.md §4).
 
         Exactly distributed as aggregating ``perturb`` of users with these values, per
         timestamp (see each family for the joint law); cost O(k), not O(n·k). ``true_counts``
@@ -213,7 +214,7 @@ class FrequencyOracle(ABC):
         rng: Any = None,
         users: ArrayLike | None = None,
     ) -> NDArray:
-        """Support counts of ``perturb`` drawn without materializing reports (DESIGN §6).
+        """Support counts of ``perturb`` drawn without materializing reports (docs/design.md §4).
 
         Round 1 is drawn per user and memoized exactly as in :meth:`perturb`; round 2 is then
         drawn at count level from the memos, which, given the memos, is the exact law of every
@@ -422,7 +423,7 @@ class Client:
 
     @property
     def spent_budget(self) -> privacy.SpentBudget:
-        """Reports sent, distinct memos, and the ε bound min(t·ε1, m·ε∞) (DESIGN §3.3)."""
+        """Reports sent, distinct memos, and the ε bound min(t·ε1, m·ε∞) (docs/math.md §4)."""
         o = self.oracle
         if not o.longitudinal:
             return privacy.SpentBudget(self._reports, 0, self._reports * o.single_report_epsilon())
@@ -497,19 +498,6 @@ def _user_index(owner: str, users: ArrayLike | None, m: int, n_users: int) -> ND
 
 def _rows(state: dict, mask: NDArray[np.bool_]) -> dict:
     return {name: arr[mask] for name, arr in state.items()}
-
-
-#: BYTE_BITS[b, j] = bit j (most significant first, numpy.packbits' order) of byte value b.
-BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
-
-
-def packed_column_sums(rows: NDArray[np.uint8], width: int) -> NDArray[np.int64]:
-    """Σ over rows of bit-packed vectors of ``width`` bits: a byte histogram per column times
-    the bits of each byte value, O(n·width/8) with no unpacking."""
-    total = np.zeros(rows.shape[1] * 8, dtype=np.int64)
-    for col in range(rows.shape[1]):
-        total[col * 8 : col * 8 + 8] = np.bincount(rows[:, col], minlength=256) @ BYTE_BITS
-    return total[:width]
 
 
 def set_derived(obj: object, **values: float) -> None:

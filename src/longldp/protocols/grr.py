@@ -3,7 +3,7 @@
 A report is a symbol of [0, k) and supports exactly the value it names, so the server's
 support counts are a histogram of the reports.
 
-References: [WAN17] §4.1 (GRR); [ARC22] §4.1 and [002] §3 (L-GRR); DESIGN §3.2 (calibrations).
+References: [WAN17] §4.1 (GRR); [ARC22] §4.1 and [002] §3 (L-GRR); docs/math.md §3.2 (calibrations).
 """
 
 from __future__ import annotations

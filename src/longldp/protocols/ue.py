@@ -7,7 +7,7 @@ with probability P1 (value v) or P0 (otherwise), and one report's ε is
 ln[P1(1−P0)/(P0(1−P1))] ([002] eq. 6).
 
 References: [WAN17] §4.2 (SUE, OUE); [ERL14] (RAPPOR = L-SUE); [ARC22] §4.2 (L-OUE, L-OSUE,
-L-SOUE); DESIGN §3.2.
+L-SOUE); docs/math.md §3.3.
 """
 
 from __future__ import annotations

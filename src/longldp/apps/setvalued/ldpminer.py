@@ -1,4 +1,4 @@
-"""LDPMiner (Qin et al., CCS 2016) as cast by WLJ: the baseline of SVIM (note §4).
+"""LDPMiner (Qin et al., CCS 2016) as cast by WLJ: the baseline of SVIM (math §9.4).
 
 Every user takes part in **both** phases, each with half the budget (sequential composition);
 there is no amplification, no length estimation and no correction factor:
@@ -11,9 +11,9 @@ there is no amplification, no length estimation and no correction factor:
 L is a public set-size bound. Default: the 90th percentile of the **true** set sizes at t = 0,
 as CorneyHeY does; this is not private and favours the baseline (recorded in the result).
 FO₁/FO₂ default to BLH (the law of Bassily-Smith's succinct histogram: P1 = p, P0 = 1/2,
-``shared/notes/gfim.md`` §1.2) and SUE (basic RAPPOR), Qin's choices in today's registry.
+Bassily and Smith, STOC 2015) and SUE (basic RAPPOR), Qin's choices in today's registry.
 
-Longitudinal mode (note §5): two memoizing instances (phase 1 over I ∪ {⊥}; phase 2 over
+Longitudinal mode (math §9.5): two memoizing instances (phase 1 over I ∪ {⊥}; phase 2 over
 I ∪ {⊥} or |C| sticky slots ∪ {⊥}), each at (ε∞/2, ε1/2), every user in both, one shared
 memoized dummy. ``"freeze"`` keeps C from t = 0 and phase 1 reports only at t = 0.
 """
@@ -49,7 +49,7 @@ PHASE2_PADS = ("candidates", "L")
 
 @dataclass(frozen=True)
 class LDPMinerParams:
-    """LDPMiner's constants (note §4, §8.11).
+    """LDPMiner's constants (math §9.4, §9.8.11).
 
     Parameters
     ----------
@@ -102,7 +102,7 @@ def true_length_bound(data: SetData, q: float) -> int:
 
 @dataclass(frozen=True)
 class LDPMiner:
-    """The LDPMiner baseline (note §4) configured once, run on any data.
+    """The LDPMiner baseline (math §9.4) configured once, run on any data.
 
     Parameters
     ----------

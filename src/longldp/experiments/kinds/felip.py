@@ -3,7 +3,7 @@
 For every dataset, repetition, oracle and ε∞ of the study, one cell runs FELIP
 (`longldp.apps.felip.pipeline`) over the dataset interpolated to τ timestamps and scores the study's
 query workload: MSE_t over the queries (answers as fractions of n) at every timestamp and
-their mean MSE_avg (seed 002 eq. 1 applied to query answers, note §12). A cell gives one row.
+their mean MSE_avg (seed 002 eq. 1 applied to query answers, math §8.12). A cell gives one row.
 
 Study keys of this kind (besides ``name``, ``kind``, ``seed``, ``repetitions``)::
 
