@@ -26,7 +26,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN = "test-admin-token-0123456789abcdef"
 IN_CI = os.environ.get("CI", "").lower() == "true"
-CHROMIUM = shutil.which("chromium") or ("/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None)
+CHROMIUM = shutil.which("chromium") or (
+    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+)
 
 
 def require(condition: bool, what: str) -> None:
@@ -45,7 +47,9 @@ def free_port() -> int:
 
 
 def pg_bin() -> Path | None:
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4])
+    )
     return Path(found[-1]).parent if found else None
 
 
@@ -69,8 +73,18 @@ class PgCluster:
             pw = pwd.getpwnam("postgres")
             os.chown(self.base, pw.pw_uid, pw.pw_gid)
             self._as_user = ["runuser", "-u", "postgres", "--"]
-        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8",
-                  "--no-sync")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
         self.start()
 
     def _run(self, tool: str, *args: str) -> None:
@@ -124,8 +138,11 @@ class LiveServer:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> LiveServer:
-        env = {**os.environ, "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get(
-            "PYTHONPATH", ""), "LONGLDP_ADMIN_TOKEN": ADMIN}
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            "LONGLDP_ADMIN_TOKEN": ADMIN,
+        }
         cmd = [sys.executable, "-m", "longldp", "serve", "--db", self.db, "--port", str(self.port)]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from server_helpers import ADMIN, bearer, db_url, new_ids, records, wire_reports
 
 import longldp as ll
 from longldp.server import Limits, build_app, db
+from server_helpers import ADMIN, bearer, db_url, new_ids, records, wire_reports
 
 PROTO_SPEC = {"name": "L-OSUE", "params": {"k": 12, "eps_perm": 2.0, "eps_1": 0.8}}
 
@@ -61,7 +61,9 @@ def test_migrations_are_versioned(tmp_path):
     assert db.migrate(engine, target=1) == 1
     with engine.connect() as conn:
         assert db.schema_version(conn) == 1
-        assert not any(i["name"] == "ix_reports_epoch" for i in sa.inspect(conn).get_indexes("reports"))
+        assert not any(
+            i["name"] == "ix_reports_epoch" for i in sa.inspect(conn).get_indexes("reports")
+        )
     assert db.migrate(engine) == db.SCHEMA_VERSION == 2
     assert db.migrate(engine) == 2  # idempotent
     with engine.connect() as conn:
@@ -78,7 +80,7 @@ def test_token_matrix(backend):
     proto, reps, rng = population(PROTO_SPEC, 20, 1)
     batch = records(new_ids(20, rng), [0] * 20, wire_reports(proto, reps))
     assert post(client, "alpha", a["ingest_token"], batch).status_code == 200
-    ing = f"/v1/collections/alpha/reports"
+    ing = "/v1/collections/alpha/reports"
     reads = [
         "/v1/collections/alpha",
         "/v1/collections/alpha/epochs",
@@ -87,25 +89,40 @@ def test_token_matrix(backend):
         "/v1/collections/alpha/epochs/0/reports.parquet",
         "/collections/alpha/dashboard",
     ]
-    wrong = ["", "Bearer", "Bearer nope", "Basic " + base64.b64encode(b"x:y").decode(),
-             f"Bearer {b['read_token']}", f"Bearer {b['ingest_token']}", f"Bearer {ADMIN}x"]
+    wrong = [
+        "",
+        "Bearer",
+        "Bearer nope",
+        "Basic " + base64.b64encode(b"x:y").decode(),
+        f"Bearer {b['read_token']}",
+        f"Bearer {b['ingest_token']}",
+        f"Bearer {ADMIN}x",
+    ]
     for auth in wrong:
         h = {"Authorization": auth} if auth else {}
         for path in reads:
             assert client.get(path, headers=h).status_code in (401, 403), (auth, path)
-        r = client.post(ing, content=batch, headers={**h, "Content-Type": "application/octet-stream"})
+        r = client.post(
+            ing, content=batch, headers={**h, "Content-Type": "application/octet-stream"}
+        )
         assert r.status_code in (401, 403), auth
         assert client.get("/v1/collections", headers=h).status_code in (401, 403)
         r = client.post("/v1/collections", json={"name": "x", "protocol": PROTO_SPEC}, headers=h)
         assert r.status_code in (401, 403)
-        assert client.post("/v1/collections/alpha/epochs/0/close", headers=h).status_code in (401, 403)
+        assert client.post("/v1/collections/alpha/epochs/0/close", headers=h).status_code in (
+            401,
+            403,
+        )
     # A read token cannot write; an ingest token cannot read estimates or administer.
     assert post(client, "alpha", a["read_token"], batch).status_code == 403
     for path in reads[1:5]:
         assert client.get(path, headers=bearer(a["ingest_token"])).status_code == 403
     for tok in (a["read_token"], a["ingest_token"]):
         assert client.get("/v1/collections", headers=bearer(tok)).status_code == 403
-        assert client.post("/v1/collections/alpha/epochs/0/close", headers=bearer(tok)).status_code == 403
+        assert (
+            client.post("/v1/collections/alpha/epochs/0/close", headers=bearer(tok)).status_code
+            == 403
+        )
     # The right tokens work; the dashboard takes ?token=; an unknown collection is 401 unless admin.
     for path in reads:
         assert client.get(path, headers=bearer(a["read_token"])).status_code == 200, path
@@ -128,10 +145,17 @@ def test_ingest_is_idempotent_and_estimates_are_exact(backend):
     epochs = np.repeat([0, 1, 2], 1000)
     # Epoch 0 in binary batches, epoch 1 as JSON (with cohorts), epoch 2 one report at a time.
     for s in range(0, 1000, 250):
-        r = post(client, "c1", tok, records(ids[s:s + 250], epochs[s:s + 250], wires[s:s + 250]))
+        r = post(
+            client, "c1", tok, records(ids[s : s + 250], epochs[s : s + 250], wires[s : s + 250])
+        )
         assert r.json() == {"received": 250, "new": 250, "duplicates": 0}
     items = [
-        {"id": ids[i].hex(), "epoch": 1, "report": base64.b64encode(wires[i]).decode(), "cohort": i % 4}
+        {
+            "id": ids[i].hex(),
+            "epoch": 1,
+            "report": base64.b64encode(wires[i]).decode(),
+            "cohort": i % 4,
+        }
         for i in range(1000, 2000)
     ]
     r = post(client, "c1", tok, json.dumps({"reports": items}), "application/json")
@@ -141,8 +165,11 @@ def test_ingest_is_idempotent_and_estimates_are_exact(backend):
     r = post(client, "c1", tok, records(ids[2100:], epochs[2100:], wires[2100:]))
     assert r.json()["new"] == 900
     # Retries, overlapping batches and in-batch repeats are acknowledged and counted once.
-    again = records(ids[900:1100] + ids[900:950], list(epochs[900:1100]) + [0] * 50,
-                    wires[900:1100] + wires[900:950])
+    again = records(
+        ids[900:1100] + ids[900:950],
+        list(epochs[900:1100]) + [0] * 50,
+        wires[900:1100] + wires[900:950],
+    )
     assert post(client, "c1", tok, again).json() == {"received": 250, "new": 0, "duplicates": 250}
     r = post(client, "c1", tok, json.dumps({"reports": items[:10]}), "application/json")
     assert r.json()["duplicates"] == 10
@@ -156,8 +183,14 @@ def test_ingest_is_idempotent_and_estimates_are_exact(backend):
         assert (n, support.tolist()) == (1000, agg.support_counts.tolist())
         rn, rsupport = service.recount(c, e)
         assert (rn, rsupport.tolist()) == (n, support.tolist())
-        raw = client.get(f"/v1/collections/c1/epochs/{e}/estimate?postprocess=none", headers=bearer(rd)).json()
-        assert raw["estimate"] == agg.estimate().tolist() == proto.estimate(agg.support_counts, 1000).tolist()
+        raw = client.get(
+            f"/v1/collections/c1/epochs/{e}/estimate?postprocess=none", headers=bearer(rd)
+        ).json()
+        assert (
+            raw["estimate"]
+            == agg.estimate().tolist()
+            == proto.estimate(agg.support_counts, 1000).tolist()
+        )
         assert raw["n"] == 1000 and raw["postprocess"] is None
         se = np.sqrt(proto.variance(1000, np.clip(agg.estimate(), 0, 1)))
         assert raw["se"] == se.tolist()
@@ -165,13 +198,19 @@ def test_ingest_is_idempotent_and_estimates_are_exact(backend):
         default = client.get(f"/v1/collections/c1/epochs/{e}/estimate", headers=bearer(rd)).json()
         assert default["postprocess"] == "norm-sub"
         assert default["estimate"] == agg.estimate("norm-sub").tolist()
-        bp = client.get(f"/v1/collections/c1/epochs/{e}/estimate?postprocess=Base_Pos", headers=bearer(rd)).json()
+        bp = client.get(
+            f"/v1/collections/c1/epochs/{e}/estimate?postprocess=Base_Pos", headers=bearer(rd)
+        ).json()
         assert bp["estimate"] == agg.estimate("base-pos").tolist()
         # IBU needs a GRR-type channel: refused with a 422 naming the reason, not a 500.
-        r = client.get(f"/v1/collections/c1/epochs/{e}/estimate?postprocess=ibu", headers=bearer(rd))
+        r = client.get(
+            f"/v1/collections/c1/epochs/{e}/estimate?postprocess=ibu", headers=bearer(rd)
+        )
         assert r.status_code == 422 and "GRR-type" in r.json()["error"]
         # The Parquet export holds exactly the epoch's reports, header included.
-        blob = client.get(f"/v1/collections/c1/epochs/{e}/reports.parquet", headers=bearer(rd)).content
+        blob = client.get(
+            f"/v1/collections/c1/epochs/{e}/reports.parquet", headers=bearer(rd)
+        ).content
         table = pq.read_table(io.BytesIO(blob))
         assert table.column_names == ["collection", "epoch", "cohort", "report_id", "report"]
         assert sorted(table.column("report_id").to_pylist()) == sorted(ids[sel])
@@ -203,7 +242,9 @@ def _state(service, name):
 def test_a_bad_item_rejects_its_whole_batch(backend):
     client = make_client(backend, max_batch=300, max_body_bytes=64 * 1024)
     col = create(client, first_epoch=1, last_epoch=5)
-    other = create(client, "other", {"name": "L-OSUE", "params": {"k": 12, "eps_perm": 2.0, "eps_1": 0.9}})
+    other = create(
+        client, "other", {"name": "L-OSUE", "params": {"k": 12, "eps_perm": 2.0, "eps_1": 0.9}}
+    )
     tok = col["ingest_token"]
     proto, reps, rng = population(PROTO_SPEC, 60, 3)
     wires = wire_reports(proto, reps)
@@ -217,7 +258,13 @@ def test_a_bad_item_rejects_its_whole_batch(backend):
 
     def batch_with(bad: bytes, epoch: int = 2, rid: bytes | None = None) -> bytes:
         head = records(fresh[:5], [2] * 5, wires[50:55])
-        return head + (rid or fresh[5]) + epoch.to_bytes(4, "big") + bad + records(fresh[6:8], [2] * 2, wires[56:58])
+        return (
+            head
+            + (rid or fresh[5])
+            + epoch.to_bytes(4, "big")
+            + bad
+            + records(fresh[6:8], [2] * 2, wires[56:58])
+        )
 
     other_proto = ll.protocol("L-OSUE", k=12, eps_perm=2.0, eps_1=0.9)
     other_wire = wire_reports(other_proto, reps[:1])[0]
@@ -232,7 +279,12 @@ def test_a_bad_item_rejects_its_whole_batch(backend):
         assert r.status_code == 422, (why, r.text)
         assert r.json()["item"] == 5, (why, r.json())
     # Records have a fixed width, so a short one can only be seen at the end of the batch.
-    short = records(fresh[:5], [2] * 5, wires[50:55]) + fresh[5] + (2).to_bytes(4, "big") + bytes(w[:-1])
+    short = (
+        records(fresh[:5], [2] * 5, wires[50:55])
+        + fresh[5]
+        + (2).to_bytes(4, "big")
+        + bytes(w[:-1])
+    )
     r = post(client, "c1", tok, short)
     assert (r.status_code, r.json()["item"]) == (422, 5) and "truncated" in r.json()["error"]
     # Out-of-range epochs, a reused id with other content, a closed epoch.
@@ -240,13 +292,22 @@ def test_a_bad_item_rejects_its_whole_batch(backend):
     assert (r.status_code, r.json()["item"]) == (422, 5)
     r = post(client, "c1", tok, batch_with(bytes(w), rid=ids[0]))
     assert (r.status_code, r.json()["item"]) == (409, 5)
-    assert client.post("/v1/collections/c1/epochs/3/close", headers=bearer(ADMIN)).status_code == 200
+    assert (
+        client.post("/v1/collections/c1/epochs/3/close", headers=bearer(ADMIN)).status_code == 200
+    )
     r = post(client, "c1", tok, batch_with(bytes(w), epoch=3))
     assert (r.status_code, r.json()["item"]) == (409, 5)
     # JSON items: bad id, bad base64, wrong length, wrong types.
     item = {"id": fresh[0].hex(), "epoch": 2, "report": base64.b64encode(wires[50]).decode()}
-    for bad_item in ({**item, "id": "zz"}, {**item, "report": "%%%"}, {**item, "report": "AAAA"},
-                     {**item, "epoch": -1}, {**item, "epoch": True}, {**item, "extra": 1}, [1]):
+    for bad_item in (
+        {**item, "id": "zz"},
+        {**item, "report": "%%%"},
+        {**item, "report": "AAAA"},
+        {**item, "epoch": -1},
+        {**item, "epoch": True},
+        {**item, "extra": 1},
+        [1],
+    ):
         body = json.dumps({"reports": [item, bad_item]})
         r = post(client, "c1", tok, body, "application/json")
         assert (r.status_code, r.json().get("item")) == (422, 1), bad_item
@@ -271,7 +332,10 @@ def test_collection_creation_is_validated(backend):
     bad = [
         {"name": "bad name", "protocol": PROTO_SPEC},
         {"name": "x", "protocol": {"name": "nope", "params": {}}},
-        {"name": "x", "protocol": {"name": "L-GRR", "params": {"k": 1, "eps_perm": 1, "eps_1": 0.5}}},
+        {
+            "name": "x",
+            "protocol": {"name": "L-GRR", "params": {"k": 1, "eps_perm": 1, "eps_1": 0.5}},
+        },
         {"name": "x", "protocol": {"name": "L-GRR", "params": {"k": 5, "eps_perm": 1, "eps_1": 2}}},
         {"name": "x", "protocol": PROTO_SPEC, "postprocess": "magic"},
         {"name": "x", "protocol": PROTO_SPEC, "first_epoch": 5, "last_epoch": 2},
@@ -283,7 +347,12 @@ def test_collection_creation_is_validated(backend):
         assert r.status_code == 422, body
         assert isinstance(r.json()["error"], str)
     create(client, "x")
-    assert client.post("/v1/collections", json={"name": "x", "protocol": PROTO_SPEC}, headers=h).status_code == 409
+    assert (
+        client.post(
+            "/v1/collections", json={"name": "x", "protocol": PROTO_SPEC}, headers=h
+        ).status_code
+        == 409
+    )
     listed = client.get("/v1/collections", headers=h).json()
     assert [c["name"] for c in listed] == ["x"]
     assert "ingest_token" not in listed[0]
@@ -318,9 +387,19 @@ def test_estimates_equal_proto_estimate_for_each_family(spec, tmp_path):
     client = make_client(str(tmp_path / "f.db"))
     col = create(client, spec=spec)
     proto, reps, rng = population(spec, 400, 11)
-    assert post(client, "c1", col["ingest_token"], records(new_ids(400, rng), [4] * 400, wire_reports(proto, reps))).status_code == 200
+    assert (
+        post(
+            client,
+            "c1",
+            col["ingest_token"],
+            records(new_ids(400, rng), [4] * 400, wire_reports(proto, reps)),
+        ).status_code
+        == 200
+    )
     agg = proto.aggregator()
     agg.add(reps)
-    got = client.get("/v1/collections/c1/epochs/4/estimate", headers=bearer(col["read_token"])).json()
+    got = client.get(
+        "/v1/collections/c1/epochs/4/estimate", headers=bearer(col["read_token"])
+    ).json()
     assert got["estimate"] == agg.estimate().tolist()
     assert len(got["se"]) == len(got["estimate"]) == proto.estimate_size

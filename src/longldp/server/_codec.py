@@ -18,7 +18,7 @@ EPOCH_BYTES = 4
 HEADER = 12
 
 
-class BadItem(ValueError):
+class BadItemError(ValueError):
     """Item ``index`` of a batch is invalid (``message`` says why)."""
 
     def __init__(self, index: int, message: str):
@@ -78,7 +78,7 @@ def support_of_rows(proto: FrequencyOracle, rows: NDArray[np.uint8]) -> NDArray[
 def split_records(
     proto: FrequencyOracle, data: bytes
 ) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint8]]:
-    """(ids (n, 16), epochs (n,), report rows (n, size)) of a binary batch, or BadItem."""
+    """(ids (n, 16), epochs (n,), report rows (n, size)) of a binary batch, or BadItemError."""
     size = report_size(proto)
     width = ID_BYTES + EPOCH_BYTES + size
     n_full, rest = divmod(len(data), width)
@@ -101,7 +101,7 @@ def split_records(
             why = f"has protocol id {h[3]}; the collection's protocol has id {expected[3]}"
         else:
             why = "has a parameter fingerprint other than the collection's"
-        raise BadItem(i, f"report {why}.")
+        raise BadItemError(i, f"report {why}.")
     try:
         decode_rows(proto, rows)
     except ValueError:
@@ -109,10 +109,10 @@ def split_records(
             try:
                 decode_rows(proto, rows[i : i + 1])
             except ValueError as exc:
-                raise BadItem(i, f"report body is invalid: {exc}") from None
+                raise BadItemError(i, f"report body is invalid: {exc}") from None
         raise
     if rest:
-        raise BadItem(
+        raise BadItemError(
             n_full,
             f"record is truncated: {rest} bytes where a record has {width} "
             f"(16-byte id, 4-byte epoch, {size}-byte report).",

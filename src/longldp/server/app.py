@@ -147,7 +147,7 @@ def create_app(service: Service) -> FastAPI:
     async def _db_down(_request: Request, _exc: Exception) -> JSONResponse:
         return _db_unavailable()
 
-    @app.exception_handler(db.DatabaseUnavailable)
+    @app.exception_handler(db.DatabaseUnavailableError)
     async def _db_down2(_request: Request, _exc: Exception) -> JSONResponse:
         return _db_unavailable()
 

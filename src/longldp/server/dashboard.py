@@ -56,9 +56,10 @@ def render_dashboard(info: dict[str, Any], rows: list[dict[str, Any]], method: s
         last = rows[-1]
         est = np.asarray(last["estimate"])
         top = np.argsort(-est, kind="stable")[:TOP_TABLE]
+        est_of = last["estimate"]
         latest = "".join(
             f'<tr data-value="{v}"><td>{v}</td>'
-            f'<td class="num" data-estimate="{last["estimate"][v]!r}">{last["estimate"][v]:.4f}</td>'
+            f'<td class="num" data-estimate="{est_of[v]!r}">{est_of[v]:.4f}</td>'
             f'<td class="num">{last["se"][v]:.4f}</td>'
             f'<td class="num">[{last["lower"][v]:.4f}, {last["upper"][v]:.4f}]</td></tr>'
             for v in top
@@ -66,8 +67,10 @@ def render_dashboard(info: dict[str, Any], rows: list[dict[str, Any]], method: s
         latest_title = f"Epoch {last['epoch']}: the {len(top)} largest estimates"
     else:
         latest_title = "No reports yet"
-    pp_words = "unbiased estimates (no post-processing)" if method is None else (
-        f"post-processed with {esc(method)}; intervals are those of the unbiased estimates"
+    pp_words = (
+        "unbiased estimates (no post-processing)"
+        if method is None
+        else (f"post-processed with {esc(method)}; intervals are those of the unbiased estimates")
     )
     total = sum(r["n"] for r in rows)
     return _PAGE.format(
@@ -164,14 +167,15 @@ td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
         var k = data.epochs.length - 1 - j; return x(e) + "," + y(s.lower[k]); }}));
     el("polygon", {{points: band.join(" "), fill: c, "fill-opacity": 0.12, stroke: "none",
                    "class": "interval"}}, g);
-    el("polyline", {{points: data.epochs.map(function (e, j) {{ return x(e) + "," + y(s.estimate[j]);
-                    }}).join(" "), fill: "none", stroke: c, "stroke-width": 2}}, g);
+    var line = data.epochs.map(function (e, j) {{ return x(e) + "," + y(s.estimate[j]); }});
+    el("polyline", {{points: line.join(" "), fill: "none", stroke: c, "stroke-width": 2}}, g);
     data.epochs.forEach(function (e, j) {{
       el("circle", {{cx: x(e), cy: y(s.estimate[j]), r: 3, fill: c, "class": "point",
                     "data-epoch": e, "data-value": s.value, "data-estimate": s.estimate[j],
                     "data-lower": s.lower[j], "data-upper": s.upper[j]}}, g);
     }});
-    el("text", {{x: W - R + 8, y: T + 14 + 16 * i, fill: c}}).textContent = "value " + s.value;
+    var label = el("text", {{x: W - R + 8, y: T + 14 + 16 * i, style: "fill:" + c}});
+    label.textContent = "value " + s.value;
   }});
   svg.setAttribute("data-rendered", data.series.length);
 }})();

@@ -101,7 +101,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = (
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
-class DatabaseUnavailable(RuntimeError):
+class DatabaseUnavailableError(RuntimeError):
     """The database cannot be reached or is busy; the request may be retried later."""
 
 
@@ -205,6 +205,8 @@ def migrate(engine: Engine, *, target: int = SCHEMA_VERSION) -> int:
         for version, step in MIGRATIONS:
             if current < version <= target:
                 step(conn)
-                conn.execute(schema_migrations.insert().values(version=version, applied_at=time.time()))
+                conn.execute(
+                    schema_migrations.insert().values(version=version, applied_at=time.time())
+                )
                 current = version
         return current

@@ -4,7 +4,7 @@ series and export over one SQLAlchemy engine.
 Every method is synchronous and safe to call from many threads at once; the web layer
 (:mod:`longldp.server.app`) runs them in a thread pool. Errors a client can fix raise
 :class:`ClientError` (with an HTTP status and, for a batch, the index of the first bad item);
-an unreachable or busy database raises :class:`~longldp.server.db.DatabaseUnavailable`.
+an unreachable or busy database raises :class:`~longldp.server.db.DatabaseUnavailableError`.
 """
 
 from __future__ import annotations
@@ -166,7 +166,8 @@ class Service:
         unknown = sorted(set(body) - allowed)
         if unknown:
             raise ClientError(
-                422, f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}."
+                422,
+                f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}.",
             )
         name = body.get("name")
         if not isinstance(name, str) or not NAME_RE.match(name):
@@ -238,9 +239,11 @@ class Service:
         if hit is not None:
             return hit
         with db.transaction(self.engine, write=False) as conn:
-            row = conn.execute(
-                sa.select(db.collections).where(db.collections.c.name == name)
-            ).mappings().first()
+            row = (
+                conn.execute(sa.select(db.collections).where(db.collections.c.name == name))
+                .mappings()
+                .first()
+            )
         if row is None:
             return None
         spec = json.loads(row["protocol_spec"])
@@ -291,7 +294,7 @@ class Service:
             )
         try:
             ids, epochs, rows = codec.split_records(col.proto, data)
-        except codec.BadItem as exc:
+        except codec.BadItemError as exc:
             raise ClientError(422, f"item {exc.index}: {exc.message}", exc.index) from None
         return ids, epochs, rows, [None] * len(epochs)
 
@@ -373,9 +376,7 @@ class Service:
                 if state[int(epochs[i])].closed:
                     raise ClientError(409, f"item {i}: epoch {int(epochs[i])} is closed.", i)
             stmt = (
-                self._insert(db.reports)
-                .on_conflict_do_nothing()
-                .returning(db.reports.c.report_id)
+                self._insert(db.reports).on_conflict_do_nothing().returning(db.reports.c.report_id)
             )
             inserted = set(
                 conn.execute(
@@ -394,8 +395,14 @@ class Service:
             )
             new = [i for i in keep if id_list[i] in inserted]
             if len(new) < len(keep):
-                self._check_repeats(conn, col, [i for i in keep if id_list[i] not in inserted],
-                                    id_list, epochs, wires)
+                self._check_repeats(
+                    conn,
+                    col,
+                    [i for i in keep if id_list[i] not in inserted],
+                    id_list,
+                    epochs,
+                    wires,
+                )
             new_idx = np.asarray(new, dtype=np.int64)
             for e in uniq_epochs:
                 mine = new_idx[epochs[new_idx] == e] if new_idx.size else new_idx
@@ -406,7 +413,9 @@ class Service:
                 conn.execute(
                     ec.update()
                     .where(ec.c.collection_id == col.id, ec.c.epoch == e)
-                    .values(n=state[e].n + int(mine.size), support=(old + add).astype("<i8").tobytes())
+                    .values(
+                        n=state[e].n + int(mine.size), support=(old + add).astype("<i8").tobytes()
+                    )
                 )
         return {"received": n, "new": len(new), "duplicates": n - len(new)}
 
@@ -451,8 +460,15 @@ class Service:
         with db.transaction(self.engine, write=True) as conn:
             conn.execute(
                 self._insert(ec).on_conflict_do_nothing(),
-                [{"collection_id": col.id, "epoch": epoch, "n": 0, "support": zeros,
-                  "closed": False}],
+                [
+                    {
+                        "collection_id": col.id,
+                        "epoch": epoch,
+                        "n": 0,
+                        "support": zeros,
+                        "closed": False,
+                    }
+                ],
             )
             conn.execute(
                 ec.update()
@@ -523,9 +539,13 @@ class Service:
         """(n, support) recomputed from the stored reports of an epoch (for audits and tests)."""
         r = db.reports
         with db.transaction(self.engine, write=False) as conn:
-            wires = conn.execute(
-                sa.select(r.c.wire).where(r.c.collection_id == col.id, r.c.epoch == epoch)
-            ).scalars().all()
+            wires = (
+                conn.execute(
+                    sa.select(r.c.wire).where(r.c.collection_id == col.id, r.c.epoch == epoch)
+                )
+                .scalars()
+                .all()
+            )
         if not wires:
             return 0, np.zeros(col.proto.support_shape, dtype=np.int64)
         rows = np.frombuffer(b"".join(wires), dtype=np.uint8).reshape(len(wires), -1)
