@@ -86,7 +86,7 @@ def olh_optimal_g(eps: float) -> int:
 def lgrr_p2(k: int, eps_perm: float, eps_1: float, calibration: str = "exact") -> float:
     """Round-2 keep probability of L-GRR (q2 = (1 − p2)/(k − 1)).
 
-    ``"paper"`` ([ARC22] eq. 9; [002] §3, whose printed form is algebraically the same):
+    ``"paper"`` ([ARC22] §4.2, eq. 13; [002] §5.1, whose printed form is algebraically the same):
         p2 = (a·b − 1) / ((k−1)(a − b) + a·b − 1).
     It solves ε1 = ln[(p1p2 + q1q2)/(p1q2 + q1p2)], which is the true single-report ε only for
     k = 2; for k > 2 a report is more private than ε1 (the true ratio is P1/P0, docs/math.md §3.2).
@@ -116,7 +116,7 @@ def lsue_p2(eps_perm: float, eps_1: float) -> float:
 
 
 def losue_p2(eps_perm: float, eps_1: float) -> float:
-    """L-OSUE: OUE(ε∞) then symmetric round 2, p2 = (a·b − 1)/((b + 1)(a − 1)) ([ARC22] eq. 14)."""
+    """L-OSUE: OUE(ε∞) then symmetric round 2, p2 = (a·b − 1)/((b + 1)(a − 1)) ([ARC22] eq. 15)."""
     eps_perm, eps_1 = _eps_pair("L-OSUE", eps_perm, eps_1)
     a, b = math.exp(eps_perm), math.exp(eps_1)
     return (a * b - 1) / ((b + 1) * (a - 1))
@@ -151,14 +151,14 @@ def _ue_q2_for_half_p2(owner: str, p1: float, q1: float, eps_perm: float, eps_1:
 
 
 def loue_q2(eps_perm: float, eps_1: float) -> float:
-    """L-OUE: p1 = p2 = 1/2, q1 = 1/(a+1), q2 from the ε1 quadratic ([ARC22] §4.2)."""
+    """L-OUE: p1 = p2 = 1/2, q1 = 1/(a+1), q2 from the ε1 quadratic ([ARC22] §4.3)."""
     eps_perm, eps_1 = _eps_pair("L-OUE", eps_perm, eps_1)
     p1, q1 = oue_probabilities(eps_perm)
     return _ue_q2_for_half_p2("L-OUE", p1, q1, eps_perm, eps_1)
 
 
 def lsoue_q2(eps_perm: float, eps_1: float) -> float:
-    """L-SOUE: SUE(ε∞) round 1, p2 = 1/2, q2 from the ε1 quadratic ([ARC22] §4.2)."""
+    """L-SOUE: SUE(ε∞) round 1, p2 = 1/2, q2 from the ε1 quadratic ([ARC22] §4.3)."""
     eps_perm, eps_1 = _eps_pair("L-SOUE", eps_perm, eps_1)
     p1, q1 = sue_probabilities(eps_perm)
     return _ue_q2_for_half_p2("L-SOUE", p1, q1, eps_perm, eps_1)

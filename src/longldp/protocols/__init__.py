@@ -17,11 +17,13 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from longldp.protocols import wire
 from longldp.protocols._memo import MemoStore, PopulationMemo
-from longldp.protocols._rng import SecureRandom
+from longldp.protocols._rng import HmacRandom, SecureRandom
 from longldp.protocols.base import Aggregator, Client, FrequencyOracle
 from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.grr import GRR, LGRR
+from longldp.protocols.hadamard import LSH, SH
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
@@ -33,6 +35,7 @@ REGISTRY: dict[str, type[FrequencyOracle]] = {
         OUE,
         BLH,
         OLH,
+        SH,
         LGRR,
         LSUE,
         LOUE,
@@ -40,6 +43,7 @@ REGISTRY: dict[str, type[FrequencyOracle]] = {
         LOSUE,
         BiLOLOHA,
         OLOLOHA,
+        LSH,
         DBitFlipPM,
     )
 }
@@ -85,6 +89,17 @@ def protocol(name: str, **params: Any) -> FrequencyOracle:
     return cls(**params)
 
 
+def protocol_from_spec(spec: dict[str, Any]) -> FrequencyOracle:
+    """Rebuild a protocol from ``proto.spec()`` (``{"name": ..., "params": {...}}``)."""
+    return wire.protocol_from_spec(spec)
+
+
+def aggregator_from_state(state: dict[str, Any]) -> Aggregator:
+    """Rebuild an aggregator, protocol included, from ``Aggregator.state()``."""
+    spec, _, _ = wire.check_state(state)
+    return protocol_from_spec(spec).aggregator_from_state(state)
+
+
 def list_protocols() -> list[ProtocolInfo]:
     """Every registered protocol with its parameters."""
     return [
@@ -123,22 +138,28 @@ __all__ = [
     "LGRR",
     "LOSUE",
     "LOUE",
+    "LSH",
     "LSOUE",
     "LSUE",
     "OLH",
     "OLOLOHA",
     "OUE",
+    "SH",
     "SUE",
     "Aggregator",
     "BiLOLOHA",
     "Client",
     "DBitFlipPM",
     "FrequencyOracle",
+    "HmacRandom",
     "MemoStore",
     "PopulationMemo",
     "ProtocolInfo",
     "SecureRandom",
+    "aggregator_from_state",
     "get_protocol_class",
     "list_protocols",
     "protocol",
+    "protocol_from_spec",
+    "wire",
 ]
