@@ -187,6 +187,6 @@ def new_ids(n: int, rng: np.random.Generator) -> list[bytes]:
 
 def wire_reports(proto, reports) -> list[bytes]:  # type: ignore[no-untyped-def]
     """Wire-format bytes (header + body) of each report."""
-    from longldp.server import _codec
-
-    return _codec.encode_reports(proto, reports)
+    blob = proto.encode_reports(reports)
+    size = proto.wire_size
+    return [blob[i : i + size] for i in range(0, len(blob), size)]

@@ -122,7 +122,7 @@ def test_mutated_batches_never_5xx_and_counts_stay_exact(app):
     col = service.get_collection("mut")
     seen = {"ok": 0, "refused": 0}
 
-    @settings(SETTINGS, max_examples=600)
+    @settings(SETTINGS, max_examples=700)
     @given(body=st.one_of(mutated(), st.binary(max_size=400)), json_=st.booleans())
     def run(body, json_):
         r = client.post(

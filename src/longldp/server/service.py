@@ -9,8 +9,6 @@ an unreachable or busy database raises :class:`~longldp.server.db.DatabaseUnavai
 
 from __future__ import annotations
 
-import base64
-import binascii
 import io
 import json
 import math
@@ -197,12 +195,12 @@ class Service:
         if not isinstance(description, str) or len(description) > 2000:
             raise ClientError(422, "'description' must be a string of at most 2000 characters.")
         ingest_token, read_token = tokens.new_token("ingest"), tokens.new_token("read")
-        spec = codec.spec_of(proto)
+        spec = proto.spec()
         row = {
             "name": name,
             "protocol_spec": json.dumps(spec, sort_keys=True),
-            "protocol_id": codec.protocol_id(proto),
-            "fingerprint": codec.fingerprint(proto),
+            "protocol_id": proto.protocol_id,
+            "fingerprint": proto.fingerprint(),
             "first_epoch": first,
             "last_epoch": last,
             "epoch_seconds": seconds,
@@ -302,24 +300,20 @@ class Service:
         self, col: Collection, body: Any
     ) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint8], list[int | None]]:
         """Validate a JSON batch {"reports": [{"id", "epoch", "report", "cohort"?}]}."""
-        if not isinstance(body, dict) or set(body) != {"reports"}:
-            raise ClientError(422, 'the body must be {"reports": [...]}.')
-        items = body["reports"]
-        if not isinstance(items, list) or not items:
+        items = body.get("reports") if isinstance(body, dict) else None
+        if isinstance(items, list) and not items:
             raise ClientError(422, "'reports' must be a non-empty list.")
-        if len(items) > self.limits.max_batch:
+        if isinstance(items, list) and len(items) > self.limits.max_batch:
             raise ClientError(
                 413, f"the batch has {len(items)} items; at most {self.limits.max_batch} allowed."
             )
-        parts: list[bytes] = []
-        cohorts: list[int | None] = []
-        for i, item in enumerate(items):
-            try:
-                parts.append(_json_record(item, codec.report_size(col.proto)))
-            except ValueError as exc:
-                raise ClientError(422, f"item {i}: {exc}", i) from None
-            cohorts.append(item.get("cohort"))
-        ids, epochs, rows, _ = self.parse_binary(col, b"".join(parts))
+        try:
+            data, cohorts = codec.json_records(col.proto, body)
+        except codec.BadItemError as exc:
+            item = exc.index if exc.index >= 0 else None
+            prefix = f"item {exc.index}: " if item is not None else ""
+            raise ClientError(422, prefix + exc.message, item) from None
+        ids, epochs, rows, _ = self.parse_binary(col, data)
         return ids, epochs, rows, cohorts
 
     def ingest(
@@ -656,31 +650,3 @@ def _float_field(body: dict, name: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ClientError(422, f"'{name}' must be a finite number.")
     return float(value)
-
-
-def _json_record(item: Any, size: int) -> bytes:
-    """The binary record of one JSON item {"id": 32 hex, "epoch": int, "report": base64}."""
-    if not isinstance(item, dict):
-        raise ValueError("must be an object with 'id', 'epoch' and 'report'.")
-    extra = set(item) - {"id", "epoch", "report", "cohort"}
-    if extra or not {"id", "epoch", "report"} <= set(item):
-        raise ValueError("must have exactly 'id', 'epoch', 'report' and optionally 'cohort'.")
-    rid, epoch, report = item["id"], item["epoch"], item["report"]
-    if not isinstance(rid, str) or not re.fullmatch(r"[0-9a-fA-F]{32}", rid):
-        raise ValueError("'id' must be 32 hexadecimal characters (16 bytes).")
-    if not isinstance(epoch, int) or isinstance(epoch, bool) or not 0 <= epoch <= MAX_EPOCH:
-        raise ValueError(f"'epoch' must be an integer in [0, {MAX_EPOCH}].")
-    cohort = item.get("cohort")
-    if cohort is not None and (
-        not isinstance(cohort, int) or isinstance(cohort, bool) or not 0 <= cohort < 2**31
-    ):
-        raise ValueError("'cohort' must be an integer in [0, 2^31) or absent.")
-    if not isinstance(report, str):
-        raise ValueError("'report' must be a base64 string.")
-    try:
-        raw = base64.b64decode(report, validate=True)
-    except (binascii.Error, ValueError):
-        raise ValueError("'report' is not valid base64.") from None
-    if len(raw) != size:
-        raise ValueError(f"'report' has {len(raw)} bytes; this collection's reports have {size}.")
-    return bytes.fromhex(rid) + epoch.to_bytes(4, "big") + raw
