@@ -24,6 +24,7 @@ CASES = {
     "OLOLOHA": {"eps_perm": 4.0, "eps_1": 2.0},
     "L-SH": {"eps_perm": 2.0, "eps_1": 0.8},
     "dBitFlipPM": {"eps_perm": 2.0, "d": 3},
+    "RAPPOR": {"h": 1, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75, "encoder": "onehot"},
 }
 LONGITUDINAL = [n for n in CASES if ll.get_protocol_class(n).longitudinal]
 
