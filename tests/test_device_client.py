@@ -243,3 +243,23 @@ def test_hmac_round1_has_the_protocol_distribution_ue_and_lh():
     assert np.all(np.abs(ones - n * prob) < 5 * np.sqrt(n * prob * (1 - prob)))
     got = np.count_nonzero(faithful)
     assert abs(got - n * lh.p1) < 5 * np.sqrt(n * lh.p1 * (1 - lh.p1))
+
+
+def test_rappor_prr_is_reproduced_and_budgeted(tmp_path):
+    proto = ll.protocol("RAPPOR", k=16, h=2, m=4, f=0.5, p=0.5, q=0.75)
+    path = tmp_path / "s"
+    a = DeviceClient(path, proto, "urls")
+    a.report("example.com", 0)
+    a.report("example.com", 1)
+    a.report("other.org", 1)
+    budget = a.spent_budget
+    assert (budget.reports, budget.memos) == (3, 2)
+    prr = a.memo("example.com")
+    assert DeviceClient(path, proto, "urls").spent_budget == budget
+    path.unlink()
+    b = DeviceClient(path, proto, "urls")
+    np.testing.assert_array_equal(b.memo("example.com"), prr)
+    recs = proto.decode_reports(b"".join(q.report for q in a.queue))
+    assert np.unique(recs["cohort"]).size == 1
+    with pytest.raises(ValueError, match="must be a string or bytes"):
+        b.report(3, 0)
