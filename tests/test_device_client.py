@@ -263,3 +263,23 @@ def test_rappor_prr_is_reproduced_and_budgeted(tmp_path):
     assert np.unique(recs["cohort"]).size == 1
     with pytest.raises(ValueError, match="must be a string or bytes"):
         b.report(3, 0)
+
+
+def test_a_failed_save_leaves_the_old_state_and_no_report(tmp_path, monkeypatch):
+    proto = make("L-OSUE")
+    path = tmp_path / "s"
+    client = DeviceClient(path, proto, "demo")
+    client.report(1, 0)
+    good = path.read_bytes()
+
+    def crash(*_args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("longldp.client._store.os.replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        client.report(2, 0)
+    monkeypatch.undo()
+    assert path.read_bytes() == good
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s", "s.secret"]
+    assert client.spent_budget.reports == 1 and len(client.queue) == 1
+    assert DeviceClient(path, proto, "demo").spent_budget == client.spent_budget

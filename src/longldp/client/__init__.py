@@ -306,21 +306,28 @@ class DeviceClient:
                 f"{self.spent_budget.epsilon:.6g}); the report was not made."
             )
         record = self._derive.record(value, self._os)
+        item = QueuedReport(os.urandom(wire.ID_SIZE), int(epoch), self.proto.encode_reports(record))
+        before = (self._reports, set(self._memo_keys), list(self._queue), self._dropped)
         if self._derive.memoizes:
             self._memo_keys.add(key)
-        item = QueuedReport(os.urandom(wire.ID_SIZE), int(epoch), self.proto.encode_reports(record))
         self._reports += 1
         self._queue.append(item)
-        while len(self._queue) > self.queue_limit:
-            old = self._queue.pop(0)
-            self._dropped += 1
+        overflow = self._queue[: max(0, len(self._queue) - self.queue_limit)]
+        del self._queue[: len(overflow)]
+        self._dropped += len(overflow)
+        try:
+            self._save()
+        except BaseException:
+            # Not saved: the report does not exist (nothing can upload it), budget unchanged.
+            self._reports, self._memo_keys, self._queue, self._dropped = before
+            raise
+        for old in overflow:
             log.warning(
                 "upload queue full (%d): dropped report %s of epoch %d",
                 self.queue_limit,
                 old.id.hex(),
                 old.epoch,
             )
-        self._save()
         return item.id
 
     # ------------------------------------------------------------------ queue
