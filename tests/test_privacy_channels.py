@@ -30,7 +30,7 @@ def exact_epsilons(proto, rng) -> tuple[float, float]:
 
 
 def chain_cases():
-    for name in ("L-GRR", "L-SUE", "L-OUE", "L-SOUE", "L-OSUE", "BiLOLOHA", "OLOLOHA"):
+    for name in ("L-GRR", "L-SUE", "L-OUE", "L-SOUE", "L-OSUE", "BiLOLOHA", "OLOLOHA", "L-SH"):
         for k, eps_perm, alpha in itertools.product(KS, EPS_PERM, ALPHAS):
             extra = {}
             if name in ("L-GRR", "BiLOLOHA", "OLOLOHA"):
@@ -81,7 +81,7 @@ def test_paper_calibration_design_example():
     assert single == pytest.approx(0.1023, abs=5e-4)
 
 
-@pytest.mark.parametrize("name", ["GRR", "SUE", "OUE", "BLH", "OLH"])
+@pytest.mark.parametrize("name", ["GRR", "SUE", "OUE", "BLH", "OLH", "SH"])
 @pytest.mark.parametrize("k", KS)
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0, 4.0])
 def test_one_shot_channel_equals_eps(name, k, eps):

@@ -166,7 +166,7 @@ class SVSMParams:
     length_share : float, default=0.2
         Share of the remaining users in G4 (length); G5 gets the rest (20/80 in both codes).
     itemset_factor : int, default=2
-        |IS| = itemset_factor·k (vvv214 keeps k; CorneyHeY and the brief 2k).
+        |IS| = itemset_factor·k (vvv214 keeps k; CorneyHeY 2k).
     keep_factor : int, default=3
         The best-first search keeps keep_factor·k tuples, singletons included.
     score_scale : float, default=0.9
