@@ -230,3 +230,29 @@ def test_bad_input_is_refused():
         audit_game(ll.protocol("dBitFlipPM", k=8, eps_perm=1.0, b=2), 100, inputs=(0, 1))
     with pytest.raises(ValueError, match="must be one of"):
         misencoded_unary(proto)
+
+
+# ---------------------------------------------------------------------- RAPPOR's Bloom filter
+
+BLOOM = {"k": 8, "h": 2, "m": 4, "f": 0.5, "p": 0.5, "q": 0.75}
+
+
+def test_rappor_bloom_filter_audited():
+    proto = ll.protocol("RAPPOR", **BLOOM)
+    exact = exact_epsilons(proto)
+    assert exact.single == pytest.approx(proto.single_report_epsilon(), abs=1e-9)
+    assert exact.first_round == pytest.approx(proto.first_round_epsilon(), abs=1e-9)
+    assert exact_lifetime_epsilon(proto, 500) == pytest.approx(proto.first_round_epsilon())
+    for tau in (1, 6):
+        res = audit_game(proto, 4000, tau=tau, rng=10)
+        assert not res.violates and res.lower > 0.3, res
+    assert audit_game(proto, 3000, tau=30, clients="stateless", rng=10).violates
+
+
+def test_boolean_rappor_is_at_most_its_claim():
+    # One bit differs between the two values of the boolean encoder, not 2h: the exact ε is
+    # half the Bloom-filter formula the protocol reports (a loose, safe claim).
+    proto = ll.protocol("RAPPOR", k=1, h=1, m=2, f=0.5, p=0.25, q=0.75, encoder="boolean")
+    exact = exact_epsilons(proto)
+    assert exact.single <= proto.single_report_epsilon() + 1e-9
+    assert not audit_game(proto, 4000, tau=3, rng=12).violates

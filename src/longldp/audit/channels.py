@@ -18,15 +18,29 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import xlogy
 
 from longldp import _validate as check
 from longldp.privacy import channel_epsilon
-from longldp.protocols import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE, DBitFlipPM, FrequencyOracle
+from longldp.protocols import (
+    LOSUE,
+    LOUE,
+    LSH,
+    LSOUE,
+    LSUE,
+    OUE,
+    RAPPOR,
+    SH,
+    SUE,
+    DBitFlipPM,
+    FrequencyOracle,
+)
 
 #: Largest number of outputs an enumerated channel may have (2^16 unary-encoded vectors).
 MAX_OUTPUTS = 1 << 16
-#: The unary-encoding oracles: a report is k independent bits.
+#: The unary-encoding oracles: a report is k independent bits (RAPPOR: behind its encoder).
 UNARY = (SUE, OUE, LSUE, LOUE, LSOUE, LOSUE)
+BIT_REPORTS = (*UNARY, RAPPOR)
 #: Hash functions drawn from a hashing protocol's own family to take the worst ε over.
 HASH_DRAWS = 40
 
@@ -52,11 +66,31 @@ def bit_matrix(p: float, q: float) -> NDArray[np.float64]:
     return np.array([[1 - q, q], [1 - p, p]])
 
 
-def ue_channel(k: int, per_bit: NDArray[np.float64]) -> NDArray[np.float64]:
-    """Channel over all 2^k output vectors of a unary encoding with independent bits."""
+def ue_channel(
+    k: int, per_bit: NDArray[np.float64], patterns: NDArray[np.bool_] | None = None
+) -> NDArray[np.float64]:
+    """Channel over all 2^k output vectors of k independent bits.
+
+    Rows are the encoded inputs: ``patterns`` (P, k) boolean, default the k one-hot vectors.
+    """
     outputs = np.array(list(itertools.product((0, 1), repeat=k)))
-    onehot = np.eye(k, dtype=int)
-    return np.stack([np.prod(per_bit[onehot[v][None, :], outputs], axis=1) for v in range(k)])
+    rows = np.eye(k, dtype=int) if patterns is None else np.asarray(patterns, dtype=int)
+    return np.stack([np.prod(per_bit[row[None, :], outputs], axis=1) for row in rows])
+
+
+def rappor_patterns(proto: RAPPOR) -> NDArray[np.bool_]:
+    """Every encoding a RAPPOR client can hold: one-hot vectors, the two boolean patterns, or
+    every Bloom filter with 1..h set bits (any set a string can hash to, in any cohort)."""
+    k = proto.k
+    if proto.encoder == "boolean":
+        return np.array([[False], [True]])
+    if proto.encoder == "onehot":
+        return np.eye(k, dtype=bool)
+    sets = [c for r in range(1, proto.h + 1) for c in itertools.combinations(range(k), r)]
+    out = np.zeros((len(sets), k), dtype=bool)
+    for i, s in enumerate(sets):
+        out[i, list(s)] = True
+    return out
 
 
 def hashed_epsilon(
@@ -93,6 +127,10 @@ def output_space_size(proto: FrequencyOracle) -> int | None:
     """Number of distinct reports a protocol can emit, or None when unbounded (per-user hash)."""
     if isinstance(proto, DBitFlipPM):
         return math.comb(proto.n_buckets, proto.d) * 2**proto.d
+    if isinstance(proto, RAPPOR):
+        return proto.m * 2**proto.k
+    if isinstance(proto, (SH, LSH)):
+        return proto.m * 2
     if _is_hashing(proto):
         pool = getattr(proto, "hash_pool", None)
         return None if pool is None else pool * proto.g  # type: ignore[attr-defined]
@@ -117,6 +155,8 @@ def exact_epsilons(proto: FrequencyOracle, rng: np.random.Generator | None = Non
     if isinstance(proto, DBitFlipPM):
         eps = channel_epsilon(dbitflip_channel(proto))
         return ExactEpsilons(eps, eps)
+    if isinstance(proto, RAPPOR):
+        return _rappor_exact(proto)
     if _is_hashing(proto):
         g = proto.g  # type: ignore[attr-defined]
         r1 = grr_matrix(proto.p1, g)
@@ -130,6 +170,26 @@ def exact_epsilons(proto: FrequencyOracle, rng: np.random.Generator | None = Non
         )
     r1 = grr_matrix(proto.p1, proto.k)
     return ExactEpsilons(channel_epsilon(r1 @ grr_matrix(proto.p2, proto.k)), channel_epsilon(r1))
+
+
+def _rappor_exact(proto: RAPPOR) -> ExactEpsilons:
+    patterns = rappor_patterns(proto)
+    if patterns.shape[0] * 2**proto.k > 1 << 24:
+        raise ValueError(
+            f"{proto.name}: the exact audit enumerates {patterns.shape[0]} Bloom patterns × "
+            f"2^{proto.k} outputs; use a smaller k or h."
+        )
+    b1 = bit_matrix(proto.p1, proto.q1)
+    both = b1 @ bit_matrix(proto.p2, proto.q2)
+    single = channel_epsilon(ue_channel(proto.k, both, patterns))
+    if proto.one_time:
+        return ExactEpsilons(single, single)
+    return ExactEpsilons(single, channel_epsilon(ue_channel(proto.k, b1, patterns)))
+
+
+def memoized(proto: FrequencyOracle) -> bool:
+    """Does the client keep round 1 across reports? (One-time RAPPOR does not.)"""
+    return proto.longitudinal and not getattr(proto, "one_time", False)
 
 
 # ------------------------------------------------------------------------------ lifetime
@@ -155,10 +215,16 @@ def exact_lifetime_epsilon(proto: FrequencyOracle, tau: int, alternating: bool =
 
 
 def _one_value_lifetime(proto: FrequencyOracle, tau: int) -> float:
-    if not proto.longitudinal:
+    if not memoized(proto):
         return tau * exact_epsilons(proto).single
     if isinstance(proto, DBitFlipPM):
         return exact_epsilons(proto).single
+    if isinstance(proto, RAPPOR):
+        if proto.encoder == "boolean":
+            return _boolean_lifetime(proto, tau)
+        # Two encodings differ in at most h bits each way (one for one-hot).
+        pair = _unary_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, tau)
+        return pair * (proto.h if proto.encoder == "bloom" else 1)
     if _is_unary(proto):
         return _unary_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, tau)
     m = proto.g if _is_hashing(proto) else proto.k  # type: ignore[attr-defined]
@@ -173,19 +239,20 @@ def _unary_chain_lifetime(p1: float, q1: float, p2: float, q2: float, tau: int) 
     return float(r.max() + (-r).max())
 
 
+def _boolean_lifetime(proto: RAPPOR, tau: int) -> float:
+    """One bit: the two inputs differ in that bit only: max |r|."""
+    r = unary_count_llr(np.arange(tau + 1), tau, proto.p1, proto.q1, proto.p2, proto.q2)
+    return float(np.abs(r).max())
+
+
 def unary_count_llr(
     c: NDArray, tau: int | NDArray, p1: float, q1: float, p2: float, q2: float
 ) -> NDArray[np.float64]:
     """ln Pr[c ones in τ reports | true bit 1] − ln Pr[… | true bit 0] for a memoized bit."""
     c = np.asarray(c, dtype=np.float64)
-    with np.errstate(divide="ignore"):
-        a1 = c * math.log(p2) + (tau - c) * _log(1 - p2)
-        a0 = c * _log(q2) + (tau - c) * math.log(1 - q2)
+    a1 = xlogy(c, p2) + xlogy(tau - c, 1 - p2)
+    a0 = xlogy(c, q2) + xlogy(tau - c, 1 - q2)
     return _mix(p1, a1, a0) - _mix(q1, a1, a0)
-
-
-def _log(x: float) -> float:
-    return math.log(x) if x > 0 else -math.inf
 
 
 def _mix(w: float, a1: NDArray, a0: NDArray) -> NDArray[np.float64]:

@@ -27,12 +27,13 @@ from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.special import xlogy
 
 from longldp import _validate as check
 from longldp import privacy
 from longldp.audit import stats
-from longldp.audit.channels import UNARY
-from longldp.protocols import DBitFlipPM, FrequencyOracle, PopulationMemo, SecureRandom
+from longldp.audit.channels import BIT_REPORTS, memoized, unary_count_llr
+from longldp.protocols import RAPPOR, DBitFlipPM, FrequencyOracle, SecureRandom
 
 ATTACKS = ("lr", "majority")
 PATTERNS = ("one-value", "alternating")
@@ -73,9 +74,9 @@ class StatelessClients(PopulationClients):
     """
 
     def report(self, values: NDArray[np.int64]) -> NDArray:
-        memo = self._memo
-        fresh = self.oracle.new_memo(memo.n_users)
-        self._memo = PopulationMemo(memo.n_users, fresh.store, memo.state, memo.has_state)
+        fresh = self.oracle.new_memo(self._memo.n_users)
+        fresh.state, fresh.has_state = self._memo.state, self._memo.has_state
+        self._memo = fresh
         return super().report(values)
 
 
@@ -90,7 +91,8 @@ class LoopClients:
         self._clients = [proto.client(rng) for _ in range(n)]
 
     def report(self, values: NDArray[np.int64]) -> NDArray:
-        records = [c.report(int(v)) for c, v in zip(self._clients, values, strict=True)]
+        values = [v if isinstance(v, (str, bytes)) else int(v) for v in values]
+        records = [c.report(v) for c, v in zip(self._clients, values, strict=True)]
         first = np.asarray(records[0])
         if first.dtype.names is not None:
             return np.array(records, dtype=first.dtype)
@@ -110,15 +112,17 @@ CLIENTS: dict[str, Callable[[FrequencyOracle, int, Any], Reporter]] = {
 class _Tally:
     """Per-client counts of the reports of one (value in world 0, value in world 1) group.
 
-    Categorical reports (GRR-type symbols, hash buckets) count per symbol; unary encodings and
-    dBitFlipPM count ones per bit. ``a``/``b`` are the columns of the two candidate values per
-    client (−1 when absent: dBitFlipPM did not sample that bucket).
+    Categorical reports (GRR-type symbols, hash buckets) count per symbol and ``a``/``b`` are
+    the symbol of each candidate value per client. Bit reports (unary encodings, RAPPOR,
+    dBitFlipPM) count ones per bit and ``a``/``b`` are boolean masks (n, width) of the bits
+    each candidate value sets (its one-hot bit, Bloom filter in the client's cohort, or
+    sampled bucket).
     """
 
-    def __init__(self, proto: FrequencyOracle, n: int, a: int, b: int):
+    def __init__(self, proto: FrequencyOracle, n: int, a: Any, b: Any):
         self.proto, self.n, self.value_a, self.value_b = proto, n, a, b
         self.tau = 0
-        self.bits = isinstance(proto, (*UNARY, DBitFlipPM))
+        self.bits = isinstance(proto, (*BIT_REPORTS, DBitFlipPM))
         if isinstance(proto, DBitFlipPM):
             width = proto.d
         elif hasattr(proto, "g"):
@@ -126,61 +130,65 @@ class _Tally:
         else:
             width = proto.k
         self.counts = np.zeros((n, width), dtype=np.int32)
-        self.a = self.b = np.empty(0, dtype=np.int64)
+        self.a: NDArray = np.empty(0)
+        self.b: NDArray = np.empty(0)
 
     def add(self, reports: NDArray) -> None:
-        proto, rows = self.proto, np.arange(self.n)
+        proto = self.proto
         if self.tau == 0:
-            self.a = self._column(reports, self.value_a)
-            self.b = self._column(reports, self.value_b)
+            self.a = self._target(reports, self.value_a)
+            self.b = self._target(reports, self.value_b)
         if isinstance(proto, DBitFlipPM):
             self.counts += reports["bits"]
+        elif isinstance(proto, RAPPOR):
+            self.counts += np.unpackbits(reports["bits"], axis=1, count=proto.k)
         elif self.bits:
             self.counts += np.unpackbits(reports, axis=1, count=proto.k)
         else:
             col = reports["bucket"] if reports.dtype.names else reports
             m = self.counts.shape[1]
-            flat = np.bincount(rows * m + col, minlength=self.n * m)
+            flat = np.bincount(np.arange(self.n) * m + col, minlength=self.n * m)
             self.counts += flat.reshape(self.n, m).astype(np.int32)
         self.tau += 1
 
-    def _column(self, reports: NDArray, value: int) -> NDArray[np.int64]:
-        proto = self.proto
-        vals = np.full(self.n, value, dtype=np.int64)
+    def _target(self, reports: NDArray, value: Any) -> NDArray:
+        proto, n = self.proto, self.n
         if isinstance(proto, DBitFlipPM):
-            bucket = privacy.bucket_of(vals, proto.k, proto.n_buckets)
-            hit = reports["buckets"] == bucket[:, None]
-            return np.where(hit.any(axis=1), hit.argmax(axis=1), -1)
+            bucket = privacy.bucket_of(np.array([value]), proto.k, proto.n_buckets)[0]
+            return reports["buckets"] == bucket
+        if isinstance(proto, RAPPOR):
+            packed = proto.encode(value_batch(proto, value, n), reports["cohort"])
+            return np.unpackbits(packed, axis=1, count=proto.k).astype(bool)
+        if self.bits:
+            return np.broadcast_to(np.arange(proto.k) == value, (n, proto.k))
+        vals = np.full(n, value, dtype=np.int64)
         if hasattr(proto, "g"):
             return proto._memo_key(vals, {"hash_id": reports["hash_id"]})
         return vals
 
     def pick(self, cols: NDArray[np.int64]) -> NDArray[np.int64]:
-        """Counts at one column per client (0 where the column is absent)."""
-        got = self.counts[np.arange(self.n), np.maximum(cols, 0)]
-        return np.where(cols >= 0, got, 0).astype(np.int64)
+        """Counts at one column per client."""
+        return self.counts[np.arange(self.n), cols].astype(np.int64)
 
 
 def _score(tally: _Tally, attack: str, rng: np.random.Generator) -> NDArray[np.float64]:
     """Evidence for 'this client holds a' over 'holds b' (higher: more like world 0)."""
     p = tally.proto
     tau, p1, q1, p2, q2 = tally.tau, p.p1, p.q1, p.p2, p.q2
-    memoized = p.longitudinal
-    if attack == "majority" or (memoized and q2 == 0.0):
+    kept = memoized(p)
+    if attack == "majority" or (kept and q2 == 0.0):
         return _majority_score(tally, rng)
-    ca, cb = tally.pick(tally.a), tally.pick(tally.b)
     if tally.bits:
-        if memoized:
-            from longldp.audit.channels import unary_count_llr
-
-            r = lambda c: unary_count_llr(c, tau, p1, q1, p2, q2)  # noqa: E731
-        else:
-            r = lambda c: c * math.log(p1 / q1) + (tau - c) * math.log((1 - p1) / (1 - q1))  # noqa: E731
-        sa = np.where(tally.a >= 0, r(ca), 0.0)
-        sb = np.where(tally.b >= 0, r(cb), 0.0)
-        return sa - sb
-    if not memoized:
-        return (ca - cb) * math.log(p1 / q1)
+        c = tally.counts
+        if kept:
+            r = unary_count_llr(np.arange(tau + 1), tau, p1, q1, p2, q2)[c]
+        else:  # τ fresh reports per bit, each 1 w.p. P1 (bit set) or P0
+            P1, P0 = p.P1, p.P0
+            r = xlogy(c, P1 / P0) + xlogy(tau - c, (1 - P1) / (1 - P0))
+        return np.sum(np.where(tally.a, r, 0.0) - np.where(tally.b, r, 0.0), axis=1)
+    ca, cb = tally.pick(tally.a), tally.pick(tally.b)
+    if not kept:
+        return (ca - cb) * math.log(p1 / q1)  # one-shot: round 1 is the whole channel
     # GRR chain over m symbols: ln(q1·S + (p1 − q1)·ρ^{N_a}) − ln(same with N_b), ρ = p2/q2.
     lr = math.log(p2 / q2)
     log_s = np.logaddexp.reduce(tally.counts * lr, axis=1)
@@ -193,16 +201,20 @@ def _majority_score(tally: _Tally, rng: np.random.Generator) -> NDArray[np.float
     counts = tally.counts.astype(np.float64)
     if tally.bits:
         memo = 2 * counts + rng.random(counts.shape) > tally.tau + 0.5
-        rows, p1, q1 = np.arange(tally.n), tally.proto.p1, tally.proto.q1
-        one, zero = math.log(p1 / q1), math.log((1 - p1) / (1 - q1))
-
-        def r1(cols: NDArray[np.int64]) -> NDArray[np.float64]:
-            bit = memo[rows, np.maximum(cols, 0)]
-            return np.where(cols >= 0, np.where(bit, one, zero), 0.0)
-
-        return r1(tally.a) - r1(tally.b)
+        hi, lo = (tally.proto.p1, tally.proto.q1)
+        if not memoized(tally.proto):
+            hi, lo = tally.proto.P1, tally.proto.P0
+        r1 = np.where(memo, math.log(hi / lo), math.log((1 - hi) / (1 - lo)))
+        return np.sum(np.where(tally.a, r1, 0.0) - np.where(tally.b, r1, 0.0), axis=1)
     mode = np.argmax(counts + rng.random(counts.shape) * 0.5, axis=1)
     return (mode == tally.a).astype(np.float64) - (mode == tally.b)
+
+
+def value_batch(proto: FrequencyOracle, value: Any, n: int) -> Any:
+    """n copies of one input, as the protocol's population path takes them."""
+    if isinstance(proto, RAPPOR) and proto.encoder == "bloom":
+        return [value] * n
+    return np.full(n, value, dtype=np.int64)
 
 
 # ------------------------------------------------------------------------------ the game
@@ -258,15 +270,53 @@ def claimed_epsilon(
     """
     e1 = proto.single_report_epsilon() if eps_1 is None else eps_1
     einf = proto.first_round_epsilon() if eps_perm is None else eps_perm
-    if not proto.longitudinal:
+    if not memoized(proto):
         return tau * e1
     memos = 2 if pattern == "alternating" and tau >= 2 else 1
     return min(tau * e1, memos * einf)
 
 
-def default_inputs(proto: FrequencyOracle) -> tuple[int, int]:
-    """Two inputs as far apart as possible: 0 and k − 1 (in different dBitFlipPM buckets)."""
+def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
+    """Two inputs as far apart as possible: 0 and k − 1 (in different dBitFlipPM buckets);
+    boolean RAPPOR 0 and 1; Bloom RAPPOR the two strings "value-i" (i < 32) whose filters
+    differ in the most bits over the first 64 cohorts."""
+    if isinstance(proto, RAPPOR) and proto.encoder == "boolean":
+        return 0, 1
+    if isinstance(proto, RAPPOR) and proto.encoder == "bloom":
+        words = [f"value-{i}" for i in range(32)]
+        cohorts = np.arange(min(proto.m, 64))
+        masks = np.stack(
+            [
+                np.unpackbits(proto.encode([w] * cohorts.size, cohorts), axis=1, count=proto.k)
+                for w in words
+            ]
+        ).astype(bool)  # (words, cohorts, k)
+        diff = (masks[:, None] ^ masks[None, :]).sum(axis=(2, 3))
+        i, j = np.unravel_index(np.argmax(diff), diff.shape)
+        return words[int(i)], words[int(j)]
     return 0, proto.k - 1
+
+
+def check_inputs(proto: FrequencyOracle, inputs: tuple[Any, Any]) -> tuple[Any, Any]:
+    """Validate the game's two inputs: two different values of the protocol's domain."""
+    name = proto.name
+    if len(inputs) != 2:
+        raise ValueError(f"{name}: 'inputs' must be two values; got {inputs!r}.")
+    x0, x1 = inputs
+    if isinstance(proto, RAPPOR) and proto.encoder == "bloom":
+        if not all(isinstance(x, (str, bytes)) for x in inputs):
+            raise ValueError(f"{name}: Bloom-filter RAPPOR audits strings; got {inputs!r}.")
+    else:
+        width = 2 if isinstance(proto, RAPPOR) and proto.encoder == "boolean" else proto.k
+        vals = check.domain_values(name, np.array([x0, x1]), width, "inputs")
+        x0, x1 = int(vals[0]), int(vals[1])
+    if x0 == x1:
+        raise ValueError(f"{name}: 'inputs' must be two different values; got {x0!r} twice.")
+    if isinstance(proto, DBitFlipPM):
+        bx = privacy.bucket_of(np.array([x0, x1]), proto.k, proto.n_buckets)
+        if bx[0] == bx[1]:
+            raise ValueError(f"{name}: 'inputs' {x0} and {x1} fall in the same bucket.")
+    return x0, x1
 
 
 def audit_game(
@@ -314,15 +364,7 @@ def audit_game(
         raise ValueError(f"{name}: 'alpha' must be in (0, 1); got {alpha!r}.")
     if not 0.0 < calibration < 1.0:
         raise ValueError(f"{name}: 'calibration' must be in (0, 1); got {calibration!r}.")
-    x0, x1 = default_inputs(proto) if inputs is None else inputs
-    vals = check.domain_values(name, np.array([x0, x1]), proto.k, "inputs")
-    x0, x1 = int(vals[0]), int(vals[1])
-    if x0 == x1:
-        raise ValueError(f"{name}: 'inputs' must be two different values; got {x0} twice.")
-    if isinstance(proto, DBitFlipPM):
-        bx = privacy.bucket_of(vals, proto.k, proto.n_buckets)
-        if bx[0] == bx[1]:
-            raise ValueError(f"{name}: 'inputs' {x0} and {x1} fall in the same bucket.")
+    x0, x1 = check_inputs(proto, default_inputs(proto) if inputs is None else inputs)
     n_cal = max(1, round(calibration * trials))
     if n_cal >= trials:
         raise ValueError(f"{name}: 'trials' = {trials} leaves no evaluation trials.")
@@ -366,16 +408,16 @@ def audit_game(
     )
 
 
-def _sequence(a: int, b: int, tau: int, pattern: str) -> NDArray[np.int64]:
+def _sequence(a: Any, b: Any, tau: int, pattern: str) -> list[Any]:
     if pattern == "one-value":
-        return np.full(tau, a, dtype=np.int64)
-    return np.where(np.arange(tau) % 2 == 0, a, b).astype(np.int64)
+        return [a] * tau
+    return [a if t % 2 == 0 else b for t in range(tau)]
 
 
 def _play(
     proto: FrequencyOracle,
-    seq: NDArray[np.int64],
-    worlds: tuple[NDArray[np.int64], NDArray[np.int64]],
+    seq: list[Any],
+    worlds: tuple[list[Any], list[Any]],
     trials: int,
     make: Callable[[FrequencyOracle, int, Any], Reporter],
     attack: str,
@@ -389,12 +431,12 @@ def _play(
     for the world-0 value against the world-1 value, and the group scores add (their memos are
     independent)."""
     scores = np.empty(trials, dtype=np.float64)
-    pairs = [(int(a), int(b)) for a, b in zip(*worlds, strict=True)]
+    pairs = list(zip(*worlds, strict=True))
     for start in range(0, trials, CHUNK):
         n = min(CHUNK, trials - start)
         reporter = make(proto, n, rng)
         tallies = {pair: _Tally(proto, n, *pair) for pair in sorted(set(pairs))}
         for value, pair in zip(seq, pairs, strict=True):
-            tallies[pair].add(reporter.report(np.full(n, value, dtype=np.int64)))
+            tallies[pair].add(reporter.report(value_batch(proto, value, n)))
         scores[start : start + n] = sum(_score(t, attack, tie) for t in tallies.values())
     return scores
