@@ -46,6 +46,8 @@ ALLOWED = {
     },
     # Interfaces: the device client sits on the protocols only (small dependencies).
     "client": {"_validate", "privacy", "postprocess", "protocols", "client", "__init__"},
+    # Interfaces: the collection server sits on the protocols; nothing imports it back.
+    "server": {"_validate", "privacy", "postprocess", "protocols", "server", "__init__"},
 }
 
 
