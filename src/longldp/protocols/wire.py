@@ -43,7 +43,7 @@ EPOCH_SIZE = 4
 MAX_EPOCH = 2**32 - 1
 
 #: Protocol ids (one byte). Fixed forever: a new protocol takes a new id, never a used one.
-#: 14 is reserved for RAPPOR (Bloom-filter reports), being added.
+#: 14 is RAPPOR with Bloom-filter reports (RAPPOR tuned by budgets is L-SUE, id 7).
 PROTOCOL_IDS: dict[str, int] = {
     "GRR": 1,
     "SUE": 2,
