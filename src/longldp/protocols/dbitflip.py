@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
-from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
+from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
@@ -113,6 +113,10 @@ class DBitFlipPM(FrequencyOracle):
         freqs = _frequencies(self.name, f)
         return privacy.dbitflip_unit_variance(self.eps_perm, self.n_buckets, self.d, freqs) / n
 
+    def first_round_variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
+        """No second round: the reports are the memos, so the whole variance is fixed by them."""
+        return self.variance(n, f)
+
     def _channel_info(self, n: int) -> pp.ChannelInfo:
         # Base-cut reads V* from here: give it dBitFlipPM's own, through an equivalent channel.
         frac = self.d / self.n_buckets
@@ -175,6 +179,8 @@ class DBitFlipPM(FrequencyOracle):
         keys: NDArray[np.int64],
         state: dict,
         rng: RandomSource,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
     ) -> NDArray[np.int64]:
         """No second round: the reports are the memos; count them without building records."""
         if self.samples_everything:

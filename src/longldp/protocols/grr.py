@@ -17,6 +17,7 @@ from numpy.typing import NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
+from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
@@ -135,6 +136,8 @@ class LGRR(_SymbolReports):
         keys: NDArray[np.int64],
         state: dict,
         rng: RandomSource,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
     ) -> NDArray[np.int64]:
         """Round 2 keeps a memo with p2 − q2, else draws a uniform symbol (as in
         ``_sample_support``): binomial keeps of the memo histogram plus one multinomial."""

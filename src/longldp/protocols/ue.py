@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import privacy
-from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
+from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
@@ -77,6 +77,8 @@ class _UnaryEncoding(FrequencyOracle):
         keys: NDArray[np.int64],
         state: dict,
         rng: RandomSource,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
     ) -> NDArray[np.int64]:
         """Bit i of the reports sums to Bin(#memos with bit i set, p2) + Bin(the rest, q2)."""
         ones = packed_column_sums(payload, self.k)
