@@ -298,18 +298,32 @@ def chain_support(p1: float, q1: float, p2: float, q2: float) -> tuple[float, fl
     return p1 * p2 + (1 - p1) * q2, q1 * p2 + (1 - q1) * q2
 
 
+def chain_nonsupport(p1: float, q1: float, p2: float, q2: float) -> tuple[float, float]:
+    """(1 − P1, 1 − P0) of a two-round chain, summed from the rounds' complements.
+
+    1 − P1 = p1(1 − p2) + (1 − p1)(1 − q2): no cancellation when P1 is close to 1 (large ε),
+    where ``1 - P1`` would lose the digits the ε of a report depends on.
+    """
+    return p1 * (1 - p2) + (1 - p1) * (1 - q2), q1 * (1 - p2) + (1 - q1) * (1 - q2)
+
+
 def grr_report_epsilon(P1: float, P0: float) -> float:
     """ε of one report of a symmetric k-ary channel (Pr[v|v] = P1, Pr[u|v] = P0): ln(P1/P0)."""
     return math.log(P1 / P0)
 
 
-def ue_report_epsilon(P1: float, P0: float) -> float:
+def ue_report_epsilon(
+    P1: float, P0: float, N1: float | None = None, N0: float | None = None
+) -> float:
     """ε of one unary-encoded report with independent bits: ln[P1(1−P0)/(P0(1−P1))] ([002] eq. 6).
 
     Two inputs differ in two bit positions, so the worst output ratio is the product of the
-    two per-bit ratios P1/P0 and (1−P0)/(1−P1).
+    two per-bit ratios P1/P0 and (1−P0)/(1−P1). ``N1``, ``N0``: 1 − P1 and 1 − P0 when known
+    more accurately than by subtraction (:func:`chain_nonsupport`).
     """
-    return math.log(P1 * (1 - P0) / (P0 * (1 - P1)))
+    N1 = 1 - P1 if N1 is None else N1
+    N0 = 1 - P0 if N0 is None else N0
+    return math.log(P1 * N0 / (P0 * N1))
 
 
 def round_up(eps: float) -> float:

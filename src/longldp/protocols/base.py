@@ -63,7 +63,7 @@ class FrequencyOracle(ABC):
         if self.longitudinal and "eps_1" in self.__dataclass_fields__:  # type: ignore[attr-defined]
             check.chain_budgets(self.name, self.eps_perm, self.eps_1)
         elif "eps" in self.__dataclass_fields__:  # type: ignore[attr-defined]
-            check.positive_float(self.name, "eps", self.eps)  # type: ignore[attr-defined]
+            check.budget(self.name, "eps", self.eps)  # type: ignore[attr-defined]
 
     @property
     def estimate_size(self) -> int:

@@ -60,7 +60,7 @@ class DBitFlipPM(FrequencyOracle):
 
     def __post_init__(self) -> None:
         k = check.integer(self.name, "k", self.k, minimum=2)
-        eps = check.positive_float(self.name, "eps_perm", self.eps_perm)
+        eps = check.budget(self.name, "eps_perm", self.eps_perm)
         b = k if self.b is None else check.integer(self.name, "b", self.b, minimum=2, maximum=k)
         set_derived(self, b=b)
         check.integer(self.name, "d", self.d, minimum=1, maximum=b)

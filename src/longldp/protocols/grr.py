@@ -37,6 +37,10 @@ class _SymbolReports(FrequencyOracle):
         """ln(P1/P0): the composed channel is Pr[v|v] = P1, Pr[u|v] = P0 for all u ≠ v."""
         return privacy.round_up(privacy.grr_report_epsilon(self.P1, self.P0))
 
+    def first_round_epsilon(self) -> float:
+        """ln(p1/q1) of the stored round-1 parameters (the channel the sampler realizes)."""
+        return privacy.round_up(privacy.grr_report_epsilon(self.p1, self.q1))
+
     def _channel_info(self, n: int) -> pp.ChannelInfo:
         return pp.ChannelInfo(P1=self.P1, P0=self.P0, n=n, grr_type=True)
 

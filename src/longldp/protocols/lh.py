@@ -91,7 +91,8 @@ class _LocalHashing(FrequencyOracle):
 
     def single_report_epsilon(self) -> float:
         """Given H, a report is the L-GRR chain over g buckets: ln[P1 (g−1)/(1 − P1)]."""
-        return privacy.round_up(math.log(self.P1 * (self.g - 1) / (1 - self.P1)))
+        N1, _ = privacy.chain_nonsupport(self.p1, self.q1, self.p2, self.q2)
+        return privacy.round_up(math.log(self.P1 * (self.g - 1) / N1))
 
     def first_round_epsilon(self) -> float:
         return privacy.round_up(math.log(self.p1 / self.q1))

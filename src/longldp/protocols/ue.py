@@ -39,7 +39,8 @@ class _UnaryEncoding(FrequencyOracle):
 
     def single_report_epsilon(self) -> float:
         """ln[P1(1−P0)/(P0(1−P1))]: two inputs differ in two bits (exact channel)."""
-        return privacy.round_up(privacy.ue_report_epsilon(self.P1, self.P0))
+        N1, N0 = privacy.chain_nonsupport(self.p1, self.q1, self.p2, self.q2)
+        return privacy.round_up(privacy.ue_report_epsilon(self.P1, self.P0, N1, N0))
 
     def first_round_epsilon(self) -> float:
         return privacy.round_up(privacy.ue_report_epsilon(self.p1, self.q1))
