@@ -65,7 +65,7 @@ EPS_MAX = 30.0
 def budget(owner: str, name: str, value: Any) -> float:
     """A privacy budget ε: a finite number in (0, EPS_MAX]."""
     allowed = (
-        f"a finite number in (0, {EPS_MAX:g}] (longldp.privacy.EPS_MAX: above it float64 "
+        f"a finite number > 0 and <= {EPS_MAX:g} (longldp.privacy.EPS_MAX: above it float64 "
         "cannot represent the protocols' probabilities faithfully)"
     )
     if isinstance(value, bool) or not isinstance(value, numbers.Real):

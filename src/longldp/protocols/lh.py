@@ -315,7 +315,8 @@ class _LOLOHA(_LocalHashing):
         masks = self._bucket_masks(memo, who, state)
         if masks is None:
             return self.support_counts(self._make_reports(buckets, state))
-        return packed_column_sums(masks[who, buckets], self.k)
+        rows = np.take(masks.reshape(-1, masks.shape[2]), who * self.g + buckets, axis=0)
+        return packed_column_sums(rows, self.k)
 
     def _bucket_masks(
         self, memo: PopulationMemo, who: NDArray[np.int64], state: dict
