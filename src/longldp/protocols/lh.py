@@ -12,13 +12,14 @@ We first used the 2-universal ((a·x + b) mod P) mod g, but it is only pairwise 
 for g > 2, H(v) and H(v + 1) are correlated given H(w), which couples the supports of adjacent
 values (a range query's variance came out 15% above the count-level law) and breaks the pool
 variance formula. A fully mixed 64-bit hash behaves as independent uniform buckets, which is
-what DESIGN §3.1 and §6 assume. Privacy does not depend on it: given H the report is L-GRR
+what docs/math.md §2.4 and docs/design.md §4
+assume. Privacy does not depend on it: given H the report is L-GRR
 over g buckets whatever H is. By default every user has its own seed (``hash_id``, 8 bytes in
 the report). With ``hash_pool = m`` users pick one of m public seeds (``hash_id`` = its index):
 aggregation is then O(m·k) instead of O(n·k), at the price of the variance in
-:func:`longldp.privacy.pool_extra_variance` (DESIGN §3.1).
+:func:`longldp.privacy.pool_extra_variance` (docs/math.md §2.4).
 
-References: [WAN17] §4.4 (BLH, OLH); [ARC23] (LOLOHA); DESIGN §3.1-3.2.
+References: [WAN17] §4.4 (BLH, OLH); [ARC23] (LOLOHA); docs/math.md §2.3–§2.4, §3.4.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class _LocalHashing(FrequencyOracle):
 
     def variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
         """Exact variance; with a hash pool ``f`` must be the whole length-k distribution and
-        the pool's extra variance (DESIGN §3.1) is added."""
+        the pool's extra variance (docs/math.md §2.4) is added."""
         base = super().variance(n, f)
         if self.hash_pool is None:
             return base
@@ -194,7 +195,7 @@ class _LocalHashing(FrequencyOracle):
 
     def _sample_support(self, counts: NDArray, n: int, rng: RandomSource) -> NDArray[np.int64]:
         """Per-user hashing: C_v = Bin(n_v, P1) + Bin(n − n_v, 1/g), independent over v (the
-        exact law when hash values of distinct inputs are independent and uniform, DESIGN §6).
+        exact law when hash values of distinct inputs are independent and uniform, design §4).
         With a pool: users spread over the m public functions, each function's buckets drawn
         as a GRR histogram, then the same gather as the server: exact for that pool."""
         if self.hash_pool is None:
@@ -331,11 +332,11 @@ class _LOLOHA(_LocalHashing):
         masks, done = memo.cache["bucket_masks"], memo.cache["has_masks"]
         need = np.flatnonzero(~done[who])
         if need.size:
-            seeds = self._seeds(state["hash_id"][need])
-            values = np.arange(self.k, dtype=np.int64)
+            ids = state["hash_id"][need]
+            values = np.arange(self.k, dtype=np.int64)[None, :]
             buckets = np.arange(self.g, dtype=np.int64)[None, :, None]
             for rows in row_slices(need.size, self.g * self.k):
-                hashed = mix_hash(seeds[rows, None], values[None, :], self.g)  # (m, k)
+                hashed = self._memo_key(values, {"hash_id": ids[rows, None]})  # (m, k): H_u(v)
                 masks[who[need[rows]]] = np.packbits(hashed[:, None, :] == buckets, axis=2)
             done[who[need]] = True
         return masks
