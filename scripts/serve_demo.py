@@ -28,11 +28,15 @@ import sys
 import tempfile
 import time
 import urllib.request
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 import longldp as ll
+from longldp.client import DeviceClient
+from longldp.client.upload import Uploader
+from longldp.protocols import wire
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = {"name": "L-OSUE", "params": {"k": 16, "eps_perm": 2.0, "eps_1": 1.0}}
@@ -69,10 +73,53 @@ def values_of(rng: np.random.Generator, habits: np.ndarray, epoch: int, k: int) 
     return np.where(trend, 3, out)
 
 
-def main() -> None:
-    from longldp.client import DeviceClient
-    from longldp.client.upload import Uploader
+WORKERS = 2
 
+
+def play_devices(job: tuple) -> dict:
+    """One process's share of the devices, over every epoch: report, then upload."""
+    worker, first, values, base, token, states = job
+    proto = ll.protocol(SPEC["name"], **SPEC["params"])
+    devices = [
+        DeviceClient(states / f"d{first + i}.json", proto, "app-usage", secret=os.urandom(32))
+        for i in range(values.shape[1])
+    ]
+    direct = Uploader(base, "app-usage", token, base_delay=0.2)
+    ingest = f"{base}/v1/collections/app-usage/reports"
+    t0 = time.perf_counter()
+    for epoch, row in enumerate(values):
+        for dev, v in zip(devices, row, strict=True):
+            dev.report(int(v), epoch)
+        # A few devices upload by themselves, one request each, with the client's Uploader.
+        for dev in devices[:10]:
+            direct.flush(dev)
+        # The others' queued records go through a relay, 1,000 per request; each device
+        # drops a report from its queue only once the server has acknowledged it.
+        relay = devices[10:]
+        for s in range(0, len(relay), 1000):
+            group = relay[s : s + 1000]
+            queues = [dev.queue for dev in group]
+            items = [q for queue in queues for q in queue]
+            body = wire.encode_records(
+                proto,
+                [q.id for q in items],
+                np.array([q.epoch for q in items]),
+                b"".join(q.report for q in items),
+            )
+            answer = http("POST", ingest, token, body, "application/octet-stream")
+            assert answer["received"] == len(items)
+            for dev, queue in zip(group, queues, strict=True):
+                dev.acknowledge([q.id for q in queue])
+        if worker == 0:
+            print(
+                f"epoch {epoch}: reported and uploaded ({time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
+    b = devices[0].spent_budget
+    return {"left": sum(len(d.queue) for d in devices), "spent": (b.epsilon, b.reports, b.memos)}
+
+
+def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--devices", type=int, default=10_000)
     ap.add_argument("--epochs", type=int, default=10)
@@ -122,49 +169,28 @@ def main() -> None:
         proto = ll.protocol(SPEC["name"], **SPEC["params"])
         rng = np.random.default_rng(args.seed)
         habits = np.minimum(rng.geometric(0.25, args.devices) - 1, proto.k - 1)
-        t0 = time.perf_counter()
-        devices = [
-            DeviceClient(states / f"d{i}.json", proto, "app-usage", secret=os.urandom(32))
-            for i in range(args.devices)
+        values = np.stack([values_of(rng, habits, e, proto.k) for e in range(args.epochs)])
+        truth = [np.bincount(v, minlength=proto.k) / args.devices for v in values]
+        # Two processes, each playing half of the devices (the machine's two cores).
+        cut = np.linspace(0, args.devices, WORKERS + 1).astype(int)
+        jobs = [
+            (w, int(cut[w]), values[:, cut[w] : cut[w + 1]], base, col["ingest_token"], states)
+            for w in range(WORKERS)
         ]
-        direct = Uploader(base, "app-usage", col["ingest_token"], base_delay=0.2)
-        ingest = f"{base}/v1/collections/app-usage/reports"
-        truth = []
-        for epoch in range(args.epochs):
-            values = values_of(rng, habits, epoch, proto.k)
-            truth.append(np.bincount(values, minlength=proto.k) / args.devices)
-            for dev, v in zip(devices, values, strict=True):
-                dev.report(int(v), epoch)
-            for dev in devices[:100]:
-                direct.flush(dev)
-            relay = devices[100:]
-            for s in range(0, len(relay), 1000):
-                group = relay[s : s + 1000]
-                parts = [dev.batch(10) for dev in group]
-                answer = http(
-                    "POST",
-                    ingest,
-                    col["ingest_token"],
-                    b"".join(data for _, data in parts),
-                    "application/octet-stream",
-                )
-                assert answer["received"] == sum(len(items) for items, _ in parts)
-                for dev, (items, _) in zip(group, parts, strict=True):
-                    dev.acknowledge([q.id for q in items])
-            left = sum(len(d.queue) for d in devices)
-            print(
-                f"epoch {epoch}: {args.devices:,} reports sent, {left} left in queues "
-                f"({time.perf_counter() - t0:.0f} s)"
-            )
-        spent = devices[0].spent_budget
+        t0 = time.perf_counter()
+        with ProcessPoolExecutor(WORKERS) as pool:
+            results = list(pool.map(play_devices, jobs))
+        left = sum(r["left"] for r in results)
         print(
-            f"device 0 spent ε = {spent.epsilon:.3g} over {spent.reports} reports "
-            f"({spent.memos} memos)"
+            f"{args.devices:,} devices × {args.epochs} epochs in "
+            f"{time.perf_counter() - t0:.0f} s; {left} reports left in queues"
         )
+        spent = results[0]["spent"]
+        print(f"device 0 spent ε = {spent[0]:.3g} over {spent[1]} reports ({spent[2]} memos)")
         last = args.epochs - 1
         est = http(
             "GET",
-            f"{ingest.rsplit('/', 1)[0]}/epochs/{last}/estimate?postprocess=none",
+            f"{base}/v1/collections/app-usage/epochs/{last}/estimate?postprocess=none",
             col["read_token"],
         )
         print(f"epoch {last}: value, true frequency, estimate ± 1.96 SE")

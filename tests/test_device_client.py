@@ -10,7 +10,7 @@ import pytest
 
 import longldp as ll
 from longldp.client import BudgetExceededError, DeviceClient, Round1Derivation
-from longldp.protocols import wire
+from longldp.protocols import SecureRandom, wire
 from protocol_table import PROTOCOLS, K
 
 LONGITUDINAL = [c for c, (name, _) in PROTOCOLS.items() if ll.get_protocol_class(name).longitudinal]
@@ -212,9 +212,16 @@ def test_hmac_round1_has_the_protocol_distribution_lgrr():
     n = 2500
     rng = np.random.default_rng(1)
     pairs = np.empty((n, 2), dtype=np.int64)
+    reports = np.empty(n, dtype=np.int64)
+    os_rng = SecureRandom()
     for i in range(n):
         d = Round1Derivation(proto, rng.bytes(32), "demo")
         pairs[i] = [d.round1(d.key(0))[0], d.round1(d.key(1))[0]]
+        reports[i] = d.record(0, os_rng)[0]
+    # The composed channel of one report (derived round 1, OS round 2): P1 on 0, P0 elsewhere.
+    seen = np.bincount(reports, minlength=4)
+    law = n * np.array([proto.P1, proto.P0, proto.P0, proto.P0])
+    assert np.all(np.abs(seen - law) < 5 * np.sqrt(law * (1 - law / n)))
     counts = np.bincount(pairs[:, 0], minlength=4)
     expected = n * np.array([proto.p1, proto.q1, proto.q1, proto.q1])
     assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected * (1 - expected / n)))
@@ -243,3 +250,43 @@ def test_hmac_round1_has_the_protocol_distribution_ue_and_lh():
     assert np.all(np.abs(ones - n * prob) < 5 * np.sqrt(n * prob * (1 - prob)))
     got = np.count_nonzero(faithful)
     assert abs(got - n * lh.p1) < 5 * np.sqrt(n * lh.p1 * (1 - lh.p1))
+
+
+def test_rappor_prr_is_reproduced_and_budgeted(tmp_path):
+    proto = ll.protocol("RAPPOR", k=16, h=2, m=4, f=0.5, p=0.5, q=0.75)
+    path = tmp_path / "s"
+    a = DeviceClient(path, proto, "urls")
+    a.report("example.com", 0)
+    a.report("example.com", 1)
+    a.report("other.org", 1)
+    budget = a.spent_budget
+    assert (budget.reports, budget.memos) == (3, 2)
+    prr = a.memo("example.com")
+    assert DeviceClient(path, proto, "urls").spent_budget == budget
+    path.unlink()
+    b = DeviceClient(path, proto, "urls")
+    np.testing.assert_array_equal(b.memo("example.com"), prr)
+    recs = proto.decode_reports(b"".join(q.report for q in a.queue))
+    assert np.unique(recs["cohort"]).size == 1
+    with pytest.raises(ValueError, match="must be a string or bytes"):
+        b.report(3, 0)
+
+
+def test_a_failed_save_leaves_the_old_state_and_no_report(tmp_path, monkeypatch):
+    proto = make("L-OSUE")
+    path = tmp_path / "s"
+    client = DeviceClient(path, proto, "demo")
+    client.report(1, 0)
+    good = path.read_bytes()
+
+    def crash(*_args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr("longldp.client._store.os.replace", crash)
+    with pytest.raises(OSError, match="disk full"):
+        client.report(2, 0)
+    monkeypatch.undo()
+    assert path.read_bytes() == good
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s", "s.secret"]
+    assert client.spent_budget.reports == 1 and len(client.queue) == 1
+    assert DeviceClient(path, proto, "demo").spent_budget == client.spent_budget

@@ -87,6 +87,78 @@ class Round1Derivation:
         ctx = b"longldp/round1/v1|" + self._context + int(key[0]).to_bytes(8, "big")
         return self.proto._round1(key, self.state, HmacRandom(self._secret, ctx))
 
+    @property
+    def memoizes(self) -> bool:
+        """Whether reports reuse a memo (longitudinal protocols) or each spends ε afresh."""
+        return self.proto.longitudinal
+
+    def memo_id(self, value: Any) -> str:
+        """The memo key of ``value`` as text (what the state file records)."""
+        return str(int(self.key(value)[0]))
+
+    def memo(self, value: Any) -> Any:
+        """The round-1 payload of ``value``."""
+        return self.round1(self.key(value))
+
+    def record(self, value: Any, rng: SecureRandom) -> np.ndarray:
+        """One report record (shape (1,)): round 2 of the derived memo, or for one-shot
+        protocols a fresh randomization from ``rng``."""
+        key = self.key(value)
+        if self.proto.longitudinal:
+            payload = self.proto._round2(self.round1(key), rng)
+        else:
+            payload = self.proto._round1(key, self.state, rng)
+        return self.proto._make_reports(payload, self.state)
+
+
+class _RapporDerivation:
+    """RAPPOR through its own client: the PRR is HMAC-derived there (``prr_source="hmac"``),
+    keyed by a secret derived from the device secret and the protocol's header, with the
+    collection as RAPPOR's metric; the cohort is HMAC-derived too. Memo key: the Bloom filter."""
+
+    def __init__(self, proto: Any, secret: bytes, collection: str):
+        from longldp.protocols.rappor import RapporClient
+
+        self.proto = proto
+        self.client = RapporClient(
+            proto,
+            SecureRandom(),
+            secret=_store.derive(secret, b"longldp/rappor/v1|" + wire.header(proto)),
+            metric=collection.encode("utf-8")[:255],
+            prr_source="hmac",
+        )
+        self.state = {"cohort": np.array([self.client.cohort], dtype=np.int64)}
+
+    @property
+    def memoizes(self) -> bool:
+        return not self.proto.one_time
+
+    def _bloom(self, value: Any) -> np.ndarray:
+        o = self.proto
+        if o.encoder == "bloom":
+            if not isinstance(value, (str, bytes)):
+                raise ValueError(f"{o.name}: 'value' must be a string or bytes; got {value!r}.")
+            return o.encode([value], [self.client.cohort])
+        if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{o.name}: 'value' must be an int; got {value!r}.")
+        return o.encode(np.array([int(value)]), [self.client.cohort])
+
+    def memo_id(self, value: Any) -> str:
+        return self._bloom(value).tobytes().hex()
+
+    def memo(self, value: Any) -> Any:
+        return self.client._prr(self._bloom(value))
+
+    def record(self, value: Any, rng: SecureRandom) -> np.ndarray:
+        rec = self.client.report(value)
+        return np.asarray([rec], dtype=self.proto.report_dtype)
+
+
+def _derivation(proto: FrequencyOracle, secret: bytes, collection: str) -> Any:
+    if proto.name == "RAPPOR":
+        return _RapporDerivation(proto, secret, collection)
+    return Round1Derivation(proto, secret, collection)
+
 
 class DeviceClient:
     """One device's client for one collection.
@@ -163,7 +235,7 @@ class DeviceClient:
             self.proto = stored
             self.collection = str(body["collection"])
             self._reports = int(body["reports"])
-            self._memo_keys = {int(k) for k in body["memo_keys"]}
+            self._memo_keys = {str(k) for k in body["memo_keys"]}
             self._dropped = int(body["dropped"])
             self._queue = [
                 QueuedReport(bytes.fromhex(q["id"]), int(q["epoch"]), base64.b64decode(q["report"]))
@@ -177,36 +249,30 @@ class DeviceClient:
             self.proto = proto
             self.collection = "default" if collection is None else collection
             self._reports = 0
-            self._memo_keys: set[int] = set()
+            self._memo_keys: set[str] = set()
             self._dropped = 0
             self._queue: list[QueuedReport] = []
-            self._save()
-        self._derive = Round1Derivation(self.proto, self._secret, self.collection)
+        self._derive = _derivation(self.proto, self._secret, self.collection)
         self._user_state = self._derive.state
+        if not self.path.exists():
+            self._save()
 
     # ------------------------------------------------------------------ randomization
-    def memo(self, value: int) -> Any:
+    def memo(self, value: Any) -> Any:
         """The round-1 payload of ``value``: HMAC-derived, the same after any restart or loss of
         the state file (one-shot protocols have none: ``ValueError``)."""
-        if not self.proto.longitudinal:
+        if not self._derive.memoizes:
             raise ValueError(f"{self.proto.name}: a one-shot protocol memoizes nothing.")
-        return self._round1(self._key(value))
+        return self._derive.memo(value)
 
-    def _key(self, value: int) -> np.ndarray:
-        return self._derive.key(value)
-
-    def _round1(self, key: np.ndarray) -> Any:
-        return self._derive.round1(key)
-
-    def budget_after(self, value: int) -> privacy.SpentBudget:
+    def budget_after(self, value: Any) -> privacy.SpentBudget:
         """The spent budget if ``value`` were reported next."""
-        key = int(self._key(value)[0])
-        memos = len(self._memo_keys | {key}) if self.proto.longitudinal else 0
-        return self._budget(self._reports + 1, memos)
+        key = self._derive.memo_id(value)
+        return self._budget(self._reports + 1, len(self._memo_keys | {key}))
 
     def _budget(self, reports: int, memos: int) -> privacy.SpentBudget:
         o = self.proto
-        if not o.longitudinal:
+        if not self._derive.memoizes:
             return privacy.SpentBudget(reports, 0, reports * o.single_report_epsilon())
         return privacy.spent_budget(
             reports, memos, o.single_report_epsilon(), o.first_round_epsilon()
@@ -215,14 +281,15 @@ class DeviceClient:
     @property
     def spent_budget(self) -> privacy.SpentBudget:
         """Reports sent t, distinct memos d and ε = min(t·ε1, d·ε∞) (one-shot: t·ε)."""
-        return self._budget(self._reports, len(self._memo_keys) if self.proto.longitudinal else 0)
+        return self._budget(self._reports, len(self._memo_keys))
 
-    def report(self, value: int, epoch: int) -> bytes:
+    def report(self, value: Any, epoch: int) -> bytes:
         """Randomize ``value`` for ``epoch``, queue it, save the state; return its report id.
 
-        The state (reports sent, memos) is saved before the report can leave the device, so
-        the budget is never understated. Raises :class:`BudgetExceededError` past
-        ``max_epsilon`` (nothing is spent then).
+        ``value`` is an int in [0, k) (RAPPOR with Bloom filters: a string). The state (reports
+        sent, memos) is saved before the report can leave the device, so the budget is never
+        understated. Raises :class:`BudgetExceededError` past ``max_epsilon`` (nothing is
+        spent then).
         """
         if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)):
             raise ValueError(f"DeviceClient: 'epoch' must be an int; got {epoch!r}.")
@@ -230,7 +297,7 @@ class DeviceClient:
             raise ValueError(
                 f"DeviceClient: 'epoch' must be in [0, {wire.MAX_EPOCH}]; got {epoch}."
             )
-        key = self._key(value)
+        key = self._derive.memo_id(value)
         after = self.budget_after(value)
         if self.max_epsilon is not None and after.epsilon > self.max_epsilon * (1 + 1e-12):
             raise BudgetExceededError(
@@ -238,25 +305,29 @@ class DeviceClient:
                 f"past max_epsilon = {self.max_epsilon:.6g} (spent so far "
                 f"{self.spent_budget.epsilon:.6g}); the report was not made."
             )
-        if self.proto.longitudinal:
-            payload = self.proto._round2(self._round1(key), self._os)
-            self._memo_keys.add(int(key[0]))
-        else:
-            payload = self.proto._round1(key, self._user_state, self._os)
-        record = self.proto._make_reports(payload, self._user_state)
+        record = self._derive.record(value, self._os)
         item = QueuedReport(os.urandom(wire.ID_SIZE), int(epoch), self.proto.encode_reports(record))
+        before = (self._reports, set(self._memo_keys), list(self._queue), self._dropped)
+        if self._derive.memoizes:
+            self._memo_keys.add(key)
         self._reports += 1
         self._queue.append(item)
-        while len(self._queue) > self.queue_limit:
-            old = self._queue.pop(0)
-            self._dropped += 1
+        overflow = self._queue[: max(0, len(self._queue) - self.queue_limit)]
+        del self._queue[: len(overflow)]
+        self._dropped += len(overflow)
+        try:
+            self._save()
+        except BaseException:
+            # Not saved: the report does not exist (nothing can upload it), budget unchanged.
+            self._reports, self._memo_keys, self._queue, self._dropped = before
+            raise
+        for old in overflow:
             log.warning(
                 "upload queue full (%d): dropped report %s of epoch %d",
                 self.queue_limit,
                 old.id.hex(),
                 old.epoch,
             )
-        self._save()
         return item.id
 
     # ------------------------------------------------------------------ queue
