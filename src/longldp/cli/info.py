@@ -1,0 +1,85 @@
+"""``longldp protocols`` and ``longldp datasets``: what the package offers."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+import longldp as ll
+from longldp.cli._common import console
+
+
+def protocols_cmd(
+    k: Annotated[int, typer.Option(help="Domain size.")] = 74,
+    eps_perm: Annotated[float, typer.Option(help="ε∞ (one-shot oracles: ε).")] = 2.0,
+    alpha: Annotated[float, typer.Option(help="α = ε1/ε∞ for the chains, in (0, 1).")] = 0.4,
+    n: Annotated[int, typer.Option(help="Users, for V*.")] = 45_222,
+) -> None:
+    """Print every protocol with its privacy parameters and V* at the given setting.
+
+    A protocol that cannot reach the setting (e.g. L-OUE at a large α) shows why in its row;
+    a setting that no protocol accepts (k = 1, n = 0, ...) is refused.
+    """
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"'alpha' (= ε1/ε∞) must be in (0, 1); got {alpha:g}.")
+    table = Table(title=f"k = {k}, ε∞ = {eps_perm:g}, α = {alpha:g}, n = {n:,}")
+    for col in ("protocol", "kind", "g", "p1", "q1", "p2", "q2", "ε one report", "ε memo", "V*"):
+        table.add_column(col, justify="left" if col in ("protocol", "kind") else "right")
+    errors: list[ValueError] = []
+    for info in ll.list_protocols():
+        params: dict = {"k": k}
+        if not info.longitudinal:
+            params["eps"] = eps_perm
+        else:
+            params["eps_perm"] = eps_perm
+            if "eps_1" in info.parameters:
+                params["eps_1"] = alpha * eps_perm
+        try:
+            proto = ll.protocol(info.name, **params)
+            variance = proto.approx_variance(n)
+        except ValueError as err:
+            errors.append(err)
+            table.add_row(info.name, "", *[""] * 7, f"[red]{err}[/red]")
+            continue
+        table.add_row(
+            info.name,
+            "longitudinal" if info.longitudinal else "one-shot",
+            str(getattr(proto, "g", "")),
+            *(f"{x:.4g}" for x in (proto.p1, proto.q1, proto.p2, proto.q2)),
+            f"{proto.single_report_epsilon():.4g}",
+            f"{proto.first_round_epsilon():.4g}" if info.longitudinal else "-",
+            f"{variance:.4e}",
+        )
+    if len(errors) == len(ll.list_protocols()):
+        raise errors[0]
+    console().print(table)
+
+
+def datasets_cmd() -> None:
+    """List the bundled datasets with their size, attributes and provenance."""
+    from longldp.data import list_datasets
+
+    table = Table(title="Bundled datasets (see DATA.md)")
+    for col in ("name", "kind", "n", "attributes (domain size)", "source"):
+        table.add_column(col)
+    for info in list_datasets():
+        attrs = getattr(info, "attributes", {}) or {}
+        shown = ", ".join(f"{a} ({d})" for a, d in list(dict(attrs).items())[:8])
+        if len(attrs) > 8:
+            shown += f", … ({len(attrs)} in all)"
+        table.add_row(
+            info.name,
+            str(getattr(info, "kind", "")),
+            f"{getattr(info, 'n', 0):,}",
+            shown,
+            str(getattr(info, "source", "")),
+        )
+    console().print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``protocols`` and ``datasets`` to ``app``."""
+    app.command("protocols")(protocols_cmd)
+    app.command("datasets")(datasets_cmd)

@@ -1,0 +1,113 @@
+"""``longldp demo``, ``longldp run`` and ``longldp plot``: studies and their figures."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from longldp.cli._common import console, fail
+
+
+def demo_cmd(
+    out: Annotated[Path, typer.Option(help="Folder for the plot.")] = Path("demo-output"),
+    seed: Annotated[int, typer.Option(help="Base seed of the run (an integer >= 0).")] = 2026,
+) -> None:
+    """Compare every longitudinal protocol on synthetic Zipf data; print MSE_avg, write a plot."""
+    from longldp.experiments.demo import N_USERS, TAU, plot_demo, run_demo
+
+    if seed < 0:
+        raise ValueError(f"'seed' must be an integer >= 0; got {seed}.")
+    con = console()
+    start = time.perf_counter()
+    with con.status(f"Simulating {N_USERS:,} users over {TAU} timestamps..."):
+        rows = run_demo(seed)
+    table = Table(title="MSE_avg by protocol and ε∞ (ε1 = 0.4·ε∞), per-user engine")
+    for col in ("protocol", "ε∞", "ε1", "MSE_avg", "analytic", "ratio", "max spent ε"):
+        table.add_column(col, justify="left" if col == "protocol" else "right")
+    for r in rows:
+        table.add_row(
+            r.protocol,
+            f"{r.eps_perm:g}",
+            f"{r.eps_1:.2g}",
+            f"{r.mse_avg:.3e}",
+            f"{r.expected_mse:.3e}",
+            f"{r.mse_avg / r.expected_mse:.2f}",
+            f"{r.max_spent_epsilon:.2f}",
+        )
+    con.print(table)
+    path = plot_demo(rows, out / "mse_avg.png")
+    con.print(f"Plot written to {path} ({time.perf_counter() - start:.1f} s).")
+
+
+def run_cmd(
+    study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default: results/<study name>).")
+    ] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Local worker processes (default: all CPUs; 1 runs in-process)."),
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Dask scheduler address; run the cells on that cluster.")
+    ] = None,
+) -> None:
+    """Run a study's grid (resuming a previous run in the same folder); write results.parquet."""
+    from longldp.experiments import load_study, run_study, summarize
+
+    con = console()
+    try:
+        spec = load_study(study)
+        report = run_study(spec, out, workers=workers, scheduler=scheduler, console=con)
+    except RuntimeError as err:
+        raise fail(str(err)) from None
+    except KeyboardInterrupt:
+        con.print(
+            "[yellow]interrupted[/yellow]: finished cells are saved; run the same "
+            "command again to resume."
+        )
+        raise typer.Exit(130) from None
+    import pyarrow.parquet as pq
+
+    kind = spec.study_kind
+    summary = summarize(pq.read_table(report.path), kind.summary_by, kind.pivot, kind.metric, 60)
+    table = Table(title=f"{spec.name}: mean {kind.metric} over {spec.repetitions} repetition(s)")
+    for i, col in enumerate(summary.header):
+        table.add_column(col, justify="left" if i < len(kind.summary_by) else "right")
+    for row in summary.rows:
+        table.add_row(*row)
+    con.print(table)
+    if summary.omitted:
+        con.print(f"... {summary.omitted} more rows in the table.")
+    con.print(
+        f"{report.rows:,} rows ({report.cells:,} cells: {report.computed:,} computed, "
+        f"{report.resumed:,} resumed) in {report.seconds:.1f} s -> {report.path}"
+    )
+
+
+def plot_cmd(
+    results: Annotated[Path, typer.Argument(help="results.parquet written by 'longldp run'.")],
+    out: Annotated[
+        Path | None, typer.Option(help="Folder for the PNG files (default: plots/ beside it).")
+    ] = None,
+    band: Annotated[
+        str, typer.Option(help="95% band over repetitions: 't' (of the mean) or 'percentile'.")
+    ] = "t",
+) -> None:
+    """Draw MSE_avg against ε∞ (log scale, a panel per dataset) from a results table."""
+    from longldp.experiments import plot_results
+
+    con = console()
+    for path in plot_results(results, out, band_kind=band):
+        con.print(str(path))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``run``, ``plot`` and ``demo`` to ``app``."""
+    app.command("run")(run_cmd)
+    app.command("plot")(plot_cmd)
+    app.command("demo")(demo_cmd)
