@@ -5,7 +5,12 @@ See ``docs/scale-out.md``. This package needs the ``archive`` extra (pyarrow; ``
 for Dask).
 """
 
-from longldp.archive.aggregate import ArchiveCounts, aggregate_archive, archive_files, write_estimates
+from longldp.archive.aggregate import (
+    ArchiveCounts,
+    aggregate_archive,
+    archive_files,
+    write_estimates,
+)
 from longldp.archive.layout import ArchiveInfo, ArchiveWriter, archive_schema, read_info, row_groups
 from longldp.archive.simulate import population_values, simulate_reports
 
