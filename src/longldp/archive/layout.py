@@ -230,16 +230,29 @@ def row_groups(
     """
     info = read_info(path)
     width = info.protocol.wire_size
-    file = pq.ParquetFile(info.path)
+    # With a row bound, read pages through a small buffer instead of whole column chunks.
+    file = (
+        pq.ParquetFile(info.path)
+        if max_rows is None
+        else pq.ParquetFile(info.path, pre_buffer=False, buffer_size=1 << 20)
+    )
     wanted = range(file.num_row_groups) if groups is None else groups
     for g in wanted:
         rows_in_group = file.metadata.row_group(g).num_rows
-        step = rows_in_group if max_rows is None else max(1, int(max_rows))
+        step = max(1, rows_in_group if max_rows is None else int(max_rows))
         start = 0
         batches = file.iter_batches(
             batch_size=step, row_groups=[g], columns=["epoch", "cohort", "report"]
         )
-        for batch in batches:
+        while True:
+            try:
+                batch = next(batches)
+            except StopIteration:
+                break
+            except (OSError, pa.ArrowException) as exc:
+                raise ValueError(
+                    f"{info.path}, row group {g}: the row group cannot be read ({exc})."
+                ) from None
             yield _slice(info.path, g, start, batch, width)
             start += batch.num_rows
 
