@@ -7,7 +7,7 @@ per-user: every user through the grid's oracle with a memo), estimates every gri
 post-processes, makes the grids consistent, fits the response matrices and answers the 100
 queries (plus their true answers). The dataset and the workload are built once, untimed.
 
-Targets (issue 5): under 1 s count-level and under 5 s per-user. The script prints the median
+Targets: under 1 s count-level and under 5 s per-user. The script prints the median
 and the minimum over the repeats and whether the median meets the target; it never fails on a
 miss (timings on a shared machine vary).
 

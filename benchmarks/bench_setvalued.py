@@ -1,6 +1,6 @@
 """SVIM + SVSM for one (ε∞, run) on the BMS-POS stand-in, both engines; the seed-002 study.
 
-Setting (issue 4, "Performance"): the BMS-POS stand-in at its published size (515,597 users,
+Setting (docs/setvalued.md, "Performance"): BMS-POS stand-in at its published size (515,597 users,
 1,657 items), τ = 15 timestamps by interpolation, ε∞ = 1, α = 0.1, k = 64, Norm-Sub, the
 default "reestimate" policy. One cell is `longldp.apps.setvalued.mine(..., "SVSM")`, which
 runs SVSM with its SVIM part on its share of the users and scores both (the joint run of

@@ -15,6 +15,7 @@ PROTOCOLS: dict[str, tuple[str, dict]] = {
     "OUE": ("OUE", {"eps": 1.0}),
     "BLH": ("BLH", {"eps": 1.0}),
     "OLH": ("OLH", {"eps": 1.0}),
+    "SH": ("SH", {"eps": 1.0}),  # Hadamard rows as the hash family, m = 8
     "L-GRR-exact": ("L-GRR", {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "exact"}),
     "L-GRR-paper": ("L-GRR", {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"}),
     "L-SUE": ("L-SUE", {"eps_perm": 2.0, "eps_1": 1.0}),
@@ -23,8 +24,13 @@ PROTOCOLS: dict[str, tuple[str, dict]] = {
     "L-OSUE": ("L-OSUE", {"eps_perm": 2.0, "eps_1": 1.0}),
     "BiLOLOHA": ("BiLOLOHA", {"eps_perm": 2.0, "eps_1": 1.0}),
     "OLOLOHA": ("OLOLOHA", {"eps_perm": 2.0, "eps_1": 1.0}),  # g = 4
+    "L-SH": ("L-SH", {"eps_perm": 2.0, "eps_1": 1.0}),
     "OLOLOHA-paper": ("OLOLOHA", {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"}),
     "dBitFlipPM-d1": ("dBitFlipPM", {"eps_perm": 2.0, "d": 1}),
     "dBitFlipPM-d3": ("dBitFlipPM", {"eps_perm": 2.0, "d": 3}),
+    "RAPPOR-onehot": (
+        "RAPPOR",
+        {"h": 1, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75, "encoder": "onehot"},
+    ),
 }
 IDS = list(PROTOCOLS)

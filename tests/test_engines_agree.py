@@ -1,4 +1,4 @@
-"""The count-level sampler and the per-user client path agree in distribution (DESIGN §6).
+"""The count-level sampler and the per-user client path agree in distribution (docs/design.md §4).
 
 For every protocol, R_USER populations run the real client code (``new_memo`` + ``perturb`` +
 ``Aggregator``) for three timestamps: t0, t1 with the same values (every user reuses its

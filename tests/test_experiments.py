@@ -479,3 +479,20 @@ def test_plot_draws_protocols_without_alpha_in_every_figure(tmp_path, baseline):
     assert len(paths) == 4 and all(p.stat().st_size > 0 for p in paths)
     with pytest.raises(ValueError, match="band_kind"):
         plot_results(baseline, tmp_path, band_kind="sd")
+
+
+def test_kinds_do_not_import_the_config():
+    """config -> kinds only: no kind (nor the registry or the shared base) imports config."""
+    import ast
+
+    import longldp.experiments.kinds as kinds_pkg
+
+    for path in Path(kinds_pkg.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [f"{node.module}.{a.name}" for a in node.names] + [str(node.module)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            assert not any(n.startswith("longldp.experiments.config") for n in names), path

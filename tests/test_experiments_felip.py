@@ -16,6 +16,7 @@ import pytest
 from longldp.apps.felip.queries import Workload, generate_workload
 from longldp.experiments import load_study, parse_study, run_study
 from longldp.experiments.kinds import felip as fk
+from longldp.experiments.reports import felip as report
 from study_helpers import run_study_cli, stable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -161,9 +162,9 @@ def test_lambda_larger_than_d_names_lam(tmp_path):
 
 def test_summary_and_gap_tables(tiny_run, tmp_path):
     _, table = tiny_run
-    text = fk.summary_markdown(table)
+    text = report.summary_markdown(table)
     assert "| BFI-6 | L-OSUE | 0.1 |" in text and "ε∞ = 2" in text
-    gaps = fk.gap_rows(table, "OLOLOHA (paper)", "L-OSUE")
+    gaps = report.gap_rows(table, "OLOLOHA (paper)", "L-OSUE")
     assert len(gaps) == 2 * 2 and all(g["reps"] == 2 for g in gaps)
-    paths = fk.plot_study(table, tmp_path / "plots")
+    paths = report.plot_study(table, tmp_path / "plots")
     assert all(p.suffix == ".png" and p.is_file() for p in paths) and len(paths) == 3

@@ -15,6 +15,7 @@ from longldp import postprocess as pp
 from longldp.apps.multidim.collection import MultidimCollection
 from longldp.experiments import load_study, parse_study, run_study, seeding
 from longldp.experiments.kinds import multidim as mk
+from longldp.experiments.reports import multidim as gains
 from study_helpers import run_study_cli, stable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -183,7 +184,7 @@ def _hand_table() -> pa.Table:
 
 
 def test_gain_table_on_a_hand_made_table():
-    rows = mk.gain_table(_hand_table())
+    rows = gains.gain_table(_hand_table())
     assert [r.eps_perm for r in rows] == [0.5, 1.0, None]
     first, second, mean = rows
     # ε∞ = 0.5: means 2 (ALLOMFREE), 2 (L-SUE), 4 (L-OUE)
@@ -201,7 +202,7 @@ def test_gain_table_on_a_hand_made_table():
     assert first.paper == {"SMP+L-SUE": 19.03, "SMP+L-OUE": 27.73}
     assert second.paper == {"SMP+L-SUE": 12.77, "SMP+L-OUE": 20.44}
     assert mean.paper == {"SMP+L-SUE": None, "SMP+L-OUE": None}  # not the paper's ε∞ grid
-    text = mk.format_gain_table(rows)
+    text = gains.format_gain_table(rows)
     assert "| 0.5 | 2 | 2 | 4 | 0.00 ± " in text
     assert "19.03 | -19.03 |" in text
     assert "| **mean** |" in text
@@ -212,33 +213,33 @@ def test_gain_table_shows_the_paper_only_for_its_setup():
     smaller = table.set_column(
         table.column_names.index("n"), "n", pa.array([3000] * table.num_rows)
     )
-    rows = mk.gain_table(smaller)
+    rows = gains.gain_table(smaller)
     assert all(v is None for r in rows for v in r.paper.values())
 
 
 def test_paper_means_are_the_means_of_the_printed_rows():
-    for key, columns in mk.PAPER_GAINS.items():
+    for key, columns in gains.PAPER_GAINS.items():
         for chain, column in columns.items():
             assert np.mean(list(column.values())) == pytest.approx(
-                mk.PAPER_MEANS[key][chain], abs=0.006
+                gains.PAPER_MEANS[key][chain], abs=0.006
             )
 
 
 def test_gain_table_errors_name_the_problem():
     with pytest.raises(ValueError, match="SMP\\+L-OSUE"):
-        mk.gain_table(_hand_table(), baselines=("SMP+L-OSUE",))
+        gains.gain_table(_hand_table(), baselines=("SMP+L-OSUE",))
     with pytest.raises(ValueError, match="no column"):
-        mk.gain_table(_hand_table().drop_columns(["rep"]))
+        gains.gain_table(_hand_table().drop_columns(["rep"]))
 
 
 def test_gain_script_writes_markdown(tmp_path, tiny_table):
     path = tmp_path / "results.parquet"
     pq.write_table(tiny_table, path)
     out = tmp_path / "gains.md"
-    assert mk.main([str(path), "--out", str(out)]) == 0
+    assert gains.main([str(path), "--out", str(out)]) == 0
     text = out.read_text(encoding="utf-8")
     assert "### adult-2k, α = 0.3 (post-processing clip-renorm, 2 repetitions)" in text
-    assert mk.main([str(tmp_path / "missing.parquet")]) == 2
+    assert gains.main([str(tmp_path / "missing.parquet")]) == 2
 
 
 # --------------------------------------------------------------------------- config errors

@@ -1,4 +1,4 @@
-"""FELIP: the acceptance list of shared/notes/felip.md §13 and the pieces behind it.
+"""FELIP: the acceptance list of docs/math.md §8.13 and the pieces behind it.
 
 Statistical tests use fixed seeds and Z = 5 standard errors from the analytic variance of each
 grid's oracle (``variance(n_G, f)``) and the number of repetitions; no tuned numbers.
@@ -84,7 +84,7 @@ def test_grr_chosen_exactly_below_3e_eps_plus_2(eps):
 
 
 def test_size_check_values_of_the_note():
-    """n = 10⁶, d = 6 (m = 21), ε = 1, r = 0.5 (note §4)."""
+    """n = 10⁶, d = 6 (m = 21), ε = 1, r = 0.5 (math §8.4)."""
     schema = FelipSchema(tuple(Attribute(f"x{i}", 50) for i in range(6)))
     sel = [0.5] * 6
     grr = choose_sizes(schema, 10**6, oracle_spec("GRR", 1.0), sel)
@@ -187,7 +187,7 @@ def test_exact_counts_give_exact_answers_and_stay_unchanged():
         queries.append(make_query(schema, {a: (e[1], e[1]) if a == 3 else (e[1], e[-2] - 1)}))
     assert np.allclose(model.answer(queries), true_answers(x, queries), atol=1e-6 * n)
     rng = np.random.default_rng(0)
-    for a, b in ((0, 1), (0, 2), (1, 2)):  # any range: the sum of R over it (note §9)
+    for a, b in ((0, 1), (0, 2), (1, 2)):  # any range: the sum of R over it (math §8.9)
         R = model.response_matrix(a, b)
         for _ in range(5):
             la, lb = (
@@ -352,7 +352,7 @@ def test_memos_bounded_and_groups_fixed_over_time(oracle, engine):
 
 
 def test_losue_sizes_like_oue_at_eps1():
-    """τ = 1: L-OSUE(ε∞, ε1) has OUE(ε1)'s V*, hence the same sizes (note §13)."""
+    """τ = 1: L-OSUE(ε∞, ε1) has OUE(ε1)'s V*, hence the same sizes (math §8.13)."""
     chain, one = oracle_spec("L-OSUE", 2.0, eps_1=0.8), oracle_spec("OUE", 0.8)
     for k in (2, 9, 50):
         assert chain.unit_variance("L-OSUE", k) == pytest.approx(one.unit_variance("OUE", k))
@@ -443,7 +443,7 @@ def test_a_batch_of_timestamps_is_fitted_as_each_alone():
 
 def test_deployment_path_clients_and_aggregators():
     """Each user's client maps its values to a cell of its grid and reports it; each grid's
-    aggregator collects; the plan turns the aggregates into a model (note §6)."""
+    aggregator collects; the plan turns the aggregates into a model (math §8.6)."""
     plan, schema = _small_plan("L-OSUE", 2.0, 300, alpha=0.5)
     x = correlated(plan.n, schema, 20)
     groups = plan.assign(21)

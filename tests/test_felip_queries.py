@@ -1,4 +1,4 @@
-"""FELIP queries, the workload generator, MSE_avg, and the study datasets (note §12)."""
+"""FELIP queries, the workload generator, MSE_avg, and the study datasets (math §8.12)."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ KS = (2, 5, 12)
 
 def make_values(seed: int, n: int, ks=KS, tau: int = 2, static: bool = False) -> np.ndarray:
     """values[τ, n, d]: skewed (Zipf-like, one absent value) per attribute; each later
-    timestamp a random permutation of the users (DESIGN §5), or a copy when ``static``."""
+    timestamp a random permutation of the users (docs/math.md §6.1), or a copy when ``static``."""
     rng = np.random.default_rng(seed)
     cols = []
     for k in ks:
@@ -362,7 +362,7 @@ def test_tables_match_independent_closed_forms():
         assert row.values[3] == pytest.approx(vstar_oue(e) / n, rel=1e-9)
         sue = math.exp(e / 2) / (math.exp(e / 2) - 1) ** 2  # [004] eq. 5
         assert row.values[4] == pytest.approx(sue / n, rel=1e-9)
-    # DESIGN §3.2 test vectors (α = 0.6, ε∞ = 1)
+    # docs/math.md §3.6 test vectors (α = 0.6, ε∞ = 1)
     row = t.table1[1]
     assert row.values[4] == pytest.approx(1.10282e-3, rel=1e-5)  # L-SUE
     assert row.values[5] == pytest.approx(1.23436e-3, rel=1e-5)  # L-SOUE

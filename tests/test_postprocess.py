@@ -21,7 +21,7 @@ ATOL = 1e-9
 
 
 def grr_channel(k: int, eps: float, n: int = 1000) -> ChannelInfo:
-    """GRR over k values: P1 = e^ε/(e^ε+k−1), P0 = 1/(e^ε+k−1) (DESIGN §3.1)."""
+    """GRR over k values: P1 = e^ε/(e^ε+k−1), P0 = 1/(e^ε+k−1) (docs/math.md §2.1)."""
     e = math.exp(eps)
     return ChannelInfo(P1=e / (e + k - 1), P0=1.0 / (e + k - 1), n=n, grr_type=True)
 

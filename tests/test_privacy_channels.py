@@ -99,7 +99,7 @@ def exact_epsilons(proto, rng) -> tuple[float, float]:
 
 
 def chain_cases():
-    for name in ("L-GRR", "L-SUE", "L-OUE", "L-SOUE", "L-OSUE", "BiLOLOHA", "OLOLOHA"):
+    for name in ("L-GRR", "L-SUE", "L-OUE", "L-SOUE", "L-OSUE", "BiLOLOHA", "OLOLOHA", "L-SH"):
         for k, eps_perm, alpha in itertools.product(KS, EPS_PERM, ALPHAS):
             extra = {}
             if name in ("L-GRR", "BiLOLOHA", "OLOLOHA"):
@@ -144,13 +144,13 @@ def test_paper_calibration_of_lgrr_is_over_private_beyond_two_values(k, eps_perm
 
 
 def test_paper_calibration_design_example():
-    # DESIGN §3.2: k = 32, ε∞ = 1, ε1 = 0.5 gives a true single-report ε of about 0.10.
+    # docs/math.md §3.2: k = 32, ε∞ = 1, ε1 = 0.5 gives a true single-report ε of about 0.10.
     proto = ll.protocol("L-GRR", k=32, eps_perm=1.0, eps_1=0.5, calibration="paper")
     single, _ = exact_epsilons(proto, np.random.default_rng(0))
     assert single == pytest.approx(0.1023, abs=5e-4)
 
 
-@pytest.mark.parametrize("name", ["GRR", "SUE", "OUE", "BLH", "OLH"])
+@pytest.mark.parametrize("name", ["GRR", "SUE", "OUE", "BLH", "OLH", "SH"])
 @pytest.mark.parametrize("k", KS)
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0, 4.0])
 def test_one_shot_channel_equals_eps(name, k, eps):

@@ -1,4 +1,4 @@
-"""PSFO (note §1): unbiasedness, exact privacy of the amplified GRR, lengths and correction.
+"""PSFO (math §9.1): unbiasedness, exact privacy of the amplified GRR, lengths and correction.
 
 Statistical checks use fixed seeds and tolerances of Z = 5 standard errors computed from the
 exact variance of the estimator (:meth:`PSFO.variance`), never tuned.
@@ -91,7 +91,7 @@ def test_psfo_is_unbiased_for_the_padded_and_truncated_frequency(name):
 
 
 def test_pad_and_sample_law():
-    """r is uniform on [0, max(m, ℓ)) for every list length m (note §1.1)."""
+    """r is uniform on [0, max(m, ℓ)) for every list length m (math §9.1.1)."""
     rng = np.random.default_rng(7)
     m = np.repeat(np.array([0, 1, 3, 6]), 20_000)
     r = pad_and_sample(m, 3, rng)
@@ -118,7 +118,7 @@ def test_amplified_grr_is_eps_ldp_on_its_exact_channel(d, ell, eps):
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0])
 @pytest.mark.parametrize(("d", "ell"), [(3, 2), (4, 3), (5, 2)])
 def test_shared_dummy_with_amplified_eps_is_not_eps_ldp(d, ell, eps):
-    """The reference prototype's variant: one ⊥ with ε' leaks ε' > ε (note §1.2, §8.4)."""
+    """The reference prototype's variant: one ⊥ with ε' leaks ε' > ε (math §9.1.2, §9.8.4)."""
     _, channel = psfo_channel(d, ell, eps, "shared", amplify=True)
     got = privacy.channel_epsilon(channel)
     assert got > eps + 0.1
@@ -152,7 +152,7 @@ def test_adaptive_rule():
 
 
 def test_amplified_grr_closed_form_estimator():
-    """ℓ·ĉ_FO(x) equals [(ℓe^ε + d)·C(x) − n]/(e^ε − 1) (note §1.3)."""
+    """ℓ·ĉ_FO(x) equals [(ℓe^ε + d)·C(x) − n]/(e^ε − 1) (math §9.1.3)."""
     d, ell, eps, n = 7, 3, 1.2, 1000
     psfo = oneshot_psfo(d, ell, eps, "GRR")
     support = np.random.default_rng(1).multinomial(n, np.full(d + ell, 1 / (d + ell)))

@@ -1,4 +1,4 @@
-"""The simulation engines over a whole longitudinal dataset (DESIGN §6)."""
+"""The simulation engines over a whole longitudinal dataset (docs/design.md §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Statistical tests of every protocol's estimator against its analytic variance (DESIGN §3, §8).
+"""Statistical tests of every estimator against its analytic variance (math §1, design §10).
 
 Every test draws from ``numpy.random.default_rng(<fixed int>)``, so it is deterministic; every
 tolerance is ``Z = 5`` standard errors, where the standard error is derived from the analytic
@@ -145,7 +145,7 @@ def test_approx_variance_is_variance_at_zero(pid: str) -> None:
 # ---------------------------------------------------------------------- hash pool
 POOL_N = 20_000
 POOL_R = 3_000
-#: One value at f = 0.5, the rest spread evenly (DESIGN §3.1's measurement).
+#: One value at f = 0.5, the rest spread evenly (the measurement of docs/math.md §2.4).
 POOL_F = np.array([0.5, 0.1, 0.1, 0.1, 0.1, 0.1])
 POOL_PARAMS = {"eps_perm": 2.0, "eps_1": 1.0}
 
@@ -188,7 +188,7 @@ def test_hash_pool_variance_includes_pool_term(m: int) -> None:
         f"m = {m}: {s2} ± {Z * se} is not above the no-pool variance {without}"
     )
     if m == 64:
-        # Several times V* (DESIGN §3.1 measured ~18×): the Z-SE lower confidence bound of
+        # Several times V* (docs/math.md §2.4 measured ~18×): the Z-SE lower confidence bound of
         # Var/V* is at least 10 for every value at small f, and the heavy value is above V* too.
         ratio_lower = (s2 - Z * se) / vstar
         assert np.all(ratio_lower[1:] >= 10), ratio_lower

@@ -2,7 +2,7 @@
 
 Memoizing frequency oracles with exact privacy parameters, unbiased estimators and exact
 variances; post-processing; and (in later layers) simulation engines, applications and
-experiments. See DESIGN.md in the project's shared folder for the layers and the math.
+experiments. See docs/design.md for the layers and docs/math.md for the math.
 """
 
 from longldp import postprocess, privacy, protocols
@@ -11,6 +11,7 @@ from longldp.protocols import (
     get_protocol_class,
     list_protocols,
     protocol,
+    protocol_from_spec,
 )
 
 __version__ = "0.1.0"
@@ -23,5 +24,6 @@ __all__ = [
     "postprocess",
     "privacy",
     "protocol",
+    "protocol_from_spec",
     "protocols",
 ]

@@ -1,7 +1,7 @@
 """Shared argument checks: one error template for every public entry point.
 
 Messages follow one shape -- "<owner>: '<name>' must be <allowed>; got <value>." -- so a user
-always learns what was wrong and what is allowed (DESIGN §2).
+always learns what was wrong and what is allowed (docs/design.md §2.4).
 """
 
 from __future__ import annotations

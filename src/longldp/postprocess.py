@@ -1,4 +1,4 @@
-"""Post-processing of LDP frequency-estimate vectors (DESIGN §4).
+"""Post-processing of LDP frequency-estimate vectors (docs/math.md §5).
 
 An unbiased frequency oracle returns estimates that may be negative and need not sum to the
 known total. Every method here is a pure function ``(estimates, total, channel) -> estimates``
@@ -16,8 +16,8 @@ References
    Norm-Sub.
 .. [D08] J. Duchi, S. Shalev-Shwartz, Y. Singer, T. Chandra, "Efficient Projections onto the
    l1-Ball for Learning in High Dimensions", ICML 2008, Fig. 1 (sort-based simplex projection).
-.. [S002] Seed [002] (shared/seeds/002_*), Algorithm 1; corrected in
-   shared/notes/longitudinal-apps-seeds.md §3.
+.. [S002] Seed [002]: Marreiras Neto et al., "Locally differentially private applications with
+   longitudinal data" (docs/math.md §15), Algorithm 1; corrected in docs/math.md §5.2.
 .. [AA01] D. Agrawal, C. C. Aggarwal, "On the Design and Quantification of Privacy Preserving
    Data Mining Algorithms", PODS 2001 (the iterative Bayesian / EM reconstruction).
 .. [A23] H. H. Arcolezi et al., 2023: IBU as the aggregator of GRR-based longitudinal chains.
@@ -78,7 +78,7 @@ class ChannelInfo:
     """What some methods need to know about the oracle that produced the estimates.
 
     A report *supports* value v with probability ``P1`` when the user's value is v and ``P0``
-    when it is not (DESIGN §3); the estimator is f̂ = (C/n − P0)/(P1 − P0).
+    when it is not (docs/math.md §1.1); the estimator is f̂ = (C/n − P0)/(P1 − P0).
 
     Parameters
     ----------
@@ -117,7 +117,7 @@ class ChannelInfo:
     def approx_variance(self) -> float:
         """Variance V* of one estimate at true frequency 0.
 
-        V* = P0 (1 − P0) / (n (P1 − P0)²)   (DESIGN §3; [W20], the variance of pure FOs).
+        V* = P0 (1 − P0) / (n (P1 − P0)²)   (docs/math.md §1.2; [W20], the variance of pure FOs).
         """
         return self.P0 * (1.0 - self.P0) / (self.n * (self.P1 - self.P0) ** 2)
 
@@ -388,7 +388,7 @@ def algorithm_1(
     for v ∈ P;  until min f ≥ 0 and |Σ f − total| ≤ tol·total. If P is empty, return the
     uniform vector total/k (the source does not say; this favours no value).
 
-    Source: [S002], Algorithm 1, with the corrections of notes §3. As printed, line 7 reads
+    Source: [S002], Algorithm 1, with the corrections of docs/math.md §5.2. As printed, line 7 reads
     ``diff <- n - sum / |f~'_v|``, i.e. n − (sum/|f|); the prose (and termination) need
     (n − sum)/|P| with P the positive entries: with the printed line the total climbs to |f|·n
     and the loop never ends. The printed loop condition ("any negative or sum > n") also never
@@ -401,7 +401,7 @@ def algorithm_1(
     Each pass that does not finish zeroes at least one more entry and the last pass leaves at
     least one positive entry, so there are at most k passes. If the first δ is ≤ 0 (the usual
     case: clipping raises the sum) every later δ is ≤ 0 too and the result equals
-    :func:`norm_sub`, the projection onto the simplex (notes §3). If the first δ is > 0 the
+    :func:`norm_sub`, the projection onto the simplex (docs/math.md §5.2). If the first δ is > 0 the
     deficit goes only to entries that were positive: zero and negative entries stay at 0,
     unlike :func:`norm_sub`, which may lift them.
 

@@ -1,4 +1,4 @@
-"""Privacy math of every frequency oracle: one formula, one place (DESIGN §3).
+"""Privacy math of every frequency oracle: one formula, one place (docs/math.md §1–§4).
 
 Every function here is pure and scalar. Notation: domain size ``k``, ``eps`` for a one-shot
 oracle, ``eps_perm`` (ε∞, the budget of one value memoized forever) and ``eps_1`` (ε1, the budget
@@ -24,7 +24,8 @@ References
         USENIX Security 2017 (GRR, SUE, OUE, BLH, OLH).
 [ERL14] Erlingsson et al., "RAPPOR", CCS 2014 (L-SUE).
 [DIN17] Ding et al., "Collecting telemetry data privately", NeurIPS 2017 (dBitFlipPM).
-[002]   shared/seeds/002 (longitudinal LDP applications), eqs. 3, 6, 7.
+[002]   Marreiras Neto, Duarte Neto, Costa Filho, Machado, "Locally differentially private
+        applications with longitudinal data" (docs/math.md §15), eqs. 3, 6, 7.
 """
 
 from __future__ import annotations
@@ -85,10 +86,10 @@ def olh_optimal_g(eps: float) -> int:
 def lgrr_p2(k: int, eps_perm: float, eps_1: float, calibration: str = "exact") -> float:
     """Round-2 keep probability of L-GRR (q2 = (1 − p2)/(k − 1)).
 
-    ``"paper"`` ([ARC22] eq. 9; [002] §3, whose printed form is algebraically the same):
+    ``"paper"`` ([ARC22] §4.2, eq. 13; [002] §5.1, whose printed form is algebraically the same):
         p2 = (a·b − 1) / ((k−1)(a − b) + a·b − 1).
     It solves ε1 = ln[(p1p2 + q1q2)/(p1q2 + q1p2)], which is the true single-report ε only for
-    k = 2; for k > 2 a report is more private than ε1 (the true ratio is P1/P0, DESIGN §3.2).
+    k = 2; for k > 2 a report is more private than ε1 (the true ratio is P1/P0, docs/math.md §3.2).
 
     ``"exact"`` (default): p2 = (p_s − q1)/(p1 − q1) with p_s = GRR(ε1)'s keep probability, so
     the composed two-round channel *is* GRR at ε1 (P1 = p_s) and V* equals GRR's at ε1.
@@ -115,7 +116,7 @@ def lsue_p2(eps_perm: float, eps_1: float) -> float:
 
 
 def losue_p2(eps_perm: float, eps_1: float) -> float:
-    """L-OSUE: OUE(ε∞) then symmetric round 2, p2 = (a·b − 1)/((b + 1)(a − 1)) ([ARC22] eq. 14)."""
+    """L-OSUE: OUE(ε∞) then symmetric round 2, p2 = (a·b − 1)/((b + 1)(a − 1)) ([ARC22] eq. 15)."""
     eps_perm, eps_1 = _eps_pair("L-OSUE", eps_perm, eps_1)
     a, b = math.exp(eps_perm), math.exp(eps_1)
     return (a * b - 1) / ((b + 1) * (a - 1))
@@ -125,7 +126,7 @@ def _ue_q2_for_half_p2(owner: str, p1: float, q1: float, eps_perm: float, eps_1:
     """Solve the UE single-report equation ([002] eq. 6) for q2 with p2 = 1/2.
 
     With p2 fixed, P1 and P0 are linear in q2, so P1(1−P0) = b·P0(1−P1) is a quadratic; we keep
-    its root in [0, 1/2). The largest reachable ε1 is at q2 = 0 (DESIGN §3.2: a maximum α).
+    its root in [0, 1/2). The largest reachable ε1 is at q2 = 0 (docs/math.md §3.3: a maximum α).
     """
     b = math.exp(eps_1)
     # P1 = A1 + B1·x, P0 = A0 + B0·x with x = q2.
@@ -150,14 +151,14 @@ def _ue_q2_for_half_p2(owner: str, p1: float, q1: float, eps_perm: float, eps_1:
 
 
 def loue_q2(eps_perm: float, eps_1: float) -> float:
-    """L-OUE: p1 = p2 = 1/2, q1 = 1/(a+1), q2 from the ε1 quadratic ([ARC22] §4.2)."""
+    """L-OUE: p1 = p2 = 1/2, q1 = 1/(a+1), q2 from the ε1 quadratic ([ARC22] §4.3)."""
     eps_perm, eps_1 = _eps_pair("L-OUE", eps_perm, eps_1)
     p1, q1 = oue_probabilities(eps_perm)
     return _ue_q2_for_half_p2("L-OUE", p1, q1, eps_perm, eps_1)
 
 
 def lsoue_q2(eps_perm: float, eps_1: float) -> float:
-    """L-SOUE: SUE(ε∞) round 1, p2 = 1/2, q2 from the ε1 quadratic ([ARC22] §4.2)."""
+    """L-SOUE: SUE(ε∞) round 1, p2 = 1/2, q2 from the ε1 quadratic ([ARC22] §4.3)."""
     eps_perm, eps_1 = _eps_pair("L-SOUE", eps_perm, eps_1)
     p1, q1 = sue_probabilities(eps_perm)
     return _ue_q2_for_half_p2("L-SOUE", p1, q1, eps_perm, eps_1)
@@ -234,6 +235,45 @@ def dbitflip_unit_variance(eps_perm: float, b: int, d: int, f: ArrayLike = 0.0) 
 # --------------------------------------------------------------------------------------------
 
 
+def rappor_effective(p: float, q: float, f: float) -> tuple[float, float]:
+    """RAPPOR's one-report rates (q*, p*) = (P(report bit 1 | Bloom bit 1), … | Bloom bit 0).
+
+    q* = ½f(p+q) + (1−f)q and p* = ½f(p+q) + (1−f)p ([ERL14] §3.1, Lemma 1). RAPPOR's names
+    swap the UE letters: p = P(IRR 1 | PRR 0), q = P(IRR 1 | PRR 1). As a chain they are
+    (p1, q1, p2, q2) = (1 − f/2, f/2, q, p), so (q*, p*) = :func:`chain_support` of it.
+    """
+    return chain_support(1 - f / 2, f / 2, q, p)
+
+
+def rappor_eps_inf(f: float, h: int) -> float:
+    """ε∞ = 2h·ln((1 − f/2)/(f/2)): the permanent response, even if known exactly.
+
+    [ERL14] Theorem 1; two strings with disjoint Bloom bits differ in 2h positions, each
+    bounded by (1 − f/2)/(f/2). Independent of k. f = 0 gives ∞ (no permanent noise).
+    """
+    if f <= 0:
+        return math.inf
+    return 2 * h * math.log((1 - f / 2) / (f / 2))
+
+
+def rappor_eps_1(p: float, q: float, f: float, h: int) -> float:
+    """ε1 = h·ln[q*(1−p*)/(p*(1−q*))] of one report ([ERL14] Theorem 2); inverted if p > q."""
+    qs, ps = rappor_effective(p, q, f)
+    return h * abs(math.log(qs * (1 - ps) / (ps * (1 - qs))))
+
+
+def rappor_detection_bound(n: int, q: float, m_candidates: int, alpha: float = 0.05) -> float:
+    """Most equally frequent strings basic one-time RAPPOR (p = ½, f = 0) can detect.
+
+    [ERL14] appendix: T̂ has null sd √N/(2q−1); with Q = Φ⁻¹(1 − α/M) (Bonferroni), x strings
+    of frequency N/x are detected only if x < (2q − 1)√N/Q.
+    """
+    from statistics import NormalDist
+
+    Q = NormalDist().inv_cdf(1 - alpha / m_candidates)
+    return (2 * q - 1) * math.sqrt(n) / Q
+
+
 def chain_support(p1: float, q1: float, p2: float, q2: float) -> tuple[float, float]:
     """(P1, P0) of a two-round chain; a one-shot oracle is the chain with p2 = 1, q2 = 0."""
     return p1 * p2 + (1 - p1) * q2, q1 * p2 + (1 - q1) * q2
@@ -286,7 +326,7 @@ def _vstar_unit(P1: ArrayLike, P0: ArrayLike) -> NDArray:
 
 
 def estimator_variance(n: int, f: ArrayLike, P1: float, P0: float) -> NDArray:
-    """Exact variance of f̂ = (C/n − P0)/(P1 − P0) on a fixed dataset (DESIGN §3).
+    """Exact variance of f̂ = (C/n − P0)/(P1 − P0) on a fixed dataset (docs/math.md §1.2).
 
     Var[f̂] = [f·P1(1−P1) + (1−f)·P0(1−P0)] / (n (P1 − P0)²): C is a sum of n independent
     Bernoullis, n·f of them with mean P1 and the rest with mean P0.
@@ -304,7 +344,7 @@ def pool_extra_variance(f: ArrayLike, g: int, pool_size: int) -> NDArray:
     """Extra variance of a hashing estimate when users share a pool of m hash functions.
 
     Users holding w who share a function share its collision with v, so their supports of v
-    move together. Averaging over a uniform assignment of users to functions (ours, DESIGN §3.1):
+    move together. Averaging over a uniform assignment of users to functions (ours, math §2.4):
     extra Var[f̂_v] = Σ_{w≠v} f_w (f_w − 1/n) / (m (g − 1)) ≈ Σ_{w≠v} f_w² / (m (g − 1)).
     Returned for every v at once; the 1/n term is dropped (it is below 1/(n·m)).
     """
@@ -313,7 +353,7 @@ def pool_extra_variance(f: ArrayLike, g: int, pool_size: int) -> NDArray:
 
 
 # --------------------------------------------------------------------------------------------
-# Budget accounting (DESIGN §3.3)
+# Budget accounting (docs/math.md §4)
 # --------------------------------------------------------------------------------------------
 
 
@@ -327,5 +367,5 @@ class SpentBudget:
 
 
 def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float) -> SpentBudget:
-    """Sequential composition over reports, capped by the memos' ε∞ each (DESIGN §3.3)."""
+    """Sequential composition over reports, capped by the memos' ε∞ each (docs/math.md §4)."""
     return SpentBudget(reports, memos, min(reports * eps_1, memos * eps_perm))

@@ -1,4 +1,4 @@
-"""Run a population of clients over τ timestamps (DESIGN §6).
+"""Run a population of clients over τ timestamps (docs/design.md §4).
 
 Engines over a longitudinal dataset ``values[τ, n]``:
 
@@ -7,7 +7,7 @@ Engines over a longitudinal dataset ``values[τ, n]``:
   (``perturb_support``), which given the memos is the exact law of the server's aggregates,
   jointly over time, at O(n + k) per timestamp. For per-user-hash LOLOHA the users who do not
   hold v support it with probability 1/g independently at every timestamp (the reuse of
-  H_u(v) across time is not reproduced, DESIGN §6).
+  H_u(v) across time is not reproduced, docs/design.md §4).
 - ``"reports"``: the per-user engine with every report materialized (``perturb`` then the
   server's ``support_counts``): the real client path, O(n·k) per timestamp.
 - ``"count-level"``: one timestamp's support counts drawn directly from its true counts

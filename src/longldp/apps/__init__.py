@@ -1,4 +1,4 @@
-"""Applications built on the protocol objects (DESIGN §1): FELIP range queries, multidimensional
+"""Applications built on the protocol objects (design §6): FELIP range queries, multidimensional
 collection (SMP, SPL, ALLOMFREE), set-valued mining (SVIM, SVSM, LDPMiner).
 
 ``longldp.apps`` imports only the layers above it: privacy, protocols, postprocess, metrics,

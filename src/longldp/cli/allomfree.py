@@ -28,7 +28,7 @@ def allomfree_gains_cmd(
     plot: Annotated[Path | None, typer.Option(help="Also draw the gains to this PNG.")] = None,
 ) -> None:
     """Gains of ALLOMFREE over SMP+L-SUE and SMP+L-OUE (Tables 3-4) beside the paper's."""
-    from longldp.experiments.kinds.multidim import format_gain_table, gain_table, plot_gains
+    from longldp.experiments.reports.multidim import format_gain_table, gain_table, plot_gains
 
     rows = gain_table(results)
     text = format_gain_table(rows)

@@ -1,6 +1,6 @@
 """Containers of the data layer: `Domain`, single-valued `Table`, set-valued `SetData`.
 
-Data model (DESIGN §5): every value is an integer code in ``[0, k)`` of a `Domain` of size ``k``
+Data model (design §3): every value is an integer code in ``[0, k)`` of a `Domain` of size ``k``
 (with optional human-readable labels). A single-valued dataset with several attributes is a
 `Table` (one code array per attribute, all of length ``n``). A set-valued dataset is a CSR pair
 ``(indptr[n + 1], items[nnz])``: user ``u`` holds ``items[indptr[u]:indptr[u + 1]]``, stored

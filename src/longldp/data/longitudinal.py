@@ -1,6 +1,6 @@
 """Longitudinal interpolation of a one-shot dataset over ``tau`` timestamps.
 
-DESIGN §5 and the seeds ([000], [002]): timestamp 0 is the original data; every later timestamp
+math §6.1 and the seeds ([000], [002]): timestamp 0 is the original data; every later timestamp
 is an independent, uniformly random permutation of the users' values. The domain, the value
 histogram and (for set-valued data) the set-size distribution are identical at every timestamp;
 only who holds what changes. Whole values move together: a user's full set for set-valued data,
@@ -150,7 +150,7 @@ def to_longitudinal(
     """Interpolate one-shot data to ``tau`` timestamps by random permutation of the users.
 
     Timestamp 0 is the original data; each timestamp ``t >= 1`` holds an independent uniform
-    permutation of the users' values (DESIGN §5; seeds [000] §5 and [002]).
+    permutation of the users' values (docs/math.md §6.1; seeds [000] §5 and [002]).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Experiments: configurations → grids of runs → result tables → plots (DESIGN §7).
+"""Experiments: configurations → grids of runs → result tables → plots (docs/design.md §5).
 
 A study is a TOML file (`load_study`); `run_study` runs its grid of cells on local processes
 or a Dask cluster, saving each finished cell so that an interrupted run resumes, and writes

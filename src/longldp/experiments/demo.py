@@ -1,7 +1,7 @@
 """The synthetic longitudinal comparison that ``make demo`` runs.
 
 20,000 users hold a Zipf(1)-distributed value over k = 50; τ = 10 timestamps, each later one a
-random permutation of the users' values (DESIGN §5). Every longitudinal protocol collects all
+random permutation of the users' values (math §6.1). Every longitudinal protocol collects all
 timestamps with the per-user engine at ε∞ ∈ {0.5, 1, 2, 4} and ε1 = 0.4·ε∞; MSE_avg ([002]
 eq. 1) is reported beside the analytic mean variance it should match.
 """

@@ -1,4 +1,4 @@
-"""Plots drawn from a results table (never from in-memory state, DESIGN §7).
+"""Plots drawn from a results table (never from in-memory state, docs/design.md §5).
 
 `plot_results` draws, for every combination of the ``figure_by`` columns (by default α and the
 post-processing), one PNG with one panel per combination of the ``panel_by`` columns (dataset

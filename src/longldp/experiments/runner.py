@@ -1,6 +1,6 @@
 """Run a study: enumerate its cells, run the unfinished ones, assemble one Parquet table.
 
-A run is a pure function of (study, seed) (DESIGN §7). Each cell is identified by a digest of
+A run is a pure function of (study, seed) (design §5). Each cell is identified by a digest of
 everything it depends on (`Cell.cell_id`); its rows are saved as ``parts/<cell_id>.parquet`` as
 soon as it finishes (atomically, `longldp.experiments.store`). A rerun with the same study and
 output folder skips every cell whose part exists, so an interrupted run resumes where it

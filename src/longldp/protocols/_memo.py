@@ -1,7 +1,7 @@
 """Round-1 memos of a whole population, stored sparsely and looked up vectorially.
 
 A user holds one memo per distinct memo key (a value; a hash bucket for LOLOHA; a bucket for
-dBitFlipPM), created the first time the user holds it (DESIGN §6). Entries are kept sorted by
+dBitFlipPM), created the first time the user holds it (design §4). Entries are kept sorted by
 ``user * key_range + key`` so that a timestamp's lookups are one ``searchsorted`` and its new
 entries one ``insert``; payloads are ints (GRR chains) or bit-packed rows (UE chains).
 """

@@ -3,7 +3,8 @@
 A report is a symbol of [0, k) and supports exactly the value it names, so the server's
 support counts are a histogram of the reports.
 
-References: [WAN17] §4.1 (GRR); [ARC22] §4.1 and [002] §3 (L-GRR); DESIGN §3.2 (calibrations).
+References: [WAN17] §4.1 (GRR); [ARC22] §4.2 and [002] §5.1 (L-GRR);
+math §3.2 (calibrations).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class LGRR(_SymbolReports):
 
     p1 = e^{ε∞}/(e^{ε∞}+k−1), q1 = (1−p1)/(k−1), q2 = (1−p2)/(k−1), and p2 by ``calibration``
     (:func:`longldp.privacy.lgrr_p2`): ``"exact"`` (default) makes one report exactly GRR at
-    ε1; ``"paper"`` is [ARC22] eq. 9, exact only for k = 2 and over-private for k > 2.
+    ε1; ``"paper"`` is [ARC22] eq. 13, exact only for k = 2 and over-private for k > 2.
     """
 
     k: int

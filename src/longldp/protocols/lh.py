@@ -12,13 +12,14 @@ We first used the 2-universal ((a·x + b) mod P) mod g, but it is only pairwise 
 for g > 2, H(v) and H(v + 1) are correlated given H(w), which couples the supports of adjacent
 values (a range query's variance came out 15% above the count-level law) and breaks the pool
 variance formula. A fully mixed 64-bit hash behaves as independent uniform buckets, which is
-what DESIGN §3.1 and §6 assume. Privacy does not depend on it: given H the report is L-GRR
+what docs/math.md §2.4 and docs/design.md §4
+assume. Privacy does not depend on it: given H the report is L-GRR
 over g buckets whatever H is. By default every user has its own seed (``hash_id``, 8 bytes in
 the report). With ``hash_pool = m`` users pick one of m public seeds (``hash_id`` = its index):
 aggregation is then O(m·k) instead of O(n·k), at the price of the variance in
-:func:`longldp.privacy.pool_extra_variance` (DESIGN §3.1).
+:func:`longldp.privacy.pool_extra_variance` (docs/math.md §2.4).
 
-References: [WAN17] §4.4 (BLH, OLH); [ARC23] (LOLOHA); DESIGN §3.1-3.2.
+References: [WAN17] §4.4 (BLH, OLH); [ARC23] (LOLOHA); docs/math.md §2.3–§2.4, §3.4.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ class _LocalHashing(FrequencyOracle):
 
     def variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
         """Exact variance; with a hash pool ``f`` must be the whole length-k distribution and
-        the pool's extra variance (DESIGN §3.1) is added."""
+        the pool's extra variance (docs/math.md §2.4) is added."""
         base = super().variance(n, f)
         if self.hash_pool is None:
             return base
@@ -180,7 +181,7 @@ class _LocalHashing(FrequencyOracle):
 
     def _sample_support(self, counts: NDArray, n: int, rng: RandomSource) -> NDArray[np.int64]:
         """Per-user hashing: C_v = Bin(n_v, P1) + Bin(n − n_v, 1/g), independent over v (the
-        exact law when hash values of distinct inputs are independent and uniform, DESIGN §6).
+        exact law when hash values of distinct inputs are independent and uniform, design §4).
         With a pool: users spread over the m public functions, each function's buckets drawn
         as a GRR histogram, then the same gather as the server: exact for that pool."""
         if self.hash_pool is None:
@@ -290,7 +291,7 @@ class _LOLOHA(_LocalHashing):
         """Holders of v support it with p2 if their memo is their own bucket H_u(v), else q2;
         every other user with probability 1/g independently (exact per call when hash values of
         distinct inputs are independent and uniform; the reuse of H_u(v) over time is not
-        reproduced, DESIGN §6). With a hash pool: materialized reports (exact)."""
+        reproduced, docs/design.md §4). With a hash pool: materialized reports (exact)."""
         if self.hash_pool is not None:
             return super()._support_from_memos(payload, values, keys, state, rng)
         own = payload == keys

@@ -6,8 +6,8 @@ every memoized bit independently with (p2, q2). Bits are independent, so a repor
 with probability P1 (value v) or P0 (otherwise), and one report's ε is
 ln[P1(1−P0)/(P0(1−P1))] ([002] eq. 6).
 
-References: [WAN17] §4.2 (SUE, OUE); [ERL14] (RAPPOR = L-SUE); [ARC22] §4.2 (L-OUE, L-OSUE,
-L-SOUE); DESIGN §3.2.
+References: [WAN17] §4.2 (SUE, OUE); [ERL14] (RAPPOR = L-SUE); [ARC22] §4.3 (L-OUE, L-OSUE,
+L-SOUE); docs/math.md §3.3.
 """
 
 from __future__ import annotations
@@ -175,7 +175,7 @@ class LSUE(_UEChain):
 
 @dataclass(frozen=True)
 class LOSUE(_UEChain):
-    """L-OSUE: OUE(ε∞) memoized, symmetric round 2, p2 = (ab−1)/((b+1)(a−1)) ([ARC22] eq. 14).
+    """L-OSUE: OUE(ε∞) memoized, symmetric round 2, p2 = (ab−1)/((b+1)(a−1)) ([ARC22] eq. 15).
 
     One report behaves exactly like OUE at ε1: V* = 4e^{ε1}/(n(e^{ε1}−1)²).
     """

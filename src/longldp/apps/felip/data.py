@@ -2,7 +2,7 @@
 
 Seed 002 §8.2: "From the datasets Bfive, Loan, and Adult, 12 attributes were sampled, while 6
 attributes were selected from BMS-POS ... The query attributes were all numerical." Which ones
-is not said (note §12). Our choices, all deterministic:
+is not said (math §8.12). Our choices, all deterministic:
 
 - **Adult** (45,222 rows): UCI Adult has 6 numeric columns and ``fnlwgt`` is not bundled, so
   "12 numerical attributes" can only mean what [C]'s ``adult12`` file does: the first UCI

@@ -1,34 +1,34 @@
 """FELIP's server side: per-grid counts → non-negative, consistent grids → query answers.
 
-Source: ``shared/notes/felip.md`` ("note") §6–§9, which follow HDG (Yang et al., PVLDB 14(3),
+Source: the FELIP method of docs/math.md §8.6–§8.9, which follows HDG (Yang et al., PVLDB 14(3),
 2020, §5; code ``privmdr``) and [C] (``bdreasch/mdc`` ``felip.py``, ``estimate_method.py``).
-Counts are in users and every grid sums to the total n (note §6: ĉ = f̂·n).
+Counts are in users and every grid sums to the total n (math §8.6: ĉ = f̂·n).
 
-1. **Non-negativity** (note §7.1) per grid: the seeds' Algorithm 1 (intended form, DESIGN §4;
+1. **Non-negativity** (math §8.7.1) per grid: the seeds' Algorithm 1 (intended form, math §5.2;
    default) or Norm-Sub. :func:`nonnegative` runs it on all grids at once; it equals
    :func:`longldp.postprocess.algorithm_1` / :func:`~longldp.postprocess.norm_sub` applied grid
    by grid (tested).
-2. **Consistency** (note §7.2): for attribute a, interval I_v of its 2-D partition and grid G
+2. **Consistency** (math §8.7.2): for attribute a, interval I_v of its 2-D partition and grid G
    containing a, S_G(v) sums G's cells whose a-interval lies in I_v (c_G(v) cells). The common
    target is the inverse-variance mean T(v) = Σ_G w_G(v) S_G(v) / Σ_G w_G(v) with
    w_G(v) = 1/(c_G(v)·V_G) (V_G: the per-cell variance of G's oracle, so Var S_G(v) ≈ c_G(v)V_G;
-   ``weights="cells"`` uses the note's 1/c_G(v)), and (T(v) − S_G(v))/c_G(v) is added to each
+   ``weights="cells"`` uses HDG's 1/c_G(v)), and (T(v) − S_G(v))/c_G(v) is added to each
    of those cells. [R] T is constrained to Σ_v T(v) = n (weighted least squares with the known
    total: T = T⁰ + μ/W(v)). In HDG every c_G(v) is constant in v, μ = 0 and this is HDG's
    formula; with FELIP's unequal sub-cell counts the unconstrained mean would shift a grid's
    total and leak into its other attribute. With totals kept, a pass over one attribute leaves
    every other attribute's slab sums unchanged, so all attributes are updated at once (equal to
    the sequential pass; tested).
-3. **Iterate** (note §7.3): N (C N)^K, stopping early once an iteration moves no count by more
+3. **Iterate** (math §8.7.3): N (C N)^K, stopping early once an iteration moves no count by more
    than ``tol``·n; K = 100 as privmdr.
-4. **Response matrices** (note §8): for each 2-D grid, iterative proportional fitting (HDG's
+4. **Response matrices** (math §8.8): for each 2-D grid, iterative proportional fitting (HDG's
    weighted update) of a matrix to the 1-D grids of its attributes and to its own cells,
    renormalised to n after each step, until an iteration changes the matrix by Σ|ΔR| < 1 user
    (privmdr's rule; ``response_tol``) or 200 iterations. Every step multiplies whole
    rectangles of 1-D cells, so the matrix is kept at that resolution (exact;
    :meth:`FelipModel.response_matrix` expands it to values).
-5. **Answers** (note §9): λ = 1 from the 1-D grid (partial cells pro rata; a categorical
-   attribute from the mean marginal of its 2-D grids, note [R]); λ = 2 from the pair's grid
+5. **Answers** (math §8.9): λ = 1 from the 1-D grid (partial cells pro rata; a categorical
+   attribute from the mean marginal of its 2-D grids, [R]); λ = 2 from the pair's grid
    (cells inside the query count whole, partial cells through R); λ > 2 by the weighted update
    of a 2^λ tensor to the C(λ, 2) pair answers (start n/2^λ, renormalise after each pair, stop at
    Σ|Δ| < 1 user or 200 sweeps; the answer is the all-satisfied entry).
@@ -60,7 +60,7 @@ FloatArray = NDArray[np.float64]
 
 @dataclass(frozen=True)
 class EstimationOptions:
-    """Server-side options (note §7–§9).
+    """Server-side options (math §8.7–§8.9).
 
     Parameters
     ----------
@@ -71,7 +71,7 @@ class EstimationOptions:
     tol : float, default=1e-9
         Stop the rounds once none moves a count by more than ``tol``·n.
     weights : {"variance", "cells"}, default="variance"
-        Consistency weights 1/(c_G V_G) or the note's 1/c_G (equal when every grid uses the
+        Consistency weights 1/(c_G V_G) or HDG's 1/c_G (equal when every grid uses the
         same oracle with the same number of users).
     response_iterations : int, default=200
     response_tol : float, default=1.0
@@ -131,7 +131,7 @@ def _safe_ratio(num: FloatArray, den: FloatArray) -> FloatArray:
 def nonnegative(
     layout: FelipLayout, counts: ArrayLike, total: float, method: str = "algorithm-1"
 ) -> FloatArray:
-    """Make every grid non-negative with sum ``total``, all grids at once (note §7.1)."""
+    """Make every grid non-negative with sum ``total``, all grids at once (math §8.7.1)."""
     method = check.choice(OWNER, "postprocess", method, NONNEGATIVE_METHODS)
     x, batched = _columns(counts, layout.total_cells, "counts")
     return _rows(_nonneg(layout, x, float(total), method), batched)
@@ -193,7 +193,7 @@ def _norm_sub(x: FloatArray, offsets: NDArray, seg: NDArray, total: float) -> Fl
 def consistency_step(
     layout: FelipLayout, counts: ArrayLike, total: float, variances: ArrayLike | None = None
 ) -> FloatArray:
-    """One consistency pass over every attribute (note §7.2, with the [R] total constraint).
+    """One consistency pass over every attribute (math §8.7.2, with the [R] total constraint).
 
     Parameters
     ----------
@@ -203,7 +203,7 @@ def consistency_step(
     total : float
         n.
     variances : array_like of shape (m,), optional
-        Per-cell variance V_G of each grid (weights 1/(c_G V_G)); None: the note's 1/c_G.
+        Per-cell variance V_G of each grid (weights 1/(c_G V_G)); None: HDG's 1/c_G.
 
     Returns
     -------
@@ -243,7 +243,7 @@ def postprocess_grids(
     variances: ArrayLike | None = None,
     options: EstimationOptions | None = None,
 ) -> tuple[FloatArray, NDArray[np.int64]]:
-    """N (C N)^K of note §7.3 with early stopping; returns (counts, rounds run per timestamp)."""
+    """N (C N)^K of math §8.7.3 with early stopping; returns (counts, rounds run per timestamp)."""
     x, batched = _columns(raw, layout.total_cells, "raw")
     opts = options or EstimationOptions()
     f, rounds = _postprocess(layout, x, float(total), variances, opts)
@@ -278,7 +278,7 @@ def _postprocess(
 def response_matrices(
     layout: FelipLayout, counts: ArrayLike, total: float, iterations: int = 200, tol: float = 1.0
 ) -> tuple[FloatArray, NDArray[np.int64]]:
-    """The weighted update of every 2-D grid's matrix at once (note §8).
+    """The weighted update of every 2-D grid's matrix at once (math §8.8).
 
     Returns the flat matrices at 1-D-cell resolution (shape (E,) or (B, E)) and the iterations
     run per timestamp. Stops when an iteration changes every matrix by Σ|ΔR| < ``tol`` users,
@@ -384,7 +384,7 @@ def weighted_update(
     tol: float = 1.0,
     groups: ArrayLike | None = None,
 ) -> FloatArray:
-    """λ > 2 answers from the C(λ, 2) pair answers (note §9; HDG's weighted update).
+    """λ > 2 answers from the C(λ, 2) pair answers (math §8.9; HDG's weighted update).
 
     ``pair_answers`` has shape (Q, C(λ, 2)), pairs in ``itertools.combinations`` order. A
     tensor of shape (Q, 2, ..., 2) (index 0 = satisfies the attribute's constraint) starts at
@@ -505,7 +505,7 @@ class FelipModel:
         return self.fine_columns[start : start + shape[0] * shape[1]].reshape((*shape, self.batch))
 
     def response_matrix(self, a: int | str, b: int | str) -> FloatArray:
-        """The D_a × D_b response matrix of the pair's grid at value resolution (note §8)."""
+        """The D_a × D_b response matrix of the pair's grid at value resolution (math §8.8)."""
         s = self.layout.schema
         a, b = s.index(a), s.index(b)
         if a == b:
@@ -518,7 +518,7 @@ class FelipModel:
         return self._out(out if a < b else out.transpose(1, 0, 2))
 
     def answer(self, queries: Sequence[Query] | QueryBatch) -> FloatArray:
-        """Estimated counts of the queries (note §9): shape (|Q|,), or (B, |Q|) for a batch.
+        """Estimated counts of the queries (math §8.9): shape (|Q|,), or (B, |Q|) for a batch.
 
         Divide by :attr:`total` for fractions.
         """
@@ -557,7 +557,7 @@ class FelipModel:
         return out if self.batched else out[0]
 
     def _marginal(self, a: int) -> FloatArray:
-        """Mean over a's 2-D grids of their a-marginal (a categorical attribute, note §9 [R])."""
+        """Mean over a's 2-D grids of their a-marginal (a categorical attribute, math §8.9 [R])."""
         rows = [
             self._grid(g).sum(axis=1 if a == x else 0)
             for (x, y), g in self.layout.pair_grid.items()
@@ -583,12 +583,12 @@ def fit_model(
     ----------
     layout : FelipLayout
     raw : array_like, shape (Σk,) or (B, Σk)
-        Raw cell counts of all grids (per grid ĉ = f̂·n, note §6), or exact counts; a batch
+        Raw cell counts of all grids (per grid ĉ = f̂·n, math §8.6), or exact counts; a batch
         of B timestamps is fitted at once, each exactly as on its own.
     total : float
         n.
     variances : array_like of shape (m,), optional
-        Per-cell variance of each grid (consistency weights); None: the note's 1/c_G.
+        Per-cell variance of each grid (consistency weights); None: HDG's 1/c_G.
     options : EstimationOptions, optional
     """
     opts = options or EstimationOptions()

@@ -1,24 +1,24 @@
 """FELIP's grids: attributes, cells of unequal width, the grid set and the user partition.
 
-Source: ``shared/notes/felip.md`` (the reconstructed FELIP spec; "note" below) §2 (grid set and
-user partition) and §3 (cell partitions and the nesting rule). FELIP itself is Costa Filho and
+Source: the reconstructed FELIP method, docs/math.md §8.2 (grid set and
+user partition) and §8.3 (cell partitions and the nesting rule). FELIP itself is Costa Filho and
 Machado, EDBT 2023; its cells and grid layout follow HDG (Yang et al., PVLDB 14(3), 2020) with
-the unequal widths of the public implementation ``bdreasch/mdc`` ([C] in the note).
+the unequal widths of the public implementation ``bdreasch/mdc`` ([C] in docs/math.md §8).
 
 - An attribute is *numerical* (range constraints; its axis is cut into ``g`` cells of widths
-  ``floor(D/g)`` or ``ceil(D/g)``, note §3) or *categorical* (point constraints; one cell per
+  ``floor(D/g)`` or ``ceil(D/g)``, math §8.3) or *categorical* (point constraints; one cell per
   value).
-- Grid set (note §2.1): one 1-D grid per numerical attribute and one 2-D grid per pair of
+- Grid set (math §8.2.1): one 1-D grid per numerical attribute and one 2-D grid per pair of
   attributes, 1-D grids first, then the pairs in lexicographic order. Categorical attributes get
   no 1-D grid ([C]'s experiment mode; the 2-D grids resolve them exactly) except when the
   schema has a single attribute.
-- Nesting (note §3): every 2-D grid containing attribute ``a`` uses one partition of ``a`` with
+- Nesting (math §8.3): every 2-D grid containing attribute ``a`` uses one partition of ``a`` with
   ``g2(a)`` cells; the 1-D grid of ``a`` refines it with ``g1(a) >= g2(a)`` cells, each 2-D
-  interval an exact union of consecutive 1-D cells. We use the note's [R] rule
+  interval an exact union of consecutive 1-D cells. We use the [R] rule
   (:func:`refine_widths`) instead of [C]'s bin packing; both give that guarantee.
 - Cell id in a 2-D grid over (a, b), a < b: ``i_a * g_b + i_b`` (row-major; [C] uses the
   column-major ``i_a + g_a * i_b``, an internal convention that changes no result).
-- Users are split once into m groups whose sizes differ by at most one (note §2.2 [R]; [C]
+- Users are split once into m groups whose sizes differ by at most one (math §8.2.2 [R]; [C]
   drops the remainder).
 
 :class:`FelipLayout` also precomputes the index arrays that the estimation step
@@ -65,7 +65,7 @@ class Attribute:
         Number of values D >= 2.
     kind : {"numerical", "categorical"}, default="numerical"
         Numerical attributes take range constraints and are cut into cells; categorical ones
-        take point constraints and keep one cell per value (note §1, §3).
+        take point constraints and keep one cell per value (math §8.1, §8.3).
     """
 
     name: str
@@ -185,7 +185,7 @@ class FelipSchema:
 
 
 def cell_widths(domain: int, cells: int) -> IntArray:
-    """Widths of ``cells`` consecutive cells covering ``[0, domain)`` (note §3, [C]).
+    """Widths of ``cells`` consecutive cells covering ``[0, domain)`` (math §8.3, [C]).
 
     [C] builds them greedily (next width = remaining domain // remaining cells). With
     D = q·g + r that gives g − r widths q followed by r widths q + 1, computed here directly.
@@ -198,7 +198,7 @@ def cell_widths(domain: int, cells: int) -> IntArray:
 
 
 def refine_widths(coarse: ArrayLike, cells: int) -> tuple[IntArray, IntArray]:
-    """Cut each coarse cell into sub-cells so that there are ``cells`` in all (note §3 [R]).
+    """Cut each coarse cell into sub-cells so that there are ``cells`` in all (math §8.3 [R]).
 
     Coarse cell j (width w_j) gets k_j sub-cells, 1 <= k_j <= w_j, Σ k_j = ``cells``, in
     proportion to w_j: k_j starts at clip(floor(s_j), 1, w_j) with s_j = cells·w_j/D, then the
@@ -258,7 +258,7 @@ class Axis:
         """Fraction of each cell inside ``[lo, hi]`` (inclusive), shape (len(lo), g).
 
         Values are spread uniformly within a cell, so a cell covering w values of which o lie in
-        the range contributes o/w of its count (note §9; [C] divides by w − 1, a bug).
+        the range contributes o/w of its count (math §8.9; [C] divides by w − 1, a bug).
         """
         lo = np.asarray(lo, dtype=np.int64)[:, None]
         hi = np.asarray(hi, dtype=np.int64)[:, None] + 1
@@ -284,7 +284,7 @@ class Grid:
         return int(np.prod(self.shape))
 
     def cell_of(self, columns: Sequence[ArrayLike]) -> IntArray:
-        """Cell ids of users whose values on the grid's attributes are ``columns`` (note §6)."""
+        """Cell ids of users whose values on the grid's attributes are ``columns`` (math §8.6)."""
         idx = [ax.cell_of(c) for ax, c in zip(self.axes, columns, strict=True)]
         return idx[0] if len(idx) == 1 else idx[0] * self.shape[1] + idx[1]
 
@@ -293,7 +293,7 @@ def balanced_groups(n: int, m: int, rng: Any) -> IntArray:
     """The group (grid) of each of n users: a uniform permutation dealt round-robin into m.
 
     Group j gets ⌊n/m⌋ or ⌊n/m⌋ + 1 users, the first n mod m groups the extra one; nobody is
-    dropped (note §2.2 [R]). Drawn once and kept for every timestamp (note §11).
+    dropped (math §8.2.2 [R]). Drawn once and kept for every timestamp (math §8.11).
     """
     n = check.integer(OWNER, "n", n, minimum=1)
     m = check.integer(OWNER, "m", m, minimum=1, maximum=n)
@@ -434,7 +434,7 @@ class FelipLayout:
 
     @cached_property
     def consistency_index(self) -> dict[str, IntArray]:
-        """Index arrays of the consistency step (note §7.2) for every attribute at once.
+        """Index arrays of the consistency step (math §8.7.2) for every attribute at once.
 
         A *group* is (attribute a, grid G containing a, interval v of a's 2-D partition): the
         cells of G whose a-interval lies in I_v. Arrays: ``cells``/``group`` list every
@@ -474,7 +474,7 @@ class FelipLayout:
 
     @cached_property
     def response_index(self) -> dict[str, Any]:
-        """Index arrays of the response matrices of every 2-D grid at once (note §8).
+        """Index arrays of the response matrices of every 2-D grid at once (math §8.8).
 
         A 2-D grid over (a, b) gets a matrix over the *fine* cells of a and b (1-D cells, or
         values for attributes without a 1-D grid). Every scaling step of the weighted update

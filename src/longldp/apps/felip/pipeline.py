@@ -2,27 +2,27 @@
 
 FELIP (Costa Filho and Machado, EDBT 2023; summarised in seed 002 §7.1) answers conjunctive
 queries over d attributes from a 1-D grid per numerical attribute and a 2-D grid per pair. The
-paper is not public; this module follows the reconstruction in ``shared/notes/felip.md``
-("note"), which cites HDG (Yang et al., PVLDB 14(3), 2020) and the public implementation
+paper is not public; this module follows the reconstruction in docs/math.md §8,
+which draws on HDG (Yang et al., PVLDB 14(3), 2020) and the public implementation
 ``bdreasch/mdc`` ([C]). See ``docs/felip.md`` for the method, decisions and parameters.
 
 Pieces (each in its own module):
 
 - :mod:`~longldp.apps.felip.grids`: attributes, cells of unequal width, the grid set, the
-  partition of the users into one group per grid (note §2–§3);
+  partition of the users into one group per grid (math §8.2–§8.3);
 - :mod:`~longldp.apps.felip.sizing`: grid sizes from the query selectivity and the oracle of
-  each grid (note §4–§5, §11);
+  each grid (math §8.4–§8.5, §8.11);
 - :mod:`~longldp.apps.felip.estimate`: non-negativity, consistency, response matrices and
-  query answers (note §6–§9);
-- :mod:`~longldp.apps.felip.queries`: query validation, the workload, MSE_avg (note §12);
+  query answers (math §8.6–§8.9);
+- :mod:`~longldp.apps.felip.queries`: query validation, the workload, MSE_avg (math §8.12);
 - :mod:`~longldp.apps.felip.data`: the study's datasets (12 or 6 numerical attributes).
 
-Longitudinally (note §11) the grid set, the sizes, each user's group and each client's memo stay
+Longitudinally (math §8.11) the grid set, the sizes, each user's group and each client's memo stay
 fixed over all timestamps: a user maps its values at time t to a cell of its grid and reports it
 through the grid's oracle (round 1 memoized per cell, round 2 fresh), and the server runs the
 whole estimation on that timestamp's reports alone.
 
-Engines (DESIGN §6): ``"count-level"`` draws each grid's support counts from its cell histogram
+Engines (design §4): ``"count-level"`` draws each grid's support counts from its cell histogram
 (``sample_support``; exact per timestamp, no memo correlation over time); ``"per-user"`` keeps a
 memo per user and grid across timestamps (``perturb_support``; exact jointly over time, and it
 reports each user's spent budget); ``"reports"`` is the per-user engine with every report
@@ -83,7 +83,7 @@ FloatArray = NDArray[np.float64]
 
 @dataclass(frozen=True, eq=False)
 class FelipPlan:
-    """Everything fixed before the first report: grids, sizes, oracles (note §2–§5, §11).
+    """Everything fixed before the first report: grids, sizes, oracles (math §8.2–§8.5, §8.11).
 
     Build it with :func:`plan_felip`.
 
@@ -130,7 +130,7 @@ class FelipPlan:
         return group_sizes(self.n, self.m)
 
     def assign(self, rng: Any) -> NDArray[np.int64]:
-        """Each user's grid, drawn once for the whole run (note §2.2, §11)."""
+        """Each user's grid, drawn once for the whole run (math §8.2.2, §8.11)."""
         return balanced_groups(self.n, self.m, rng)
 
     def grid_variances(self, sizes: ArrayLike | None = None) -> FloatArray:
@@ -142,9 +142,9 @@ class FelipPlan:
     def raw_counts(
         self, supports: Sequence[ArrayLike], sizes: ArrayLike | None = None
     ) -> FloatArray:
-        """Unbiased cell counts of every grid from its support counts (note §6).
+        """Unbiased cell counts of every grid from its support counts (math §8.6).
 
-        Grid G's oracle estimates the frequencies of its n_G reporters, f̂_G (DESIGN §3), scaled
+        Grid G's oracle estimates the frequencies of its n_G reporters, f̂_G (math §1.1), scaled
         to counts over all users: ĉ_G = f̂_G·n. ``supports[G]`` may carry leading batch axes
         (independent repetitions); the result then has them too, shape (..., Σ k_G).
         """
@@ -163,7 +163,7 @@ class FelipPlan:
         sizes: ArrayLike | None = None,
         options: EstimationOptions | None = None,
     ) -> FelipModel:
-        """The server's whole pipeline on one timestamp's support counts (note §6–§8).
+        """The server's whole pipeline on one timestamp's support counts (math §8.6–§8.8).
 
         ``supports[G]`` is what grid G's aggregator accumulated (``Aggregator.support_counts``)
         and ``sizes[G]`` its number of reports; with a leading batch axis on every support, a
@@ -213,7 +213,7 @@ def plan_felip(
     alpha1: float = ALPHA1,
     alpha2: float = ALPHA2,
 ) -> FelipPlan:
-    """Choose grid sizes and per-grid oracles for n users (note §4–§5, §11).
+    """Choose grid sizes and per-grid oracles for n users (math §8.4–§8.5, §8.11).
 
     Parameters
     ----------
@@ -229,14 +229,14 @@ def plan_felip(
     eps_1, alpha : float, optional
         Chains: ε1, or α = ε1/ε∞ (seed 002 uses α = 0.1).
     calibration : {"exact", "paper"}, default="exact"
-        L-GRR / LOLOHA round-2 calibration (DESIGN §3.2).
+        L-GRR / LOLOHA round-2 calibration (math §3.2).
     selectivity : float or sequence of float, optional
-        r_a per attribute (note §10.1 [R]: the workload's); default [C]'s 12-attribute list
+        r_a per attribute (math §8.10.1 [R]: the workload's); default [C]'s 12-attribute list
         reused cyclically (:data:`~longldp.apps.felip.queries.DEFAULT_SELECTIVITY`).
     size_rule : {"error", "variance"}, default="error"
-        How the sizing picks among candidate oracles (note §4; "variance" is [C]'s rule).
+        How the sizing picks among candidate oracles (math §8.4; "variance" is [C]'s rule).
     unify : {"code", "mean"}, default="code"
-        g2 per attribute from its pair sizes (note §10.2; "code" reproduces [C]).
+        g2 per attribute from its pair sizes (math §8.10.2; "code" reproduces [C]).
     alpha1, alpha2 : float, default=0.7, 0.03
         HDG's non-uniformity constants.
 
@@ -288,7 +288,7 @@ class FelipResult:
         Consistency rounds run at each timestamp.
     spent : dict of numpy.ndarray or None
         Per-user engines: per user ``reports``, distinct ``memos`` and the ``epsilon`` bound
-        min(t·ε1, memos·ε∞) (DESIGN §3.3). None for the count-level engine.
+        min(t·ε1, memos·ε∞) (math §4). None for the count-level engine.
     engine : str
     models : tuple of FelipModel or None
         Each timestamp's model when ``keep_models=True``.
@@ -310,7 +310,7 @@ class FelipResult:
 
     @property
     def mse_per_timestamp(self) -> FloatArray:
-        """MSE_t over the queries, fraction units (note §12)."""
+        """MSE_t over the queries, fraction units (math §8.12)."""
         return mse_per_timestamp(self.answers, self.truth)
 
     @property
@@ -511,7 +511,7 @@ def run_felip(
     """One study cell: (dataset, oracle, ε, repetition) → per-timestamp MSE of the workload.
 
     Interpolates ``table`` to τ timestamps by permuting whole rows (timestamp 0 the original;
-    the joint distribution and the true answers are the same at every t, note §12 [R]), plans
+    the joint distribution and the true answers are the same at every t, math §8.12 [R]), plans
     FELIP for its n users with the workload's selectivities, draws the partition once and runs
     the collection. Independent streams for the permutations, the partition and the reports are
     spawned from ``rng``, so a cell is a pure function of its seed.

@@ -1,6 +1,6 @@
 """FELIP queries: validation, the experiment workload, exact answers and MSE_avg.
 
-Source: ``shared/notes/felip.md`` ("note") §1 (queries), §12 (workload and metric); seed 002
+Source: docs/math.md §8.1 (queries), §8.12 (workload and metric); seed 002
 §8.2 (100 three-dimensional queries, attributes "following the normal distribution"); [C]
 ``generate_query.py`` (how that was realised).
 
@@ -8,13 +8,13 @@ A query conjoins λ constraints on distinct attributes: a range ``lo <= x_a <= h
 on a numerical attribute, or a point ``x_a = v`` on any attribute (a width-1 range). Its answer
 is the fraction of users who satisfy all of them.
 
-Workload (note §12), generated once per study from timestamp 0 and saved with it (JSON):
+Workload (math §8.12), generated once per study from timestamp 0 and saved with it (JSON):
 
 - attributes: indices drawn from a normal with mean d/2 and standard deviation d/6 truncated
   to [0, d], integer part, the whole λ-tuple redrawn while it repeats an index ([C]);
   ``attribute_draw="uniform"`` draws λ distinct attributes uniformly instead;
-- numerical range: w = max(1, ⌊s_a·D_a⌋), lo uniform in [0, D_a − w], hi = lo + w − 1 (note
-  [R]; [C]'s hi = lo + w covers w + 1 values); categorical: a uniform point;
+- numerical range: w = max(1, ⌊s_a·D_a⌋), lo uniform in [0, D_a − w], hi = lo + w − 1 ([R];
+  [C]'s hi = lo + w covers w + 1 values); categorical: a uniform point;
 - s_a: [C]'s per-attribute list (:data:`DEFAULT_SELECTIVITY`, reused cyclically past 12
   attributes), a constant, or ``selectivity="normal"``: per query and attribute s drawn from
   N(0.5, 1/6) truncated to [1/D_a, 1] (one reading of seed 002's "dimension size followed the
@@ -22,7 +22,7 @@ Workload (note §12), generated once per study from timestamp 0 and saved with i
 - a query whose true answer is 0 is replaced by a fresh draw ([C] drops it).
 
 MSE_t = (1/|Q|) Σ_q (â_q/n − a_q/n)², MSE_avg = mean over the τ timestamps (seed 002 eq. 1
-applied to query answers, note §12).
+applied to query answers, math §8.12).
 """
 
 from __future__ import annotations
@@ -184,7 +184,7 @@ class Workload:
     n : int
         Users of that data.
     selectivity : tuple of float
-        r_a per attribute: what FELIP's sizing should assume (note §10.1 [R]).
+        r_a per attribute: what FELIP's sizing should assume (math §8.10.1 [R]).
     lam, seed, attribute_draw, selectivity_mode, replaced, dataset
         How it was generated (``replaced``: zero-answer draws that were replaced).
     """
@@ -308,7 +308,7 @@ def generate_workload(
     dataset: str = "",
     max_draws: int = 100_000,
 ) -> Workload:
-    """Draw a FELIP query workload (note §12); see the module docstring for the procedure.
+    """Draw a FELIP query workload (math §8.12); see the module docstring for the procedure.
 
     Parameters
     ----------
@@ -396,7 +396,7 @@ def generate_workload(
 
 
 def mse_per_timestamp(estimates: ArrayLike, truth: ArrayLike) -> NDArray[np.float64]:
-    """MSE_t = (1/|Q|) Σ_q (â_q − a_q)² per timestamp, answers as fractions (note §12).
+    """MSE_t = (1/|Q|) Σ_q (â_q − a_q)² per timestamp, answers as fractions (math §8.12).
 
     ``estimates`` has shape (τ, |Q|); ``truth`` (τ, |Q|) or (|Q|,) (the same at every t).
     """

@@ -1,12 +1,12 @@
 """FELIP's grid sizes from the query selectivity, and the frequency oracle of every grid.
 
-Source: ``shared/notes/felip.md`` ("note") §4 (objectives), §5 (oracle per grid), §10
-(ambiguities and the options offered here), §11 (longitudinal chains). Sizes minimise the
+Source: docs/math.md §8.4 (objectives), §8.5 (oracle per grid), §8.10
+(ambiguities and the options offered here), §8.11 (longitudinal chains). Sizes minimise the
 squared non-uniformity error plus the noise variance (HDG, Yang et al. 2020, §5; [C]
 ``choose_granularity.py``). V(k) is the variance of one cell's frequency with k cells and
-n/m users: V(k) = m·u(k)/n where u(k) = n·V* is the oracle's unit variance (DESIGN §3,
+n/m users: V(k) = m·u(k)/n where u(k) = n·V* is the oracle's unit variance (math §1.2,
 ``approx_variance(1)``), so one-shot GRR gives V_GRR(k) = m(e^ε + k − 2)/(n(e^ε − 1)²), OUE gives
-V_OUE = 4m·e^ε/(n(e^ε − 1)²), and a longitudinal chain its V* (note §11).
+V_OUE = 4m·e^ε/(n(e^ε − 1)²), and a longitudinal chain its V* (math §8.11).
 
 Objectives, r_a the expected fraction of D_a a query covers, α1 = 0.7, α2 = 0.03:
 
@@ -15,21 +15,21 @@ Objectives, r_a the expected fraction of D_a a query covers, α1 = 0.7, α2 = 0.
 - numerical × categorical (y = D_b, r_b = 1/D_b): (2α2·r_b/x)² + x·r_a·D_b·r_b·V(x·D_b);
 - categorical × categorical: (D_a, D_b).
 
-We minimise over the integers (2 <= x <= D_a, note §10.6: at least 2 cells per numerical axis)
+We minimise over the integers (2 <= x <= D_a, math §8.10.6: at least 2 cells per numerical axis)
 by brute force instead of [C]'s sympy ``nsolve``. When V depends on k (GRR, L-GRR) the search
 skips every size whose variance term alone, bounded below by x·r·V(k_min), exceeds the error
 at the smallest size; exact because those V are non-decreasing in k (checked in the tests).
 
-Options (note §4, §10):
+Options (math §8.4, §8.10):
 
 - ``size_rule`` chooses, for each grid, among the optima of the candidate oracles:
-  ``"error"`` (default, note [R]) keeps the optimum with the smallest E; ``"variance"`` ([C])
+  ``"error"`` (default, [R]) keeps the optimum with the smallest E; ``"variance"`` ([C])
   keeps the candidate with the smallest V at its own optimum. At n = 10⁶, d = 6, ε = 1, r = 0.5
   the 2-D rules disagree: [C]'s keeps GRR (3, 3), the E rule OUE (4, 4).
 - ``unify`` makes one g2 per numerical attribute from its d − 1 pair sizes: ``"code"``
   (default, reproduces [C]) max(2, ⌊mean⌋ − 1), ``"mean"`` max(2, round(mean)).
-- The 1-D size is then raised to g2 if smaller (nesting, note §3 [R]).
-- Oracle of a grid with k cells (note §5): the candidate with the smallest V(k); ties go to the
+- The 1-D size is then raised to g2 if smaller (nesting, math §8.3 [R]).
+- Oracle of a grid with k cells (math §8.5): the candidate with the smallest V(k); ties go to the
   later candidate, so with ("GRR", "OUE") GRR is used exactly when k < 3e^ε + 2.
 """
 
@@ -48,13 +48,13 @@ from longldp import _validate as check
 from longldp.apps.felip.grids import CATEGORICAL, OWNER, FelipSchema
 from longldp.protocols import FrequencyOracle, get_protocol_class, protocol
 
-#: One-shot FELIP: GRR or OUE chosen per grid (note §5).
+#: One-shot FELIP: GRR or OUE chosen per grid (math §8.5).
 ADAPTIVE = ("GRR", "OUE")
-#: An ALLOMFREE-style per-grid choice among longitudinal chains (note §11 optional extension).
+#: An ALLOMFREE-style per-grid choice among longitudinal chains (math §8.11 optional extension).
 ADAPTIVE_LONGITUDINAL = ("L-GRR", "L-OSUE")
 SIZE_RULES = ("error", "variance")
 UNIFY_MODES = ("code", "mean")
-#: HDG's non-uniformity constants (note §1; Yang et al. 2020).
+#: HDG's non-uniformity constants (math §8.1; Yang et al. 2020).
 ALPHA1 = 0.7
 ALPHA2 = 0.03
 _UNSUPPORTED = {"DBitFlipPM"}
@@ -96,7 +96,7 @@ class OracleSpec:
     eps_1 : float or None
         ε1 of a chain (None for one-shot oracles).
     calibration : str
-        L-GRR / LOLOHA round-2 calibration (DESIGN §3.2).
+        L-GRR / LOLOHA round-2 calibration (math §3.2).
     """
 
     candidates: tuple[str, ...]
@@ -114,7 +114,7 @@ class OracleSpec:
         return _build(name, int(k), self.eps, self.eps_1, self.calibration)
 
     def unit_variance(self, name: str, k: int) -> float:
-        """u(k) = n·V* of ``name`` with k cells: P0(1 − P0)/(P1 − P0)² (DESIGN §3)."""
+        """u(k) = n·V* of ``name`` with k cells: P0(1 − P0)/(P1 − P0)² (math §1.2)."""
         return _unit(name, int(k), self.eps, self.eps_1, self.calibration)
 
     def constant_in_k(self, name: str) -> bool:
@@ -132,7 +132,7 @@ class OracleSpec:
         return vals[inv].reshape(k.shape)
 
     def choose(self, k: int) -> str:
-        """The candidate with the smallest V at k cells; ties go to the later one (note §5)."""
+        """The candidate with the smallest V at k cells; ties go to the later one (math §8.5)."""
         best = self.candidates[0]
         for name in self.candidates[1:]:
             if self.unit_variance(name, k) <= self.unit_variance(best, k):
@@ -201,7 +201,7 @@ def oracle_spec(
 
 
 def grr_threshold(eps: float) -> float:
-    """3e^ε + 2: one-shot GRR beats OUE on a grid of k cells iff k < this (note §5)."""
+    """3e^ε + 2: one-shot GRR beats OUE on a grid of k cells iff k < this (math §8.5)."""
     return 3.0 * math.exp(check.positive_float(OWNER, "eps", eps)) + 2.0
 
 
@@ -226,7 +226,7 @@ def _scale(spec: OracleSpec, name: str, n: int, m: int):
 def optimum_1d(
     spec: OracleSpec, name: str, n: int, m: int, domain: int, r: float, alpha1: float = ALPHA1
 ) -> SizeChoice:
-    """argmin over 2 <= x <= D of E1(x) = (α1/x)² + x·r·V(x) (note §4)."""
+    """argmin over 2 <= x <= D of E1(x) = (α1/x)² + x·r·V(x) (math §8.4)."""
     V = _scale(spec, name, n, m)
     lo = min(2, domain)
     xs = np.arange(lo, domain + 1)
@@ -249,7 +249,7 @@ def optimum_2d(
     kinds: tuple[str, str],
     alpha2: float = ALPHA2,
 ) -> SizeChoice:
-    """The 2-D optimum of note §4 for a pair (numerical/categorical axes handled)."""
+    """The 2-D optimum of math §8.4 for a pair (numerical/categorical axes handled)."""
     V = _scale(spec, name, n, m)
     (da, db), (ra, rb) = domains, r
     cat = (kinds[0] == CATEGORICAL, kinds[1] == CATEGORICAL)
@@ -324,7 +324,7 @@ class GridSizes:
 
 
 def grid_count(schema: FelipSchema) -> int:
-    """m = #1-D grids + C(d, 2) (note §2.1)."""
+    """m = #1-D grids + C(d, 2) (math §8.2.1)."""
     d = schema.d
     ones = d if d == 1 else sum(k != CATEGORICAL for k in schema.kinds)
     return ones + d * (d - 1) // 2
@@ -341,7 +341,7 @@ def choose_sizes(
     alpha1: float = ALPHA1,
     alpha2: float = ALPHA2,
 ) -> GridSizes:
-    """All grid sizes of note §4 for n users (sizes are fixed before the first report).
+    """All grid sizes of math §8.4 for n users (sizes are fixed before the first report).
 
     Parameters
     ----------

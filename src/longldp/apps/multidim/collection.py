@@ -44,7 +44,7 @@ OWNER = "multidim"
 SOLUTIONS = ("SMP", "SPL", "ALLOMFREE")
 #: ALLOMFREE's candidates, in tie-breaking order ([004] §4.5: L-GRR when V*_L-GRR <= V*_L-OSUE).
 ALLOMFREE_CANDIDATES = ("L-GRR", "L-OSUE")
-#: Simulation engines (DESIGN §6), as in :mod:`longldp.simulate`.
+#: Simulation engines (docs/design.md §4), as in :mod:`longldp.simulate`.
 ENGINES = ("per-user", "reports", "count-level")
 #: L-GRR calibration used by [004] (its eq. 13, the notebook's ``param_L_GRR``).
 PAPER_CALIBRATION = "paper"
@@ -113,7 +113,7 @@ def allomfree_vstar(
     n : int, default=1
         Number of users the V* refers to.
     calibration : {"paper", "exact"}, default="paper"
-        L-GRR's round-2 calibration (DESIGN §3.2); [004] used ``"paper"`` (its eq. 13).
+        L-GRR's round-2 calibration (docs/math.md §3.2); [004] used ``"paper"`` (its eq. 13).
     candidates : sequence of str, default=("L-GRR", "L-OSUE")
 
     Returns
@@ -148,7 +148,7 @@ def allomfree_protocol(
     eps_perm, eps_1 : float
         ε∞ and ε1 (0 < ε1 < ε∞); ``eps_1`` is None only for one-round candidates.
     calibration : {"paper", "exact"}, default="paper"
-        L-GRR's calibration (DESIGN §3.2). With ``"paper"`` a report of L-GRR at k > 2 is more
+        L-GRR's calibration (docs/math.md §3.2). With ``"paper"`` a report of L-GRR at k > 2 is more
         private than ε1, which raises its V* and moves the L-GRR/L-OSUE crossover to smaller k.
     candidates : sequence of str, default=("L-GRR", "L-OSUE")
 
@@ -250,7 +250,7 @@ class MultidimResult:
     reports : numpy.ndarray of int64, shape (n, d), or None
         Reports each user sent per attribute (per-user engines; None for count-level).
     spent_by_attribute : numpy.ndarray of float64, shape (n, d), or None
-        Per user and attribute, the ε bound min(t·ε1_j, m·ε∞_j) of DESIGN §3.3 (ε1_j: the exact
+        Per user and attribute, the ε bound min(t·ε1_j, m·ε∞_j) of docs/math.md §4 (ε1_j: the exact
         single-report ε of the attribute's protocol; m: its distinct memos). None for
         count-level.
     """
@@ -329,7 +329,7 @@ class MultidimCollection:
         SMP/SPL: the longitudinal registry protocol every attribute uses (required). ALLOMFREE:
         None for the paper's candidates ("L-GRR", "L-OSUE"), or a sequence of candidates.
     calibration : {"paper", "exact"}, default="paper"
-        Round-2 calibration of L-GRR and LOLOHA (DESIGN §3.2). [004] used ``"paper"`` (its
+        Round-2 calibration of L-GRR and LOLOHA (docs/math.md §3.2). [004] used ``"paper"`` (its
         eq. 13; reproduces its Table 1), so it is the default here, unlike the protocol
         registry's default ``"exact"``.
 
@@ -546,7 +546,7 @@ class MultidimCollection:
             Simulation randomness (``numpy.random.default_rng(rng)``); it also draws the
             assignment when none is given.
         engine : {"per-user", "reports", "count-level"}, default="per-user"
-            DESIGN §6. ``"per-user"``: every user a client with memos kept across timestamps
+            docs/design.md §4. ``"per-user"``: every user a client with memos kept across timestamps
             (round 1 per user, round 2 at count level); ``"reports"``: the same with every report
             materialized; ``"count-level"``: each timestamp's support drawn from its true counts
             (exact per timestamp, no correlation across time, no per-user budget).

@@ -209,7 +209,7 @@ def allomfree_tables(
     """Regenerate [004] Tables 1 and 2 (§4.4) from the protocol objects.
 
     V* = P0(1 − P0)/(n (P1 − P0)²) ([004] eq. 11 at f = 0; eq. 2 for the one-shot protocols),
-    with each protocol's (p1, q1, p2, q2): L-GRR eq. 13, L-OSUE eq. 15, the others DESIGN §3.2.
+    with each protocol's (p1, q1, p2, q2): L-GRR eq. 13, L-OSUE eq. 15, the others docs/math.md §3.
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""LDPMiner (Qin et al., CCS 2016) as cast by WLJ: the baseline of SVIM (note §4).
+"""LDPMiner (Qin et al., CCS 2016) as cast by WLJ: the baseline of SVIM (math §9.4).
 
 Every user takes part in **both** phases, each with half the budget (sequential composition);
 there is no amplification, no length estimation and no correction factor:
@@ -11,9 +11,9 @@ there is no amplification, no length estimation and no correction factor:
 L is a public set-size bound. Default: the 90th percentile of the **true** set sizes at t = 0,
 as CorneyHeY does; this is not private and favours the baseline (recorded in the result).
 FO₁/FO₂ default to BLH (the law of Bassily-Smith's succinct histogram: P1 = p, P0 = 1/2,
-``shared/notes/gfim.md`` §1.2) and SUE (basic RAPPOR), Qin's choices in today's registry.
+Bassily and Smith, STOC 2015) and SUE (basic RAPPOR), Qin's choices in today's registry.
 
-Longitudinal mode (note §5): two memoizing instances (phase 1 over I ∪ {⊥}; phase 2 over
+Longitudinal mode (math §9.5): two memoizing instances (phase 1 over I ∪ {⊥}; phase 2 over
 I ∪ {⊥} or |C| sticky slots ∪ {⊥}), each at (ε∞/2, ε1/2), every user in both, one shared
 memoized dummy. ``"freeze"`` keeps C from t = 0 and phase 1 reports only at t = 0.
 """
@@ -49,7 +49,7 @@ PHASE2_PADS = ("candidates", "L")
 
 @dataclass(frozen=True)
 class LDPMinerParams:
-    """LDPMiner's constants (note §4, §8.11).
+    """LDPMiner's constants (math §9.4, §9.8.11).
 
     Parameters
     ----------
@@ -102,7 +102,7 @@ def true_length_bound(data: SetData, q: float) -> int:
 
 @dataclass(frozen=True)
 class LDPMiner:
-    """The LDPMiner baseline (note §4) configured once, run on any data.
+    """The LDPMiner baseline (math §9.4) configured once, run on any data.
 
     Parameters
     ----------
@@ -160,6 +160,10 @@ class LDPMinerRun:
             self.chains = {"phase1": self.half.chain(d + 1), "phase2": self.half.chain(size2)}
         self.cands: IntArray = np.zeros(0, dtype=np.int64)
         self.slots: list | None = None
+        #: The latest phase-1 estimates of every item and phase-2 estimates of ``cands``
+        #: (what a caller needs to score the estimates of items outside the output).
+        self.f1: np.ndarray = np.zeros(d, dtype=np.float64)
+        self.f2: np.ndarray = np.zeros(0, dtype=np.float64)
 
     def _fo(self, phase: str) -> str:
         if self.half.protocol == ADAPTIVE:
@@ -189,6 +193,7 @@ class LDPMinerRun:
             support = self.inst["phase1"].collect(psfo.oracle, codes, rng, psfo.eps)
             f1 = psfo.estimate(support, n, self.miner.postprocess)
             self.cands = top_indices(f1, self.n_c, rng)
+            self.f1 = f1
             diag["phase1"] = psfo.describe()
         member = np.zeros(d, dtype=bool)
         member[self.cands] = True
@@ -220,6 +225,7 @@ class LDPMinerRun:
         codes = psfo.encode(r, m, real_codes)
         support = self.inst["phase2"].collect(psfo.oracle, codes, rng, psfo.eps)
         est = psfo.estimate(support, n, self.miner.postprocess, reportable)[code_of]
+        self.f2 = est
         order = top_indices(est, self.miner.k)
         diag.update(phase2=psfo.describe(), n_candidates=int(self.n_c), L=self.L, ell2=self.ell2)
         return TopK(tuple((int(x),) for x in self.cands[order]), est[order]), diag

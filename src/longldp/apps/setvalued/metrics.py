@@ -1,19 +1,19 @@
-"""Exact ground truth and the accuracy metrics of set-valued mining (note §3, §6).
+"""Exact ground truth and the accuracy metrics of set-valued mining (math §9.3, §9.6).
 
 Ground truth (fractions of all n users):
 
 - items: f(x) = #{u : x ∈ v_u}/n; the true top-k ranks by f, ties to the smaller id;
 - itemsets: f(S) = #{u : S ⊆ v_u}/n; the true top-k (singletons included) is mined exactly by
   a level-wise Apriori restricted to the true top-k items (every item of a top-k itemset is
-  itself a top-k item, ties aside, note §3), ranked by (support desc, size asc, item tuple).
+  itself a top-k item, ties aside, math §9.3), ranked by (support desc, size asc, item tuple).
 
 Metrics at each timestamp t, with T the true and R the reported top-k:
 
-- **top-k MSE** of [000] §8 (note §6): X = T∖R, Y = R∖T, V = T∩R,
+- **top-k MSE** of [000] §8 (math §9.6): X = T∖R, Y = R∖T, V = T∩R,
   MSE_t = [Σ_X f(x)² + Σ_Y f(y)² + Σ_V (f(v) − f̂(v))²] / (|X| + |Y| + |V|).
   ``reading="literal"`` (default) uses the true f(y) of a false positive, as printed;
   ``"estimated"`` uses f̂(y) (the "zero-filled answer" reading). MSE_avg = mean over t.
-- WLJ's metrics (note §6): **precision** |R∩T|/|R|, **recall** |R∩T|/|T|, **F1** their
+- WLJ's metrics (math §9.6): **precision** |R∩T|/|R|, **recall** |R∩T|/|T|, **F1** their
   harmonic mean, and **NCR** = Σ_{x∈R∩T} (k + 1 − rank_T(x)) / (k(k+1)/2) (quality k+1−i,
   not CorneyHeY's inverted quality = rank).
 
@@ -263,7 +263,7 @@ def setvalued_truth(data: Any, n_items: int | None = None) -> SetValuedTruth:
 def topk_mse(
     reported: TopK, true_keys: Sequence[Key], truth: TimestampTruth, reading: str = "literal"
 ) -> float:
-    """Seed-000 top-k MSE of one timestamp (note §6), fractions of all n users."""
+    """Seed-000 top-k MSE of one timestamp (math §9.6), fractions of all n users."""
     reading = check.choice(OWNER, "reading", reading, MSE_READINGS)
     est = reported.as_dict()
     T, R = set(true_keys), set(reported.keys)
@@ -291,7 +291,7 @@ def precision_recall_f1(
 
 
 def ncr(reported: Sequence[Key], true_keys: Sequence[Key]) -> float:
-    """NCR: Σ_{x∈R∩T} (k + 1 − rank_T(x)) / (k(k+1)/2), rank 1 = most frequent (note §6)."""
+    """NCR: Σ_{x∈R∩T} (k + 1 − rank_T(x)) / (k(k+1)/2), rank 1 = most frequent (math §9.6)."""
     k = len(true_keys)
     if k == 0:
         return 0.0

@@ -15,7 +15,7 @@ Modules: :mod:`~longldp.apps.setvalued.psfo` (PSFO), :mod:`~longldp.apps.setvalu
 (oracle choice, engines), :mod:`~longldp.apps.setvalued.svim`,
 :mod:`~longldp.apps.setvalued.svsm`, :mod:`~longldp.apps.setvalued.ldpminer`,
 :mod:`~longldp.apps.setvalued.metrics`, :mod:`~longldp.apps.setvalued.common`. Design and
-sources: ``docs/setvalued.md`` and ``shared/notes/svim-svsm.md``.
+sources: ``docs/setvalued.md`` and ``docs/math.md`` §9.
 """
 
 from __future__ import annotations
@@ -141,11 +141,11 @@ def mine(
     policy : {"reestimate", "freeze"}, default="reestimate"
     postprocess : str, callable or None, default=None
     params : SVIMParams, SVSMParams or LDPMinerParams, optional
-        The app's constants (defaults: the note's).
+        The app's constants (defaults: those of docs/math.md §9).
     truth : SetValuedTruth, optional
         Ground truth of ``data`` (computed here if omitted; pass it to share across cells).
     mse_reading : {"literal", "estimated"}, default="literal"
-        How a false positive enters the top-k MSE (note §6).
+        How a false positive enters the top-k MSE (math §9.6).
     n_items : int, optional
         Public item domain size.
     **protocol_options

@@ -2,21 +2,21 @@
 
 :class:`OracleSpec` names the oracle and its budget once for a whole app:
 
-- **one-shot** (``eps``): ``"adaptive"`` (GRR(ε') with ℓ distinct dummies or OLH(ε), note §1.2)
+- **one-shot** (``eps``): ``"adaptive"`` (GRR(ε') with ℓ distinct dummies or OLH(ε), math §9.1.2)
   or a one-shot registry name; every PSFO is rebuilt for its current ℓ and domain;
 - **longitudinal** (``eps_perm``, ``eps_1``): any memoizing chain of the registry (L-GRR, L-SUE,
   L-OUE, L-SOUE, L-OSUE, BiLOLOHA, OLOLOHA, dBitFlipPM with b = its domain). Each oracle
   instance keeps *one* protocol object over a time-stable domain with one shared dummy, and
-  no amplification (note §5).
+  no amplification (math §9.5).
 
 :class:`FOInstance` is one oracle instance: a fixed group of users feeding one protocol. Engines
-(DESIGN §6):
+(docs/design.md §4):
 
 - ``"count-level"``: the group's histogram of FO inputs (computed exactly, see the apps) goes
   to ``sample_support``: exact per timestamp, no memo correlation across timestamps;
 - ``"per-user"``: ``perturb_support`` with the instance's memo: round 1 per (user, value),
   memoized across timestamps; round 2 at count level from the memos (exact jointly over time,
-  up to the LOLOHA caveat of DESIGN §6);
+  up to the LOLOHA caveat of docs/design.md §4);
 - ``"reports"``: ``perturb`` then ``support_counts``: the real client and server path.
 """
 
@@ -128,7 +128,7 @@ class OracleSpec:
 
     @staticmethod
     def chain_psfo(chain: FrequencyOracle, d: int, ell: int) -> PSFO:
-        """PSFO over a fixed chain of d real values + one shared, memoized dummy (note §5)."""
+        """PSFO over a fixed chain of d real values + one shared, memoized dummy (math §9.5)."""
         return PSFO(d, ell, chain, "shared", None, False)
 
     def describe(self) -> dict[str, Any]:

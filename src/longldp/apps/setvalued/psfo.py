@@ -1,12 +1,12 @@
-"""PSFO: the padding-and-sampling frequency oracle for set-valued data (WLJ; note §1).
+"""PSFO: the padding-and-sampling frequency oracle for set-valued data (WLJ; math §9.1).
 
 A user holds a list w of relevant values (items of the current domain, or the candidate
 itemsets contained in her set). PS_ℓ pads w with dummies up to ℓ and reports one uniformly
 chosen element of the padded list through a frequency oracle (FO); a list longer than ℓ is
-truncated, i.e. one of its elements is chosen uniformly (note §1.1). The server multiplies the
-FO's estimate of each real value by ℓ (note §1.3).
+truncated, i.e. one of its elements is chosen uniformly (math §9.1.1). The server multiplies the
+FO's estimate of each real value by ℓ (math §9.1.3).
 
-One-shot use (note §1.2):
+One-shot use (math §9.1.2):
 
 - the dummies are **distinct** (⊥_1..⊥_ℓ), so the FO domain is D' = D ∪ {⊥_1..⊥_ℓ};
 - GRR may then run at the amplified ε' = ln(ℓ(e^ε − 1) + 1): a padded list spreads over ℓ
@@ -16,15 +16,15 @@ One-shot use (note §1.2):
 - the adaptive rule picks GRR(ε') iff d < ℓ·e^ε·(4ℓ − 1) + 1, else OLH(ε) (no amplification:
   hash collisions can put all ℓ padded values in one bucket).
 
-Longitudinal use (note §5) passes a memoizing chain over the time-stable domain D ∪ {⊥} with
+Longitudinal use (math §9.5) passes a memoizing chain over the time-stable domain D ∪ {⊥} with
 one shared dummy and no amplification; see :mod:`longldp.apps.setvalued.oracle`.
 
 References
 ----------
 WLJ: T. Wang, N. Li, S. Jha, "Locally Differentially Private Frequent Itemset Mining",
-IEEE S&P 2018, as reconstructed in ``shared/notes/svim-svsm.md`` §1-§2 (the paper's PDF
+IEEE S&P 2018, as reconstructed in docs/math.md §9.1–§9.2 (the paper's PDF
 was not reachable; the vvv214 README errata say its Eq. (10), §V, misses the factor ℓ in two
-of three terms, note §8.1, so it is not transcribed here).
+of three terms, math §9.8.1, so it is not transcribed here).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from longldp.protocols import FrequencyOracle, get_protocol_class, protocol
 OWNER = "PSFO"
 #: Dummy conventions: ℓ distinct dummies (one-shot) or one shared dummy (longitudinal, §5).
 DUMMY_MODES = ("distinct", "shared")
-#: The FO name that selects GRR(ε') or OLH(ε) by the variance rule of note §1.2.
+#: The FO name that selects GRR(ε') or OLH(ε) by the variance rule of math §9.1.2.
 ADAPTIVE = "adaptive"
 #: Largest item domain for which :func:`psfo_channel` enumerates every input set.
 CHANNEL_MAX_D = 12
@@ -69,7 +69,7 @@ def amplified_epsilon(eps: float, ell: int) -> float:
     Returns
     -------
     float
-        ε' >= ε, with equality at ℓ = 1 (note §1.2).
+        ε' >= ε, with equality at ℓ = 1 (math §9.1.2).
     """
     eps = check.positive_float(OWNER, "eps", eps)
     ell = check.integer(OWNER, "ell", ell, minimum=1)
@@ -79,7 +79,7 @@ def amplified_epsilon(eps: float, ell: int) -> float:
 def adaptive_choice(d: int, ell: int, eps: float) -> str:
     """The one-shot FO of PSFO(ℓ, adaptive, ε) over d real values: "GRR" or "OLH".
 
-    GRR(ε') iff d < ℓ·e^ε·(4ℓ − 1) + 1, else OLH(ε) (note §1.2; both reference codes). It
+    GRR(ε') iff d < ℓ·e^ε·(4ℓ − 1) + 1, else OLH(ε) (math §9.1.2; both reference codes). It
     compares Var_GRR ≈ n(d − 1 + ℓe^ε)/(e^ε − 1)² with Var_OLH ≈ 4nℓ²e^ε/(e^ε − 1)². At ℓ = 1
     it is the classic d + 1 < 3e^ε + 2, which is also the rule for a plain FO over d + 1 values
     (the length reports of SVIM step 2).
@@ -99,7 +99,7 @@ def pad_and_sample(m: ArrayLike, ell: int, rng: np.random.Generator) -> IntArray
     ``r_u < m_u`` selects the user's r-th relevant value (any fixed order: the choice is
     uniform); ``r_u >= m_u`` selects the dummy ⊥_{r_u − m_u + 1}. This is "draw j uniformly from
     {1..ℓ}, output w_j if j <= |w| else a dummy" for |w| <= ℓ and a uniform element of w for
-    |w| > ℓ (note §1.1). One exact bounded-integer draw per user, no loop.
+    |w| > ℓ (math §9.1.1). One exact bounded-integer draw per user, no loop.
 
     Parameters
     ----------
@@ -126,7 +126,7 @@ def pad_and_sample(m: ArrayLike, ell: int, rng: np.random.Generator) -> IntArray
 
 @dataclass(frozen=True)
 class PSFO:
-    """PSFO(ℓ, FO, ε) over ``d`` real values plus dummies (note §1).
+    """PSFO(ℓ, FO, ε) over ``d`` real values plus dummies (math §9.1).
 
     Codes: real values are ``0..d−1``; dummies follow. With ``dummies="distinct"`` ⊥_j is code
     ``d + j − 1`` (j = 1..ℓ, FO domain d + ℓ); with ``"shared"`` every dummy is code ``d``
@@ -164,7 +164,7 @@ class PSFO:
         if self.amplified and mode != "distinct":
             raise ValueError(
                 f"{OWNER}: amplified GRR (ε') needs 'dummies' = 'distinct'; a shared dummy "
-                "with ε' is not ε-LDP (note §1.2)."
+                "with ε' is not ε-LDP (math §9.1.2)."
             )
         if self.oracle.k != self.size:
             raise ValueError(
@@ -215,8 +215,8 @@ class PSFO:
         """FO frequency estimates of every code (real values and dummies), fractions of n.
 
         Post-processing runs on the estimates of the codes a user can report (``reportable``,
-        default all), which sum to 1 because each reporter sends exactly one value (note
-        §1.3); the other entries are returned as 0 when post-processing, unchanged otherwise.
+        default all), which sum to 1 because each reporter sends exactly one value (math
+        §9.1.3); the other entries are returned as 0 when post-processing, unchanged otherwise.
         """
         if reportable is None:
             return self.oracle.estimate(support, n, postprocess)
@@ -242,7 +242,7 @@ class PSFO:
         postprocess: str | pp.PostProcessor | None = None,
         reportable: ArrayLike | None = None,
     ) -> FloatArray:
-        """ℓ-scaled frequency estimates of the d real values, f̂(x) = ℓ·f̂_FO(x) (note §1.3).
+        """ℓ-scaled frequency estimates of the d real values, f̂(x) = ℓ·f̂_FO(x) (math §9.1.3).
 
         Unbiased (before post-processing) for the padded-and-truncated frequency
         (1/n) Σ_u 1[x ∈ w_u]·min(1, ℓ/|w_u|). Dummies are dropped *after* post-processing.
@@ -256,7 +256,7 @@ class PSFO:
         ``pi[u]`` is the probability that user u's padded sample is the value estimated. A
         report supports it with probability P_u = P0 + (P1 − P0)·π_u independently over users
         (the sampling is part of the user's randomness), so
-        Var = ℓ² Σ_u P_u(1 − P_u) / (n² (P1 − P0)²) (DESIGN §3 with per-user means).
+        Var = ℓ² Σ_u P_u(1 − P_u) / (n² (P1 − P0)²) (math §1.2 with per-user means).
         Valid for the oracles whose reports support a value with probability P1/P0 (GRR, UE,
         local hashing and their chains; not dBitFlipPM).
         """
@@ -291,7 +291,7 @@ def oneshot_psfo(
     amplify: bool | None = None,
     **options: Any,
 ) -> PSFO:
-    """One-shot PSFO(ℓ, FO, ε) over d real values (note §1.2).
+    """One-shot PSFO(ℓ, FO, ε) over d real values (math §9.1.2).
 
     Parameters
     ----------
@@ -315,7 +315,7 @@ def oneshot_psfo(
     -------
     PSFO
         OLH's hash range is the registry's integer argmin of V* (≈ e^ε + 1; the reference
-        codes use ⌊e^ε⌋ + 1 and WLJ's summary ⌈e^ε + 1⌉, note §1.2).
+        codes use ⌊e^ε⌋ + 1 and WLJ's summary ⌈e^ε + 1⌉, math §9.1.2).
     """
     d = check.integer(OWNER, "d", d, minimum=1)
     ell = check.integer(OWNER, "ell", ell, minimum=1)
@@ -334,7 +334,7 @@ def oneshot_psfo(
     if amplify and mode != "distinct":
         raise ValueError(
             f"{OWNER}: amplified GRR needs distinct dummies; a shared dummy with ε' is not "
-            "ε-LDP (note §1.2)."
+            "ε-LDP (math §9.1.2)."
         )
     eps_fo = amplified_epsilon(eps, ell) if amplify else eps
     size = d + (ell if mode == "distinct" else 1)
@@ -344,7 +344,7 @@ def oneshot_psfo(
 
 def oneshot_plain_oracle(size: int, eps: float, fo: str = ADAPTIVE, **options: Any):
     """A plain one-shot FO over ``size`` values (SVIM step 2's lengths): GRR iff
-    size < 3e^ε + 2, else OLH, when ``fo`` is adaptive (note §2 step 2)."""
+    size < 3e^ε + 2, else OLH, when ``fo`` is adaptive (math §9.2 step 2)."""
     size = check.integer(OWNER, "size", size, minimum=2)
     eps = check.positive_float(OWNER, "eps", eps)
     name = adaptive_choice(size - 1, 1, eps) if _is_adaptive(fo) else get_protocol_class(fo).name
@@ -367,7 +367,7 @@ def psfo_channel(
     FO output (real values, then dummies). Pr[y | s] = Σ_x Pr[PS_ℓ(s) = x]·GRR(y | x), with
     GRR at ε' (``amplify``) or ε. Feed it to :func:`longldp.privacy.channel_epsilon`: with
     distinct dummies and ε' the result is ε; with one shared dummy and ε' it is ε' > ε (the
-    reference prototype's error, note §1.2 and §8.4).
+    reference prototype's error, math §9.1.2 and §9.8.4).
 
     Parameters
     ----------
@@ -413,11 +413,11 @@ def psfo_channel(
 
 
 def percentile_length(theta: ArrayLike, q: float = 0.9, cap: int | None = None) -> int:
-    """ℓ = min{L >= 1 : Σ_{i=1..L} θ̂_i >= q·Σ_{i>=1} θ̂_i} on the clipped θ̂ (note §2 step 2).
+    """ℓ = min{L >= 1 : Σ_{i=1..L} θ̂_i >= q·Σ_{i>=1} θ̂_i} on the clipped θ̂ (math §9.2 step 2).
 
     The q-quantile of |v ∩ C| among users holding at least one candidate. Negative θ̂ are
     clipped to 0 first; if no mass is left on lengths >= 1, ℓ = 1. ``cap`` bounds ℓ (vvv214
-    caps at 30; the default None caps only at the largest length, note §8.6).
+    caps at 30; the default None caps only at the largest length, math §9.8.6).
 
     Parameters
     ----------
@@ -442,12 +442,12 @@ def percentile_length(theta: ArrayLike, q: float = 0.9, cap: int | None = None) 
 
 
 def truncation_factor(theta: ArrayLike, ell: int) -> float:
-    """u(ℓ) = Σ_i i·θ̂_i / (Σ_{i<=ℓ} i·θ̂_i + ℓ·Σ_{i>ℓ} θ̂_i) on the clipped θ̂ (note §2 step 4).
+    """u(ℓ) = Σ_i i·θ̂_i / (Σ_{i<=ℓ} i·θ̂_i + ℓ·Σ_{i>ℓ} θ̂_i) on the clipped θ̂ (math §9.2 step 4).
 
     The true number of relevant values held divided by the number PS_ℓ credits after
     truncation (a list of length i > ℓ is credited ℓ). Equal to vvv214's additive form
     1 + Σ_{i>ℓ}(i − ℓ)θ̂_i / Σ_{x∈C} f̂(x) when Σ f̂ equals the credited total. The ratio form
-    is scale-free, so θ̂ may be fractions of any group (note §8.7). Returns 1 when nothing is
+    is scale-free, so θ̂ may be fractions of any group (math §9.8.7). Returns 1 when nothing is
     credited.
     """
     th = np.clip(np.asarray(theta, dtype=np.float64), 0.0, None)

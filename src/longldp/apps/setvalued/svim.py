@@ -1,6 +1,6 @@
 """SVIM: top-k frequent items of set-valued data under LDP, one-shot and longitudinal.
 
-Users are split once, at random, into G1/G2/G3 (40/10/50 %, note §2); each reports once per
+Users are split once, at random, into G1/G2/G3 (40/10/50 %, math §9.2); each reports once per
 timestamp with the whole budget:
 
 1. **Candidates (G1).** PSFO(1) over I ∪ {⊥}: a uniform item of v, or ⊥ if v is empty.
@@ -11,16 +11,16 @@ timestamp with the whole budget:
 4. **Correction.** f̂'(x) = u(ℓ)·f̂(x), u(ℓ) = Σ iθ̂_i / (Σ_{i<=ℓ} iθ̂_i + ℓ Σ_{i>ℓ} θ̂_i).
 5. **Output.** The k candidates with the largest f̂' and their f̂'.
 
-Longitudinal mode (note §5): the groups are fixed for all τ timestamps, each group feeds one
+Longitudinal mode (math §9.5): the groups are fixed for all τ timestamps, each group feeds one
 memoizing chain over a time-stable domain with one shared, memoized dummy: G1 over I ∪ {⊥},
-G2 over {0..|C|}, G3 over I ∪ {⊥} (``domain="items"``, the note's default: a changing C_t
+G2 over {0..|C|}, G3 over I ∪ {⊥} (``domain="items"``, the default of math §9.5: a changing C_t
 only changes which estimates are read) or over |C| sticky slots ∪ {⊥} (``domain="slots"``:
 an item keeps its slot, hence its memo, while it stays a candidate). Policy ``"reestimate"``
 (default) reruns steps 1-2 at every t; ``"freeze"`` keeps C, ℓ and u(ℓ) from t = 0, and G1
 and G2 report only at t = 0 (a public, data-independent schedule, so their silence afterwards
 reveals nothing).
 
-References: WLJ's SVIM as reconstructed in ``shared/notes/svim-svsm.md`` §2, §5, §8.
+References: WLJ's SVIM as reconstructed in docs/math.md §9.2, §9.5, §9.8.
 """
 
 from __future__ import annotations
@@ -51,13 +51,13 @@ from longldp.apps.setvalued.psfo import PSFO, pad_and_sample, percentile_length,
 from longldp.data import SetData
 
 OWNER = "SVIM"
-#: Encodings of the longitudinal estimation domain (note §5).
+#: Encodings of the longitudinal estimation domain (math §9.5).
 DOMAINS = ("items", "slots")
 
 
 @dataclass(frozen=True)
 class SVIMParams:
-    """SVIM's tunable constants, with the note's defaults (note §2, §8).
+    """SVIM's tunable constants, with the defaults of docs/math.md §9 (math §9.2, §9.8).
 
     Parameters
     ----------
@@ -66,7 +66,7 @@ class SVIMParams:
     candidate_factor : int, default=2
         |C| = candidate_factor·k (capped at the item domain size).
     percentile : float, default=0.9
-        q of the percentile rule for ℓ ("≥", clipped θ̂; note §8.6).
+        q of the percentile rule for ℓ ("≥", clipped θ̂; math §9.8.6).
     length_cap : int or None, default=None
         Optional cap on ℓ (vvv214 uses 30); None caps only at |C|.
     domain : {"items", "slots"}, default="items"
@@ -113,7 +113,7 @@ def check_common(app: Any, owner: str, min_k: int = 1) -> None:
 
 @dataclass(frozen=True)
 class SVIM:
-    """SVIM (WLJ; note §2, §5) configured once, run on any data.
+    """SVIM (WLJ; math §9.2, §9.5) configured once, run on any data.
 
     Parameters
     ----------

@@ -2,7 +2,7 @@
 
 A share s₁ of the users (default 0.5) runs SVIM (:mod:`longldp.apps.setvalued.svim`) and
 yields the top-k items R₁ with their corrected estimates f̂'. The other users split 20 % (G4,
-length) / 80 % (G5, estimation) (note §3):
+length) / 80 % (G5, estimation) (math §9.3):
 
 1. **Candidates** (server only, no privacy cost). Item score a(x) = 0.9·f̂'(x)/max_y f̂'(y);
    itemset score a(S) = Π_{x∈S} a(x) (independence). A best-first, level-by-level search keeps
@@ -13,12 +13,12 @@ length) / 80 % (G5, estimation) (note §3):
    f̂(S) = u(ℓ_s)·ℓ_s·f̂_FO(S).
 4. **Output.** The k largest of the k SVIM singletons (f̂') and the 2k itemsets (f̂).
 
-Longitudinal mode (note §5): fixed groups; G4 over {0..|IS|}, G5 over |IS| sticky slots ∪ {⊥}
+Longitudinal mode (math §9.5): fixed groups; G4 over {0..|IS|}, G5 over |IS| sticky slots ∪ {⊥}
 (an itemset keeps its slot, hence its memo, while it stays a candidate; a time-stable
-encoding of itemsets, which the note leaves open). ``"freeze"`` keeps IS, ℓ_s and u(ℓ_s) from
+encoding of itemsets, which the sources leave open). ``"freeze"`` keeps IS, ℓ_s and u(ℓ_s) from
 t = 0 (G4 reports at t = 0 only); SVIM's own policy is the same.
 
-References: WLJ's SVSM as reconstructed in ``shared/notes/svim-svsm.md`` §3, §5, §8.
+References: WLJ's SVSM as reconstructed in docs/math.md §9.3, §9.5, §9.8.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ OWNER = "SVSM"
 
 
 def best_first(scores: ArrayLike, n_keep: int) -> tuple[list[tuple[int, ...]], FloatArray]:
-    """The ``n_keep`` best tuples of positions 0..r−1 under the product score (note §3 step 2).
+    """The ``n_keep`` best tuples of positions 0..r−1 under the product score (math §9.3 step 2).
 
     A tuple is a strictly increasing sequence of positions; its score is the product of
     ``scores`` in position order. The total order is: larger score, then smaller size, then
@@ -133,7 +133,7 @@ def candidate_itemsets(
     n_keep: int,
     scale: float = 0.9,
 ) -> tuple[list[tuple[int, ...]], FloatArray]:
-    """IS: the ``n_itemsets`` best itemsets of size >= 2 over ``items`` (note §3 step 2).
+    """IS: the ``n_itemsets`` best itemsets of size >= 2 over ``items`` (math §9.3 step 2).
 
     a(x) = scale·max(f̂'(x), 0)/max_y f̂'(y) (all 0 if no estimate is positive); items are
     ordered by (a desc, position in ``items``), :func:`best_first` keeps the ``n_keep`` best tuples
@@ -157,7 +157,7 @@ def candidate_itemsets(
 
 @dataclass(frozen=True)
 class SVSMParams:
-    """SVSM's tunable constants, with the note's defaults (note §3, §8.8).
+    """SVSM's tunable constants, with the defaults of docs/math.md §9 (math §9.3, §9.8.8).
 
     Parameters
     ----------
@@ -166,7 +166,7 @@ class SVSMParams:
     length_share : float, default=0.2
         Share of the remaining users in G4 (length); G5 gets the rest (20/80 in both codes).
     itemset_factor : int, default=2
-        |IS| = itemset_factor·k (vvv214 keeps k; CorneyHeY and the brief 2k).
+        |IS| = itemset_factor·k (vvv214 keeps k; CorneyHeY 2k).
     keep_factor : int, default=3
         The best-first search keeps keep_factor·k tuples, singletons included.
     score_scale : float, default=0.9
@@ -215,7 +215,7 @@ class SVSMParams:
 
 @dataclass(frozen=True)
 class SVSM:
-    """SVSM (WLJ; note §3, §5) configured once, run on any data.
+    """SVSM (WLJ; math §9.3, §9.5) configured once, run on any data.
 
     Parameters
     ----------

@@ -11,25 +11,20 @@ A kind is one small module that defines a module-level ``KIND = StudyKind(...)``
 - ``columns``: the Arrow fields of the kind's rows (the runner adds the common columns);
 - ``summary_by`` / ``pivot`` / ``metric``: how ``longldp run`` summarizes the table.
 
+What the kinds share (the contract `Cell`/`StudyKind`, common keys, protocol entries, grid
+expansion and seeding, data over τ, skipped and post-processed rows, Arrow columns) is in
+`longldp.experiments.kinds.base`, so each kind is a short module. The kinds import neither this
+package's callers nor `longldp.experiments.config` (which imports them).
+
 Built-in kinds are imported lazily from `BUILTIN_KINDS` (name -> module); other code can add
 one with `register_kind`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-from longldp.experiments._schema import Key
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-    from longldp.experiments.config import Study
+from longldp.experiments.kinds.base import Cell, StudyKind
 
 __all__ = [
     "BUILTIN_KINDS",
@@ -49,67 +44,6 @@ BUILTIN_KINDS: dict[str, str] = {
 }
 
 _REGISTERED: dict[str, StudyKind] = {}
-
-
-@dataclass(frozen=True)
-class Cell:
-    """One unit of work of a study: a pure function of its fields.
-
-    Parameters
-    ----------
-    kind : str
-        Name of the kind whose ``run_cell`` runs it.
-    entropy : int
-        The study's base seed.
-    spawn_key : tuple of int
-        Position of the cell's own random stream (`longldp.experiments.seeding`).
-    params : mapping
-        Everything else the runner needs, JSON-serializable (dataset spec, protocol, ε∞ ...).
-    order : int
-        Position of the cell in the study's enumeration (the row order of the final table).
-
-    Attributes
-    ----------
-    cell_id : str
-        Hex digest of (kind, entropy, spawn_key, params): the name of the cell's saved part.
-        Two cells with the same id compute the same rows; a changed config gives new ids.
-    """
-
-    kind: str
-    entropy: int
-    spawn_key: tuple[int, ...]
-    params: Mapping[str, Any]
-    order: int = 0
-    cell_id: str = field(init=False)
-
-    def __post_init__(self) -> None:
-        blob = json.dumps(
-            {
-                "kind": self.kind,
-                "entropy": int(self.entropy),
-                "spawn_key": list(self.spawn_key),
-                "params": self.params,
-            },
-            sort_keys=True,
-            separators=(",", ":"),
-            allow_nan=True,
-        )
-        object.__setattr__(self, "cell_id", hashlib.sha256(blob.encode()).hexdigest()[:24])
-
-
-@dataclass(frozen=True)
-class StudyKind:
-    """What a kind of study plugs into the experiment runner (see the module docstring)."""
-
-    name: str
-    keys: tuple[Key, ...]
-    parse: Callable[[dict[str, Any], str], Any]
-    cells: Callable[[Study], list[Cell]]
-    run_cell: Callable[[Cell], list[dict[str, Any]]]
-    columns: Sequence[pa.Field]
-    summary_by: tuple[str, ...] = ()
-    pivot: str = "eps_perm"
-    metric: str = "mse_avg"
 
 
 def register_kind(kind: StudyKind) -> None:

@@ -3,7 +3,7 @@
 For every dataset, repetition, oracle and ε∞ of the study, one cell runs FELIP
 (`longldp.apps.felip.pipeline`) over the dataset interpolated to τ timestamps and scores the study's
 query workload: MSE_t over the queries (answers as fractions of n) at every timestamp and
-their mean MSE_avg (seed 002 eq. 1 applied to query answers, note §12). A cell gives one row.
+their mean MSE_avg (seed 002 eq. 1 applied to query answers, math §8.12). A cell gives one row.
 
 Study keys of this kind (besides ``name``, ``kind``, ``seed``, ``repetitions``)::
 
@@ -50,21 +50,16 @@ shared by every oracle and ε∞ of that repetition (common random numbers, so o
 compared on the same data and groups); the reports of a cell ``(2, d, r, o, e, l)`` (oracle o,
 ε∞ index e, α index l; l = 0 for a one-shot oracle); the workload of dataset d ``(4, d)``.
 
-`summary_markdown` and `plot_study` turn a results table into the study's summary table (mean
-MSE_avg with a 95% t-interval per dataset × oracle × ε∞, and paired gaps between two oracles)
-and its plots. Without the ``longldp`` command::
-
-    python -m longldp.experiments.kinds.felip RESULTS.parquet --out DIR
+The study's summary table (mean MSE_avg with a 95% t-interval per dataset × oracle × ε∞, and
+paired gaps between two oracles) and its plots come from `longldp.experiments.reports.felip`.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import hashlib
 import json
-import math
 import os
 import re
 import time
@@ -74,7 +69,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from longldp import data as lldata
 from longldp.apps.felip import data as fd
@@ -86,8 +80,8 @@ from longldp.apps.felip.sizing import oracle_spec
 from longldp.data import to_longitudinal
 from longldp.experiments import _schema as sc
 from longldp.experiments import seeding
-from longldp.experiments.kinds import Cell, StudyKind
-from longldp.protocols import get_protocol_class
+from longldp.experiments.kinds import base
+from longldp.experiments.kinds.base import Cell, GridSpec, ProtocolEntry, StudyKind
 
 __all__ = [
     "ASSIGNMENT",
@@ -97,11 +91,9 @@ __all__ = [
     "DatasetEntry",
     "FelipStudySpec",
     "OracleEntry",
-    "gap_rows",
-    "main",
-    "plot_study",
     "run_cell",
-    "summary_markdown",
+    "study_workload",
+    "workload_dir",
 ]
 
 #: Namespace of the streams that partition the users among the grids.
@@ -110,7 +102,11 @@ ASSIGNMENT = 3
 WORKLOAD = 4
 _CALIBRATIONS = ("exact", "paper")
 _DATASET_NAMES = ("adult", "loan", "loans-full-schema", "big5", "bfive", "bfi", "bms-pos")
-_ADAPTIVE = {"adaptive": False, "adaptive-longitudinal": True}
+#: `plan_felip`'s own oracle names: FELIP picks the oracle of each grid.
+_ADAPTIVE = {
+    "adaptive": ProtocolEntry("", "adaptive", {}, longitudinal=False),
+    "adaptive-longitudinal": ProtocolEntry("", "adaptive-longitudinal", {}, longitudinal=True),
+}
 
 
 # ---------------------------------------------------------------------------------- specs
@@ -145,14 +141,7 @@ class DatasetEntry:
 
     def as_json(self) -> dict[str, Any]:
         """JSON-serializable description (part of a cell's identity)."""
-        return {
-            "label": self.label,
-            "name": self.name,
-            "tau": self.tau,
-            "attributes": None if self.attributes is None else list(self.attributes),
-            "max_domain": self.max_domain,
-            "rows": self.rows,
-        }
+        return base.plain(self)
 
 
 @dataclass(frozen=True)
@@ -166,40 +155,31 @@ class OracleEntry:
 
     def as_json(self) -> dict[str, Any]:
         """JSON-serializable description (part of a cell's identity)."""
-        return {
-            "label": self.label,
-            "oracle": self.oracle,
-            "calibration": self.calibration,
-            "longitudinal": self.longitudinal,
-        }
+        return base.plain(self)
 
 
-@dataclass(frozen=True)
-class FelipStudySpec:
-    """The checked keys of a felip study."""
+@dataclass(frozen=True, kw_only=True)
+class FelipStudySpec(GridSpec):
+    """The checked keys of a felip study (datasets: `DatasetEntry`)."""
 
-    datasets: tuple[DatasetEntry, ...]
     oracles: tuple[OracleEntry, ...]
-    eps_perm: tuple[float, ...]
-    alpha: tuple[float, ...]
     lam: int
     n_queries: int
-    engine: str
     calibration: str
     workload_dir: str | None
 
 
 KEYS: tuple[sc.Key, ...] = (
-    sc.Key("tau", sc.integer(1), default=1),
-    sc.Key("engine", sc.choice(fe.ENGINES), default="count-level"),
+    base.tau_key(1),
+    base.engine_key(fe.ENGINES, "count-level"),
     sc.Key("calibration", sc.choice(_CALIBRATIONS), default="exact"),
-    sc.Key("eps_perm", sc.number_list(what="ε∞ values"), required=True),
-    sc.Key("alpha", sc.number_list(lower=0.0, upper=1.0, what="α values"), default=(0.1,)),
+    base.EPS_PERM,
+    base.alpha_key(default=(0.1,)),
     sc.Key("lam", sc.integer(1), default=3),
     sc.Key("n_queries", sc.integer(1), default=100),
     sc.Key("workload_dir", sc.string),
-    sc.Key("datasets", sc.table_list, required=True),
-    sc.Key("oracles", sc.table_list, required=True),
+    base.entries_key("datasets"),
+    base.entries_key("oracles"),
 )
 
 
@@ -256,65 +236,35 @@ def parse_dataset_entry(where: str, table: Any, default_tau: int) -> DatasetEntr
 
 def parse_oracle_entry(where: str, table: Any, calibration: str) -> OracleEntry:
     """Check one oracle entry (see the module docstring); raises `ValueError` naming the key."""
-    keys = (
-        sc.Key("oracle", sc.string, required=True),
-        sc.Key("label", sc.string),
-        sc.Key("calibration", sc.choice(_CALIBRATIONS)),
+    entry, values = base.parse_protocol_entry(
+        where,
+        table,
+        name_key="oracle",
+        one_shot=True,
+        extra=_ADAPTIVE,
+        options=False,
+        extra_keys=(sc.Key("calibration", sc.choice(_CALIBRATIONS)),),
     )
-    values = sc.check_table(where, table, keys)
-    raw = values["oracle"]
-    if raw.lower() in _ADAPTIVE:
-        name, longitudinal = raw.lower(), _ADAPTIVE[raw.lower()]
-    else:
-        try:
-            cls = get_protocol_class(raw)
-        except ValueError as err:
-            raise sc.fail(where, "oracle", f"a protocol name ({err})", raw) from None
-        name, longitudinal = cls.name, bool(cls.longitudinal)
-    entry = OracleEntry(
-        label=values["label"] or name,
-        oracle=name,
-        calibration=values["calibration"] or calibration,
-        longitudinal=longitudinal,
+    oracle = OracleEntry(
+        entry.label, entry.name, values["calibration"] or calibration, entry.longitudinal
     )
     try:
-        oracle_spec(name, 1.0, None, 0.1 if longitudinal else None, entry.calibration)
+        oracle_spec(entry.name, 1.0, None, 0.1 if entry.longitudinal else None, oracle.calibration)
     except ValueError as err:
-        raise sc.fail(where, "oracle", f"an oracle FELIP can use ({err})", raw) from None
-    return entry
+        raise sc.fail(where, "oracle", f"an oracle FELIP can use ({err})", entry.name) from None
+    return oracle
 
 
 def parse(values: dict[str, Any], where: str) -> FelipStudySpec:
     """Turn the checked top-level values into a `FelipStudySpec` (checks each entry)."""
-    datasets = tuple(
-        parse_dataset_entry(f"{where}: datasets[{i}]", t, values["tau"])
-        for i, t in enumerate(values["datasets"])
+    datasets, oracles = base.parse_grid(
+        where, values, parse_dataset_entry, "oracles", parse_oracle_entry, values["calibration"]
     )
-    oracles = tuple(
-        parse_oracle_entry(f"{where}: oracles[{i}]", t, values["calibration"])
-        for i, t in enumerate(values["oracles"])
-    )
-    for what, labels in (
-        ("datasets", [d.label for d in datasets]),
-        ("oracles", [o.label for o in oracles]),
-    ):
-        dup = sorted({x for x in labels if labels.count(x) > 1})
-        if dup:
-            raise sc.fail(where, what, "entries with distinct labels (set 'label')", dup)
     files = [_slug(d.label) for d in datasets]
     if len(set(files)) != len(files):
         raise sc.fail(where, "datasets", "labels that give distinct workload file names", files)
-    return FelipStudySpec(
-        datasets=datasets,
-        oracles=oracles,
-        eps_perm=values["eps_perm"],
-        alpha=values["alpha"],
-        lam=values["lam"],
-        n_queries=values["n_queries"],
-        engine=values["engine"],
-        calibration=values["calibration"],
-        workload_dir=values["workload_dir"],
-    )
+    chosen = {k: values[k] for k in ("lam", "n_queries", "calibration", "workload_dir")}
+    return FelipStudySpec(oracles=oracles, **chosen, **base.grid_values(values, datasets))
 
 
 # ---------------------------------------------------------------------------------- workloads
@@ -417,33 +367,37 @@ def study_workload(study: Any, d: int) -> tuple[Path, str]:
 def cells(study: Any) -> list[Cell]:
     """Every cell of a felip study, in table order; saves or reuses the workloads."""
     spec: FelipStudySpec = study.spec
-    out: list[Cell] = []
-    for d, ds in enumerate(spec.datasets):
+    workloads = []
+    for d in range(len(spec.datasets)):
         path, text = study_workload(study, d)
-        workload = {
-            "file": path.name,
-            "sha256": hashlib.sha256(text.encode()).hexdigest(),
-            "json": json.loads(text),
+        workloads.append(
+            {
+                "file": path.name,
+                "sha256": hashlib.sha256(text.encode()).hexdigest(),
+                "json": json.loads(text),
+            }
+        )
+
+    def params(v: Any, at: Any) -> dict[str, Any]:
+        d, r = at["dataset"], v["rep"]
+        return {
+            "dataset": v["dataset"].as_json(),
+            "oracle": v["oracle"].as_json(),
+            "eps_perm": v["eps_perm"],
+            "alpha": v["alpha"],
+            "rep": r,
+            "engine": spec.engine,
+            "workload": workloads[d],
+            "permutation_key": [seeding.PERMUTATION, d, r],
+            "assignment_key": [ASSIGNMENT, d, r],
         }
-        for r in range(study.repetitions):
-            for o, orc in enumerate(spec.oracles):
-                alphas = list(enumerate(spec.alpha)) if orc.longitudinal else [(0, None)]
-                for e, eps in enumerate(spec.eps_perm):
-                    for l, alpha in alphas:
-                        params = {
-                            "dataset": ds.as_json(),
-                            "oracle": orc.as_json(),
-                            "eps_perm": eps,
-                            "alpha": alpha,
-                            "rep": r,
-                            "engine": spec.engine,
-                            "workload": workload,
-                            "permutation_key": [seeding.PERMUTATION, d, r],
-                            "assignment_key": [ASSIGNMENT, d, r],
-                        }
-                        key = (seeding.CELL, d, r, o, e, l)
-                        out.append(Cell("felip", study.seed, key, params, len(out)))
-    return out
+
+    axes: dict[str, base.Axis] = {
+        "dataset": spec.datasets,
+        "rep": range(study.repetitions),
+        **base.budget_axes("oracle", spec.oracles, spec, lambda o: o.longitudinal),
+    }
+    return base.grid(study, "felip", axes, params)
 
 
 # ---------------------------------------------------------------------------------- one cell
@@ -533,229 +487,20 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
         "total_cells": int(plan.layout.total_cells),
         "hash_g": hash_g or None,
         "mean_rounds": float(np.mean(result.rounds)),
-        "mse_avg": float(np.mean(per_t)),
-        "mse_per_timestamp": [float(v) for v in per_t],
+        **base.mse_columns(per_t),
         "runtime_s": time.perf_counter() - start,
     }
     return [row]
 
 
-COLUMNS: tuple[pa.Field, ...] = (
-    pa.field("dataset", pa.string()),
-    pa.field("dataset_name", pa.string()),
-    pa.field("n", pa.int64()),
-    pa.field("d", pa.int64()),
-    pa.field("tau", pa.int64()),
-    pa.field("oracle", pa.string()),
-    pa.field("oracle_name", pa.string()),
-    pa.field("grid_oracles", pa.string()),
-    pa.field("calibration", pa.string()),
-    pa.field("longitudinal", pa.bool_()),
-    pa.field("eps_perm", pa.float64()),
-    pa.field("alpha", pa.float64()),
-    pa.field("eps_1", pa.float64()),
-    pa.field("engine", pa.string()),
-    pa.field("postprocess", pa.string()),
-    pa.field("rep", pa.int64()),
-    pa.field("lam", pa.int64()),
-    pa.field("n_queries", pa.int64()),
-    pa.field("workload_file", pa.string()),
-    pa.field("workload_sha256", pa.string()),
-    pa.field("m", pa.int64()),
-    pa.field("g1", pa.list_(pa.int64())),
-    pa.field("g2", pa.list_(pa.int64())),
-    pa.field("grid_sizes", pa.string()),
-    pa.field("total_cells", pa.int64()),
-    pa.field("hash_g", pa.list_(pa.int64())),
-    pa.field("mean_rounds", pa.float64()),
-    pa.field("mse_avg", pa.float64()),
-    pa.field("mse_per_timestamp", pa.list_(pa.float64())),
+COLUMNS = base.columns(
+    "dataset:str dataset_name:str n:int d:int tau:int oracle:str oracle_name:str "
+    "grid_oracles:str calibration:str longitudinal:bool eps_perm:float alpha:float "
+    "eps_1:float engine:str postprocess:str rep:int lam:int n_queries:int workload_file:str "
+    "workload_sha256:str m:int g1:[int] g2:[int] grid_sizes:str total_cells:int hash_g:[int] "
+    "mean_rounds:float mse_avg:float mse_per_timestamp:[float]"
 )
 
 KIND = StudyKind(
-    name="felip",
-    keys=KEYS,
-    parse=parse,
-    cells=cells,
-    run_cell=run_cell,
-    columns=COLUMNS,
-    summary_by=("dataset", "oracle", "alpha"),
-    pivot="eps_perm",
-    metric="mse_avg",
+    "felip", KEYS, parse, cells, run_cell, COLUMNS, summary_by=("dataset", "oracle", "alpha")
 )
-
-
-# ---------------------------------------------------------------------------------- outputs
-
-
-def _ok_rows(table: pa.Table) -> list[dict[str, Any]]:
-    cols = [c for c in table.column_names if c != "mse_per_timestamp"]
-    return [r for r in table.select(cols).to_pylist() if r["status"] == "ok"]
-
-
-def _fmt_ci(values: Sequence[float]) -> str:
-    from longldp.experiments.plot import band
-
-    mean, lo, hi = band(values)
-    if len(values) < 2:
-        return f"{mean:.3e}"
-    return f"{mean:.3e} [{lo:.2e}, {hi:.2e}]"
-
-
-def summary_markdown(table: pa.Table) -> str:
-    """Mean MSE_avg with a 95% t-interval per dataset × oracle × ε∞, as a Markdown table.
-
-    Parameters
-    ----------
-    table : pyarrow.Table
-        A felip results table.
-
-    Returns
-    -------
-    str
-        One row per (dataset, oracle, α), one column per ε∞; entries ``mean [low, high]``.
-    """
-    rows = _ok_rows(table)
-    eps = sorted({r["eps_perm"] for r in rows})
-    groups: dict[tuple, dict[float, list[float]]] = {}
-    reps = 0
-    for r in rows:
-        key = (r["dataset"], r["oracle"], r["alpha"])
-        groups.setdefault(key, {}).setdefault(r["eps_perm"], []).append(r["mse_avg"])
-    header = ["dataset", "oracle", "α", *(f"ε∞ = {e:g}" for e in eps)]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for (dataset, oracle, alpha), by_eps in groups.items():
-        reps = max(reps, *(len(v) for v in by_eps.values()))
-        cells_ = [_fmt_ci(by_eps[e]) if e in by_eps else "" for e in eps]
-        a = "–" if alpha is None else f"{alpha:g}"
-        lines.append("| " + " | ".join([dataset, oracle, a, *cells_]) + " |")
-    note = (
-        f"Mean MSE_avg over {reps} repetitions, with the 95% Student t interval of the mean "
-        "in brackets."
-    )
-    return note + "\n\n" + "\n".join(lines) + "\n"
-
-
-def gap_rows(table: pa.Table, better: str, worse: str) -> list[dict[str, Any]]:
-    """Paired gap between two oracles per dataset and ε∞ (same repetitions, same α).
-
-    Parameters
-    ----------
-    table : pyarrow.Table
-        A felip results table.
-    better, worse : str
-        Oracle labels; the gap is ``MSE_avg(worse) − MSE_avg(better)`` per repetition.
-
-    Returns
-    -------
-    list of dict
-        Per (dataset, ε∞): ``ratio`` (mean of ``worse`` over mean of ``better``), the mean
-        relative gap ``1 − mean(better)/mean(worse)``, the mean paired difference and its 95%
-        t-interval, and the repetitions paired.
-    """
-    from longldp.experiments.plot import band
-
-    rows = _ok_rows(table)
-    index = {(r["dataset"], r["eps_perm"], r["alpha"], r["rep"], r["oracle"]): r for r in rows}
-    out: dict[tuple[str, float], list[tuple[float, float]]] = {}
-    for (dataset, eps, alpha, rep, oracle), r in index.items():
-        if oracle != better:
-            continue
-        other = index.get((dataset, eps, alpha, rep, worse))
-        if other is not None:
-            out.setdefault((dataset, eps), []).append((r["mse_avg"], other["mse_avg"]))
-    result = []
-    for (dataset, eps), pairs in out.items():
-        b = np.array([p[0] for p in pairs])
-        w = np.array([p[1] for p in pairs])
-        mean, lo, hi = band(list(w - b))
-        result.append(
-            {
-                "dataset": dataset,
-                "eps_perm": eps,
-                "ratio": float(w.mean() / b.mean()),
-                "relative_gap": float(1.0 - b.mean() / w.mean()),
-                "difference": mean,
-                "low": lo,
-                "high": hi,
-                "reps": len(pairs),
-            }
-        )
-    return result
-
-
-def gap_markdown(table: pa.Table, better: str, worse: str) -> str:
-    """`gap_rows` as a Markdown table (one row per dataset, one column per ε∞)."""
-    rows = gap_rows(table, better, worse)
-    if not rows:
-        return ""
-    eps = sorted({r["eps_perm"] for r in rows})
-    header = ["dataset", *(f"ε∞ = {e:g}" for e in eps)]
-    lines = [
-        f"Paired gap MSE_avg({worse}) − MSE_avg({better}): mean difference [95% t-interval] "
-        f"and, in parentheses, 1 − mean({better})/mean({worse}). A positive gap means "
-        f"{better} is better.",
-        "",
-        "| " + " | ".join(header) + " |",
-        "|" + "---|" * len(header),
-    ]
-    for dataset in dict.fromkeys(r["dataset"] for r in rows):
-        by_eps = {r["eps_perm"]: r for r in rows if r["dataset"] == dataset}
-        entries = []
-        for e in eps:
-            r = by_eps.get(e)
-            if r is None:
-                entries.append("")
-                continue
-            rel = r["relative_gap"]
-            entries.append(
-                f"{r['difference']:+.2e} [{r['low']:+.1e}, {r['high']:+.1e}] "
-                f"({'nan' if math.isnan(rel) else f'{100 * rel:+.1f}%'})"
-            )
-        lines.append("| " + " | ".join([dataset, *entries]) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def plot_study(table: pa.Table, out: str | Path) -> list[Path]:
-    """MSE_avg against ε∞: one PNG with a panel per dataset, and one PNG per dataset."""
-    from longldp.experiments.plot import plot_results
-
-    out_dir = Path(out)
-    paths = plot_results(table, out_dir, figure_by=(), panel_by=("dataset",), line_by="oracle")
-    combined = out_dir / "mse_avg_all_datasets.png"
-    paths[0].replace(combined)
-    per = plot_results(table, out_dir, figure_by=("dataset",), panel_by=("tau",), line_by="oracle")
-    return [combined, *per]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Write ``summary.md`` and the plots of a felip results table (module docstring)."""
-    import pyarrow.parquet as pq
-
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("results", type=Path, help="results.parquet of a felip study")
-    parser.add_argument("--out", type=Path, default=None, help="folder (default: beside it)")
-    parser.add_argument(
-        "--pair",
-        nargs=2,
-        action="append",
-        metavar=("BETTER", "WORSE"),
-        help="oracle labels whose paired gap to tabulate (repeatable)",
-    )
-    args = parser.parse_args(argv)
-    path = args.results / "results.parquet" if args.results.is_dir() else args.results
-    table = pq.read_table(path)
-    out = args.out if args.out is not None else path.parent
-    out.mkdir(parents=True, exist_ok=True)
-    parts = ["# FELIP study: summary\n", summary_markdown(table)]
-    for better, worse in args.pair or []:
-        parts += ["", gap_markdown(table, better, worse)]
-    (out / "summary.md").write_text("\n".join(parts))
-    for p in plot_study(table, out):
-        print(p)
-    print(out / "summary.md")
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

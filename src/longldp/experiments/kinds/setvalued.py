@@ -65,16 +65,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
-import longldp as ll
 from longldp import data
 from longldp import postprocess as pp
 from longldp.apps.setvalued import mining as sv
 from longldp.apps.setvalued.metrics import SetValuedTruth
 from longldp.experiments import _schema as sc
 from longldp.experiments import seeding
-from longldp.experiments.kinds import Cell, StudyKind
+from longldp.experiments.kinds import base
+from longldp.experiments.kinds.base import Cell, GridSpec, ProtocolEntry, StudyKind
 
 __all__ = [
     "KIND",
@@ -88,12 +87,11 @@ __all__ = [
 
 #: Metrics of every row (averaged over τ, and per timestamp as ``<metric>_t``).
 METRICS = ("mse", "precision", "recall", "f1", "ncr")
-NONE = "none"
+NONE = base.NONE
 ADAPTIVE = "adaptive"
 APP_NAMES = tuple(sv.APPS)
-#: Parameters the grid sets; a protocol entry may not give them.
-_GRID_PARAMETERS = ("k", "eps_perm", "eps_1", "eps")
-_PROBE = {"k": 64, "eps_perm": 1.0, "eps_1": 0.5, "eps": 1.0}
+#: Domain size at which a chain is checked against a budget (reachability only).
+_PROBE_K = 64
 
 
 @dataclass(frozen=True)
@@ -131,53 +129,23 @@ class SetDatasetSpec:
 
     def as_json(self) -> dict[str, Any]:
         """JSON-serializable description (part of a cell's identity)."""
-        return {
-            "name": self.name,
-            "label": self.label,
-            "tau": self.tau,
-            "source": self.source,
-            "n": self.n,
-            "seed": self.seed,
-            "attributes": None if self.attributes is None else list(self.attributes),
-            "exclude": {a: list(v) for a, v in self.exclude.items()},
-        }
+        return base.plain(self)
 
 
-@dataclass(frozen=True)
-class SetProtocolSpec:
-    """A checked protocol entry: label, registry name (or ``"adaptive"``) and options."""
-
-    label: str
-    name: str
-    options: Mapping[str, Any] = field(default_factory=dict)
-    longitudinal: bool = True
-    takes_eps_1: bool = True
-
-    def as_json(self) -> dict[str, Any]:
-        """JSON-serializable description (part of a cell's identity)."""
-        return {
-            "label": self.label,
-            "name": self.name,
-            "options": dict(self.options),
-            "longitudinal": self.longitudinal,
-            "takes_eps_1": self.takes_eps_1,
-        }
+#: A protocol entry of this kind: ``"adaptive"``, a one-shot oracle or a chain.
+SetProtocolSpec = ProtocolEntry
 
 
-@dataclass(frozen=True)
-class SetValuedSpec:
-    """The checked keys of a set-valued study."""
+@dataclass(frozen=True, kw_only=True)
+class SetValuedSpec(GridSpec):
+    """The checked keys of a set-valued study (datasets: `SetDatasetSpec`)."""
 
-    datasets: tuple[SetDatasetSpec, ...]
-    protocols: tuple[SetProtocolSpec, ...]
+    protocols: tuple[ProtocolEntry, ...]
     apps: tuple[str, ...]
     k: int
-    eps_perm: tuple[float, ...]
-    alpha: tuple[float, ...] | None
     postprocess: tuple[str, ...]
     policy: str
     mse_reading: str
-    engine: str
     per_timestamp: bool
 
 
@@ -188,18 +156,18 @@ def _boolean(where: str, name: str, value: Any) -> bool:
 
 
 KEYS: tuple[sc.Key, ...] = (
-    sc.Key("tau", sc.integer(1)),
-    sc.Key("engine", sc.choice(sv.ENGINES), default="count-level"),
+    base.tau_key(),
+    base.engine_key(sv.ENGINES, "count-level"),
     sc.Key("apps", sc.string_list(APP_NAMES), required=True),
     sc.Key("k", sc.integer(1), default=64),
-    sc.Key("eps_perm", sc.number_list(what="ε∞ values"), required=True),
-    sc.Key("alpha", sc.number_list(lower=0.0, upper=1.0, what="α values")),
-    sc.Key("postprocess", sc.string_list([NONE, *pp.METHODS]), default=(NONE,)),
+    base.EPS_PERM,
+    base.alpha_key(),
+    base.postprocess_key([NONE, *pp.METHODS]),
     sc.Key("policy", sc.choice(sv.POLICIES), default="reestimate"),
     sc.Key("mse_reading", sc.choice(sv.MSE_READINGS), default="literal"),
     sc.Key("per_timestamp", _boolean, default=True),
-    sc.Key("datasets", sc.table_list, required=True),
-    sc.Key("protocols", sc.table_list, required=True),
+    base.entries_key("datasets"),
+    base.entries_key("protocols"),
 )
 
 
@@ -263,149 +231,75 @@ def parse_dataset(where: str, table: Any, default_tau: int | None) -> SetDataset
     return spec
 
 
-def _option(where: str, name: str, value: Any) -> Any:
-    if isinstance(value, bool | int | float | str):
-        return value
-    raise sc.fail(where, name, "a number, a string or a boolean", value)
+_ONE_SHOT_PSFO = {ADAPTIVE: ProtocolEntry("", ADAPTIVE, {}, False, False)}
 
 
-def parse_protocol(where: str, table: Any) -> SetProtocolSpec:
+def parse_protocol(where: str, table: Any) -> ProtocolEntry:
     """Check one protocol entry: ``"adaptive"`` or a registry name, a label and its options."""
-    if not isinstance(table, Mapping):
-        raise ValueError(f"{where}: expected a table of keys; got {table!r}.")
-    infos = {i.name: i for i in ll.list_protocols()}
-    allowed_names = ", ".join(repr(n) for n in [ADAPTIVE, *infos])
-    raw = table.get("name")
-    if raw is None:
-        raise ValueError(f"{where}: missing required key 'name'.")
-    name = sc.string(where, "name", raw)
-    if name.lower() == ADAPTIVE:
-        name, option_names, longitudinal, takes_eps_1 = ADAPTIVE, [], False, False
-    else:
-        try:
-            name = ll.get_protocol_class(name).name
-        except ValueError:
-            raise sc.fail(where, "name", f"one of {allowed_names}", raw) from None
-        info = infos[name]
-        option_names = [p for p in info.parameters if p not in _GRID_PARAMETERS]
-        longitudinal = bool(info.longitudinal)
-        takes_eps_1 = "eps_1" in info.parameters
-    keys = [sc.Key("name", sc.string, required=True), sc.Key("label", sc.string)]
-    keys += [sc.Key(o, _option) for o in option_names]
-    try:
-        values = sc.check_table(where, table, keys)
-    except ValueError as err:
-        if any(g in table for g in _GRID_PARAMETERS):
-            raise ValueError(f"{err} (k, eps_perm and eps_1 come from the grid)") from None
-        raise
-    options = {o: values[o] for o in option_names if values[o] is not None}
-    spec = SetProtocolSpec(values["label"] or name, name, options, longitudinal, takes_eps_1)
-    if name != ADAPTIVE:
-        try:
-            _build_probe(spec, _PROBE["eps_perm"], _PROBE["eps_1"])
-        except (ValueError, TypeError) as err:
-            raise ValueError(f"{where}: bad options for {name}: {err}") from None
-    return spec
-
-
-def _build_probe(proto: SetProtocolSpec, eps_perm: float, eps_1: float | None) -> None:
-    """Construct the registry protocol once (raises `ValueError` when unreachable)."""
-    params: dict[str, Any] = {"k": _PROBE["k"], **proto.options}
-    if proto.longitudinal:
-        params["eps_perm"] = eps_perm
-        if proto.takes_eps_1:
-            params["eps_1"] = eps_1
-    else:
-        params["eps"] = eps_perm
-    ll.protocol(proto.name, **params)
+    return base.parse_protocol_entry(where, table, one_shot=True, extra=_ONE_SHOT_PSFO)[0]
 
 
 def parse(values: dict[str, Any], where: str) -> SetValuedSpec:
     """Turn the checked top-level values into a `SetValuedSpec` (checks each entry)."""
-    datasets = tuple(
-        parse_dataset(f"{where}: datasets[{i}]", t, values["tau"])
-        for i, t in enumerate(values["datasets"])
+    datasets, protocols = base.parse_grid(
+        where, values, parse_dataset, "protocols", parse_protocol
     )
-    protocols = tuple(
-        parse_protocol(f"{where}: protocols[{i}]", t) for i, t in enumerate(values["protocols"])
-    )
-    for what, labels in (
-        ("datasets", [d.label for d in datasets]),
-        ("protocols", [p.label for p in protocols]),
-    ):
-        dup = sorted({x for x in labels if labels.count(x) > 1})
-        if dup:
-            raise sc.fail(where, what, "entries with distinct labels (set 'label')", dup)
-    if values["alpha"] is None and any(p.longitudinal and p.takes_eps_1 for p in protocols):
+    if values["alpha"] is None and any(p.uses_alpha for p in protocols):
         raise ValueError(
             f"{where}: missing key 'alpha' (the α grid of the longitudinal protocols)."
         )
+    chosen = {k: values[k] for k in ("k", "postprocess", "policy", "mse_reading", "per_timestamp")}
     return SetValuedSpec(
-        datasets=datasets,
         protocols=protocols,
         apps=tuple(a.lower() for a in values["apps"]),
-        k=values["k"],
-        eps_perm=values["eps_perm"],
-        alpha=values["alpha"],
-        postprocess=values["postprocess"],
-        policy=values["policy"],
-        mse_reading=values["mse_reading"],
-        engine=values["engine"],
-        per_timestamp=values["per_timestamp"],
+        **chosen,
+        **base.grid_values(values, datasets),
     )
 
 
-def _skip_reason(
-    proto: SetProtocolSpec, app: str, eps_perm: float, eps_1: float | None
-) -> str | None:
-    """Why the chain cannot run at this budget (LDPMiner: half of it per phase), or None."""
+def _reachable(proto: ProtocolEntry, app: str, eps_perm: float, eps_1: float | None) -> None:
+    """Raise `ValueError` when the chain cannot run at this budget (LDPMiner: half per phase)."""
     if proto.name == ADAPTIVE or not proto.longitudinal:
-        return None
+        return
     half = 0.5 if app == "ldpminer" else 1.0
-    try:
-        _build_probe(proto, half * eps_perm, None if eps_1 is None else half * eps_1)
-    except ValueError as err:
-        return str(err)
-    return None
+    proto.build(_PROBE_K, half * eps_perm, None if eps_1 is None else half * eps_1)
 
 
 def cells(study: Any) -> list[Cell]:
     """Every cell of a set-valued study, in table order (see the module docstring)."""
     spec: SetValuedSpec = study.spec
-    out: list[Cell] = []
-    reasons: dict[tuple[str, int, int, int], str | None] = {}
-    for d, ds in enumerate(spec.datasets):
-        for r in range(study.repetitions):
-            for a, app in enumerate(spec.apps):
-                for p, proto in enumerate(spec.protocols):
-                    chain_alpha = proto.longitudinal and proto.takes_eps_1
-                    alphas = list(enumerate(spec.alpha or ())) if chain_alpha else [(0, None)]
-                    for e, eps in enumerate(spec.eps_perm):
-                        for l, alpha in alphas:
-                            eps_1 = None if alpha is None else alpha * eps
-                            if (app, p, e, l) not in reasons:
-                                reasons[app, p, e, l] = _skip_reason(proto, app, eps, eps_1)
-                            for m, method in enumerate(spec.postprocess):
-                                params = {
-                                    "dataset": ds.as_json(),
-                                    "app": app,
-                                    "k": spec.k,
-                                    "protocol": proto.as_json(),
-                                    "eps_perm": eps,
-                                    "alpha": alpha,
-                                    "eps_1": eps_1,
-                                    "rep": r,
-                                    "engine": spec.engine,
-                                    "postprocess": method,
-                                    "policy": spec.policy,
-                                    "mse_reading": spec.mse_reading,
-                                    "per_timestamp": spec.per_timestamp,
-                                    "permutation_key": [seeding.PERMUTATION, d, r],
-                                    "skip_reason": reasons[app, p, e, l],
-                                }
-                                key = (seeding.CELL, d, r, a, p, e, l, m)
-                                out.append(Cell("setvalued", study.seed, key, params, len(out)))
-    return out
+    reasons = base.SkipReasons()
+
+    def params(v: Any, at: Any) -> dict[str, Any]:
+        proto, app, eps, alpha = v["protocol"], v["app"], v["eps_perm"], v["alpha"]
+        eps_1 = None if alpha is None else alpha * eps
+        point = (app, at["protocol"], at["eps_perm"], at["alpha"])
+        return {
+            "dataset": v["dataset"].as_json(),
+            "app": app,
+            "k": spec.k,
+            "protocol": proto.as_json(),
+            "eps_perm": eps,
+            "alpha": alpha,
+            "eps_1": eps_1,
+            "rep": v["rep"],
+            "engine": spec.engine,
+            "postprocess": v["postprocess"],
+            "policy": spec.policy,
+            "mse_reading": spec.mse_reading,
+            "per_timestamp": spec.per_timestamp,
+            "permutation_key": [seeding.PERMUTATION, at["dataset"], v["rep"]],
+            "skip_reason": reasons(point, _reachable, proto, app, eps, eps_1),
+        }
+
+    axes: dict[str, base.Axis] = {
+        "dataset": spec.datasets,
+        "rep": range(study.repetitions),
+        "app": spec.apps,
+        **base.budget_axes("protocol", spec.protocols, spec, lambda p: p.uses_alpha),
+        "postprocess": spec.postprocess,
+    }
+    return base.grid(study, "setvalued", axes, params)
 
 
 @functools.lru_cache(maxsize=2)
@@ -461,7 +355,7 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
     prm = cell.params
     ds, proto = prm["dataset"], prm["protocol"]
     ds_key = json.dumps(ds, sort_keys=True)
-    base = {
+    row = {
         "dataset": ds["label"],
         "tau": ds["tau"],
         "app": sv.APPS[prm["app"]],
@@ -481,22 +375,13 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
     }
     targets = ("itemsets", "items") if prm["app"] == "svsm" else ("items",)
     if prm["skip_reason"] is not None:
-        return [
-            base | {"target": t, "status": "skipped", "skip_reason": prm["skip_reason"]}
-            for t in targets
-        ]
+        return base.skipped_rows(row, "target", targets, prm["skip_reason"])
     sets = load_sets(ds_key)
     truth = _truth(ds_key)
     values = _longitudinal(ds_key, cell.entropy, tuple(prm["permutation_key"]))
     n_items = int(sets.domain.size)
     k = prm["k"] if prm["app"] == "svsm" else min(prm["k"], n_items)
-    budget: dict[str, Any]
-    if proto["longitudinal"]:
-        budget = {"eps_perm": prm["eps_perm"]}
-        if proto["takes_eps_1"]:
-            budget["eps_1"] = prm["eps_1"]
-    else:
-        budget = {"eps": prm["eps_perm"]}
+    budget = ProtocolEntry(**proto).budget(prm["eps_perm"], prm["eps_1"])
     method = None if prm["postprocess"] == NONE else prm["postprocess"]
     start = time.perf_counter()
     run = sv.mine(
@@ -521,7 +406,7 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
     for target in targets:
         table = run.metrics[target]
         ells = [d.get("ell") for d in diagnostics[target].diagnostics]
-        row = base | {
+        out = row | {
             "target": target,
             "k": int(table.k),
             "n": int(sets.n),
@@ -533,49 +418,20 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
             "runtime_s": seconds,
         }
         for m in METRICS:
-            row[f"{m}_t"] = [float(x) for x in table.values[m]] if prm["per_timestamp"] else None
-        rows.append(row)
+            out[f"{m}_t"] = [float(x) for x in table.values[m]] if prm["per_timestamp"] else None
+        rows.append(out)
     return rows
 
 
-COLUMNS: tuple[pa.Field, ...] = (
-    pa.field("dataset", pa.string()),
-    pa.field("n", pa.int64()),
-    pa.field("n_items", pa.int64()),
-    pa.field("tau", pa.int64()),
-    pa.field("app", pa.string()),
-    pa.field("target", pa.string()),
-    pa.field("k", pa.int64()),
-    pa.field("protocol", pa.string()),
-    pa.field("protocol_name", pa.string()),
-    pa.field("options", pa.string()),
-    pa.field("longitudinal", pa.bool_()),
-    pa.field("eps_perm", pa.float64()),
-    pa.field("alpha", pa.float64()),
-    pa.field("eps_1", pa.float64()),
-    pa.field("postprocess", pa.string()),
-    pa.field("policy", pa.string()),
-    pa.field("engine", pa.string()),
-    pa.field("mse_reading", pa.string()),
-    pa.field("rep", pa.int64()),
-    pa.field("data_spawn_key", pa.list_(pa.int64())),
-    pa.field("mse_avg", pa.float64()),
-    pa.field("precision", pa.float64()),
-    pa.field("recall", pa.float64()),
-    pa.field("f1", pa.float64()),
-    pa.field("ncr", pa.float64()),
-    pa.field("ell_mean", pa.float64()),
-    *(pa.field(f"{m}_t", pa.list_(pa.float64())) for m in METRICS),
+COLUMNS = base.columns(
+    "dataset:str n:int n_items:int tau:int app:str target:str k:int protocol:str "
+    "protocol_name:str options:str longitudinal:bool eps_perm:float alpha:float eps_1:float "
+    "postprocess:str policy:str engine:str mse_reading:str rep:int data_spawn_key:[int] "
+    "mse_avg:float precision:float recall:float f1:float ncr:float ell_mean:float "
+    + " ".join(f"{m}_t:[float]" for m in METRICS)
 )
 
 KIND = StudyKind(
-    name="setvalued",
-    keys=KEYS,
-    parse=parse,
-    cells=cells,
-    run_cell=run_cell,
-    columns=COLUMNS,
+    "setvalued", KEYS, parse, cells, run_cell, COLUMNS,
     summary_by=("dataset", "app", "target", "protocol", "alpha", "postprocess"),
-    pivot="eps_perm",
-    metric="mse_avg",
-)
+)  # fmt: skip

@@ -1,0 +1,197 @@
+"""Hadamard randomized response: SH (one-shot) and L-SH (its memoized chain).
+
+SH is the Hadamard form of Bassily and Smith's succinct histogram as used by GFIM (Zhang,
+"GFIM", bachelor thesis, BUPT 2018, Alg. 2; after Nguyen et al. 2016): with
+m = 2^⌈log₂ k⌉ and the Sylvester Hadamard matrix H[j, v] = (−1)^popcount(j AND v) (0-based),
+a user holding v draws a row j uniformly from [0, m), independent of the data, and sends
+(j, s) with s = b·H[j, v], where b = +1 with probability p = e^ε/(e^ε + 1), else −1.
+
+It is BLH (binary local hashing, [WAN17] §4.4) with the Hadamard rows as the hash family:
+the bucket is the parity bit x = popcount(j AND v) mod 2 (so H[j, v] = (−1)^x), and round 1
+is GRR over the two buckets. For v ≠ w, H[j, v]·H[j, w] = H[j, v XOR w] is ±1 with
+probability ½ each over the row, so a non-holder supports v with probability exactly P0 = ½
+and the supports of distinct values are uncorrelated; the estimator and its variance are
+BLH's (docs/math.md, "Hadamard randomized response").
+
+Aggregation never forms the m × k matrix: with σ_u = (−1)^bucket and T[j] = Σ_{u: j_u = j} σ_u
+(one bincount), the support counts are C(v) = (n + (H·T)[v])/2, and H·T is a fast
+Walsh–Hadamard transform, log₂ m butterfly passes, O(m log m) (:func:`fwht`).
+
+L-SH keeps one row per user forever and memoizes round 1 per (user, bit): it is BiLOLOHA
+([ARC23]) over the Hadamard family, with at most two memos per user, so the spent budget is at
+most min(t·ε1, 2·ε∞).
+
+References: [WAN17] §4.4; [ARC23]; Bassily and Smith, STOC 2015; docs/math.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from longldp import _validate as check
+from longldp import privacy
+from longldp.protocols._rng import RandomSource
+from longldp.protocols.base import OneShot, bytes_to_uint, min_bytes, uint_to_bytes
+from longldp.protocols.lh import _LOLOHA, REPORT_DTYPE, _LocalHashing, _set_chain
+
+#: Largest domain handled (m = 2^26 rows; the transform holds m int64 sums).
+MAX_K = 1 << 26
+
+
+def hadamard_size(k: int) -> int:
+    """m = 2^⌈log₂ k⌉, the smallest Sylvester order with at least k columns."""
+    return 1 << max(0, (int(k) - 1).bit_length())
+
+
+def hadamard_parity(rows: ArrayLike, cols: ArrayLike) -> NDArray[np.int64]:
+    """x = popcount(j AND v) mod 2, so that H[j, v] = (−1)^x (broadcasting, no matrix kept)."""
+    j = np.asarray(rows, dtype=np.int64)
+    v = np.asarray(cols, dtype=np.int64)
+    return (np.bitwise_count(j & v) & 1).astype(np.int64)
+
+
+def hadamard_matrix(m: int) -> NDArray[np.int64]:
+    """The explicit m × m Sylvester matrix (tests and small demos only)."""
+    idx = np.arange(m, dtype=np.int64)
+    return 1 - 2 * hadamard_parity(idx[:, None], idx[None, :])
+
+
+def fwht(x: ArrayLike) -> NDArray:
+    """H·x over the last axis (length a power of two): the fast Walsh–Hadamard transform.
+
+    log₂ m butterfly passes (a, b) → (a + b, a − b) on blocks of doubling size; O(m log m)
+    work, unnormalized (the Sylvester H with ±1 entries, H[j, v] = (−1)^popcount(j AND v)).
+    """
+    a = np.array(x, copy=True)
+    m = a.shape[-1]
+    if m < 1 or m & (m - 1):
+        raise ValueError(f"fwht: the last axis must have a power-of-two length; got {m}.")
+    lead = a.shape[:-1]
+    h = 1
+    while h < m:
+        blocks = a.reshape(*lead, m // (2 * h), 2, h)
+        top = blocks[..., 0, :] + blocks[..., 1, :]
+        bottom = blocks[..., 0, :] - blocks[..., 1, :]
+        a = np.stack([top, bottom], axis=-2).reshape(*lead, m)
+        h *= 2
+    return a
+
+
+class _Hadamard(_LocalHashing):
+    """Hadamard rows as the hash family of a two-bucket local-hashing oracle."""
+
+    m: int
+
+    def _check_hadamard(self) -> None:
+        self._validate_common()
+        check.integer(self.name, "k", self.k, minimum=2, maximum=MAX_K)
+        object.__setattr__(self, "m", hadamard_size(self.k))
+
+    @property
+    def P0(self) -> float:  # type: ignore[override]
+        """½ exactly: H[j, v]·H[j, w] = H[j, v XOR w] is ±1 with probability ½ over j."""
+        return 0.5
+
+    def pool_seeds(self) -> NDArray[np.int64]:
+        raise ValueError(f"{self.name}: the Hadamard rows are the (public) hash family.")
+
+    def _new_state(self, m: int, rng: RandomSource) -> dict[str, NDArray]:
+        return {"hash_id": np.asarray(rng.integers(0, self.m, size=m), np.int64)}
+
+    def _memo_key(self, values: NDArray[np.int64], state: dict) -> NDArray[np.int64]:
+        return hadamard_parity(state["hash_id"], values)
+
+    def _check_reports(self, reports: NDArray) -> NDArray:
+        rep = np.asarray(reports)
+        if rep.dtype != REPORT_DTYPE or rep.ndim != 1:
+            raise ValueError(
+                f"{self.name}: 'reports' must be a 1-D array of dtype {REPORT_DTYPE}; "
+                f"got {rep.dtype} {rep.shape}."
+            )
+        check.domain_values(self.name, rep["bucket"], 2, "reports['bucket']")
+        check.domain_values(self.name, rep["hash_id"], self.m, "reports['hash_id'] (the row)")
+        return rep
+
+    def row_sums(self, reports: NDArray) -> NDArray[np.int64]:
+        """T[j] = Σ_{u: j_u = j} σ_u with σ_u = (−1)^bucket_u (one bincount, length m)."""
+        rep = self._check_reports(reports)
+        sign = 1 - 2 * rep["bucket"]
+        return np.bincount(rep["hash_id"], weights=sign, minlength=self.m).astype(np.int64)
+
+    def support_from_row_sums(self, row_sums: ArrayLike, n: int) -> NDArray[np.int64]:
+        """C(v) = (n + (H·T)[v])/2 for v < k, by one fast Walsh–Hadamard transform."""
+        t = np.asarray(row_sums, dtype=np.int64)
+        if t.shape != (self.m,):
+            raise ValueError(f"{self.name}: 'row_sums' must have shape ({self.m},); got {t.shape}.")
+        return (n + fwht(t)[: self.k]) // 2
+
+    def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
+        """C(v) = #{u : parity(j_u, v) = bucket_u} via :meth:`row_sums` and :func:`fwht`:
+        O(n + m log m), never the m × k matrix."""
+        rep = self._check_reports(reports)
+        return self.support_from_row_sums(self.row_sums(rep), rep.size)
+
+    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+        rep = self._check_reports(reports)
+        return np.hstack(
+            [uint_to_bytes(rep["hash_id"], min_bytes(self.m - 1)), uint_to_bytes(rep["bucket"], 1)]
+        )
+
+    def _decode(self, rows: NDArray[np.uint8]) -> NDArray:
+        out = np.empty(rows.shape[0], dtype=REPORT_DTYPE)
+        out["hash_id"] = bytes_to_uint(rows[:, :-1])
+        out["bucket"] = bytes_to_uint(rows[:, -1:])
+        return self._check_reports(out)
+
+
+@dataclass(frozen=True)
+class SH(OneShot, _Hadamard):
+    """Hadamard randomized response: BLH with Sylvester Hadamard rows as the hash family.
+
+    Zhang 2018 (GFIM) Alg. 2, corrected (docs/gfim.md): c_ε = (e^ε + 1)/(e^ε − 1), ±1 entries.
+    The count-level path draws C(v) = Bin(n_v, p) + Bin(n − n_v, ½) independently over v: the
+    exact law of each C(v), with the exact (zero) covariances of the per-user path.
+    """
+
+    k: int
+    eps: float
+    name: ClassVar[str] = "SH"
+    g: int = field(init=False)
+    m: int = field(init=False)
+    p1: float = field(init=False)
+    q1: float = field(init=False)
+    p2: float = field(init=False)
+    q2: float = field(init=False)
+    hash_pool: None = field(init=False, default=None)
+    pool_seed: int = field(init=False, default=0)
+
+    def __post_init__(self) -> None:
+        self._check_hadamard()
+        _set_chain(self, 2, privacy.grr_probabilities(self.eps, 2)[0], 1.0)
+
+    @property
+    def c_eps(self) -> float:
+        """c_ε = (e^ε + 1)/(e^ε − 1) = 1/(2p − 1): the estimator's scale, f̂ = c_ε·(H·T)/n."""
+        return 1.0 / (2.0 * self.p1 - 1.0)
+
+
+@dataclass(frozen=True)
+class LSH(_Hadamard, _LOLOHA):
+    """Longitudinal SH: a fixed Hadamard row per user, memo per (user, bit) = BiLOLOHA over
+    the Hadamard family (docs/gfim.md, longitudinal GFIM); at most two memos per user."""
+
+    name: ClassVar[str] = "L-SH"
+    m: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._check_hadamard()
+        self._set_g(2)
+
+    def _check_hashing(self) -> None:
+        self._validate_common()
+        if self.hash_pool is not None:
+            raise ValueError(f"{self.name}: 'hash_pool' must be None (the rows are the family).")
