@@ -7,8 +7,9 @@ slice; on Dask the same function runs as one task per row group on the workers a
 partial counts, a few integers per epoch, come back to be merged. Both paths run the same code
 on the same slices, so their counts are identical.
 
-Counting itself is the protocol's (``Aggregator.add_bytes``): every report's wire header and
-length are checked, and bit-packed unary reports are counted without unpacking (see
+Counting itself is the protocol's: every report's wire header is checked
+(:func:`longldp.protocols.wire.check_headers`), the bodies are decoded and added to the
+protocol's aggregator, and bit-packed unary reports are counted without unpacking (see
 :mod:`longldp.protocols._bitcount`).
 """
 
@@ -26,12 +27,16 @@ from typing import Any
 import numpy as np
 
 from longldp.archive.layout import ArchiveInfo, RowGroup, read_info, row_groups
-from longldp.protocols import FrequencyOracle
+from longldp.protocols import FrequencyOracle, wire
 
 __all__ = ["ArchiveCounts", "aggregate_archive", "archive_files", "write_estimates"]
 
 #: Bytes of working memory per report beyond its wire bytes (body copy, header check, ids).
 _WORKING_FACTOR = 4
+#: Fixed working memory of reading: Parquet pages (1 MB each), the read buffer, the counters.
+_FIXED_BYTES = 6_000_000
+#: The smallest memory limit accepted.
+MIN_MEMORY_LIMIT = 8_000_000
 
 
 @dataclass
@@ -91,7 +96,7 @@ class ArchiveCounts:
         rows = []
         for epoch in sorted(self.by_epoch):
             agg = self.by_epoch[epoch]
-            support = np.asarray(agg.support_counts())
+            support = np.asarray(agg.support_counts)
             est = np.asarray(agg.estimate(postprocess=postprocess), dtype=np.float64)
             var = self.protocol.variance(agg.n, np.clip(est, 0.0, 1.0))
             se = np.sqrt(np.asarray(var, dtype=np.float64))
@@ -142,14 +147,22 @@ def archive_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
     return files
 
 
-def _max_rows(info: ArchiveInfo, memory_limit: int | None) -> int | None:
+def _max_rows(info: ArchiveInfo, memory_limit: int | None, slice_rows: int | None) -> int | None:
+    if slice_rows is not None:
+        if int(slice_rows) != slice_rows or slice_rows < 1:
+            raise ValueError(
+                f"aggregate: 'slice_rows' must be an integer >= 1; got {slice_rows!r}."
+            )
+        return int(slice_rows)
     if memory_limit is None:
         return None
+    if memory_limit < MIN_MEMORY_LIMIT:
+        raise ValueError(
+            f"aggregate: the memory limit must be at least {MIN_MEMORY_LIMIT:,} bytes (Parquet "
+            f"pages and read buffers need about {_FIXED_BYTES:,}); got {memory_limit:,}."
+        )
     per_row = _WORKING_FACTOR * (info.protocol.wire_size + 24)
-    rows = memory_limit // per_row
-    if rows < 1:
-        raise ValueError(f"aggregate: memory limit {memory_limit} bytes is too small for a report.")
-    return int(rows)
+    return int((memory_limit - _FIXED_BYTES) // per_row)
 
 
 def count_slice(proto: FrequencyOracle, piece: RowGroup) -> dict[int, Any]:
@@ -169,8 +182,9 @@ def count_slice(proto: FrequencyOracle, piece: RowGroup) -> dict[int, Any]:
                 if idx.size
             )
         for epoch, reports in groups:
+            wire.check_headers(proto, reports)
             agg = proto.aggregator()
-            agg.add_bytes(reports)
+            agg.add(wire.decode_rows(proto, reports))
             out[epoch] = agg
     except ValueError as exc:
         raise ValueError(
@@ -193,6 +207,7 @@ def aggregate_archive(
     paths: str | Path | Sequence[str | Path],
     *,
     memory_limit: int | None = None,
+    slice_rows: int | None = None,
     scheduler: Any = None,
 ) -> ArchiveCounts:
     """Support counts per epoch of every report in the archive file(s) ``paths``.
@@ -203,7 +218,11 @@ def aggregate_archive(
         Archive files, or folders of them (searched recursively). All must hold the same
         protocol with the same parameters.
     memory_limit : int, optional
-        Bytes of working memory to stay within: row groups are read in slices small enough.
+        Bytes of working memory to stay within: row groups are read in slices small enough
+        (at least `MIN_MEMORY_LIMIT`).
+    slice_rows : int, optional
+        Read at most this many reports at a time (overrides the size derived from
+        ``memory_limit``).
     scheduler : str, distributed.Client or LocalCluster, optional
         Run on Dask: one task per row group. A string is a scheduler address.
 
@@ -223,15 +242,19 @@ def aggregate_archive(
     total = ArchiveCounts(first.protocol, first.collection)
     if scheduler is None:
         for info in infos:
-            for piece in row_groups(info.path, max_rows=_max_rows(info, memory_limit)):
+            for piece in row_groups(info.path, max_rows=_max_rows(info, memory_limit, slice_rows)):
                 part = count_slice(first.protocol, piece)
                 total.merge(ArchiveCounts(first.protocol, first.collection, part, 1))
         return total
-    return _aggregate_on_dask(infos, total, memory_limit, scheduler)
+    return _aggregate_on_dask(infos, total, memory_limit, slice_rows, scheduler)
 
 
 def _aggregate_on_dask(
-    infos: list[ArchiveInfo], total: ArchiveCounts, memory_limit: int | None, scheduler: Any
+    infos: list[ArchiveInfo],
+    total: ArchiveCounts,
+    memory_limit: int | None,
+    slice_rows: int | None,
+    scheduler: Any,
 ) -> ArchiveCounts:
     try:
         from distributed import Client, as_completed
@@ -252,7 +275,7 @@ def _aggregate_on_dask(
                 _count_group,
                 str(info.path.resolve()),
                 g,
-                _max_rows(info, memory_limit),
+                _max_rows(info, memory_limit, slice_rows),
                 pure=False,
             )
             for info in infos
