@@ -3,12 +3,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench serve-demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet -e '.[dev,server]'
 	touch $(STAMP)
 
 # The main job: the standalone comparison on Adult (experiments/demo.toml, about two minutes on
@@ -25,8 +25,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks scripts experiments)
 
 bench: $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(BIN)/pip install --quiet -e '.[dev,server,bench]'
 	$(BIN)/python benchmarks/bench_oracles.py
+	$(BIN)/python benchmarks/bench_service.py
+
+# Collecting for real on loopback: a server, a collection, 10,000 devices with the real client
+# over 10 epochs; prints the dashboard URL and keeps serving until Ctrl-C (docs/server.md).
+serve-demo: $(STAMP)
+	$(BIN)/python scripts/serve_demo.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache

@@ -42,6 +42,10 @@ ALLOWED = {
         "experiments",
         "__init__",
     },
+    # Interfaces: the device client sits on the protocols only (small dependencies).
+    "client": {"_validate", "privacy", "postprocess", "protocols", "client", "__init__"},
+    # Interfaces: the collection server sits on the protocols; nothing imports it back.
+    "server": {"_validate", "privacy", "postprocess", "protocols", "server", "__init__"},
 }
 
 

@@ -97,12 +97,41 @@ def plot_cmd(
     band: Annotated[
         str, typer.Option(help="95% band over repetitions: 't' (of the mean) or 'percentile'.")
     ] = "t",
+    x: Annotated[str | None, typer.Option(help="Column on the x axis (default: ε∞).")] = None,
+    y: Annotated[
+        str | None, typer.Option(help="Column on the y axis (default: the kind's metric).")
+    ] = None,
+    lines: Annotated[str | None, typer.Option(help="Column giving one line per value.")] = None,
+    panels: Annotated[
+        str | None, typer.Option(help="Comma-separated columns giving one panel per value.")
+    ] = None,
+    figures: Annotated[
+        str | None, typer.Option(help="Comma-separated columns giving one figure per value.")
+    ] = None,
+    log_y: Annotated[
+        bool | None, typer.Option("--log-y/--linear-y", help="Scale of the y axis.")
+    ] = None,
 ) -> None:
-    """Draw MSE_avg against ε∞ (log scale, a panel per dataset) from a results table."""
+    """Draw a metric against ε∞ (a panel per dataset, a line per protocol or method) from a
+    results table; the defaults come from the table's study kind (MSE_avg on a log scale;
+    gfim: precision)."""
     from longldp.experiments import plot_results
 
+    def cols(text: str | None) -> tuple[str, ...] | None:
+        return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
+
     con = console()
-    for path in plot_results(results, out, band_kind=band):
+    for path in plot_results(
+        results,
+        out,
+        x=x,
+        y=y,
+        line_by=lines,
+        panel_by=cols(panels),
+        figure_by=cols(figures),
+        band_kind=band,
+        log_y=log_y,
+    ):
         con.print(str(path))
 
 

@@ -17,10 +17,12 @@ is drawn in every figure. Only rows with ``status == "ok"`` are plotted.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,7 +30,7 @@ from scipy import stats
 
 from longldp.experiments.store import read_results
 
-__all__ = ["BANDS", "band", "plot_results"]
+__all__ = ["BANDS", "DEFAULTS", "band", "kind_defaults", "plot_results"]
 
 BANDS = ("t", "percentile")
 _LABELS = {
@@ -36,6 +38,8 @@ _LABELS = {
     "alpha": "α",
     "mse_avg": "MSE_avg",
     "postprocess": "post-processing",
+    "precision": "precision",
+    "re": "median relative error",
 }
 
 
@@ -83,18 +87,45 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.=+-]+", "_", text).strip("_")
 
 
+#: What `plot_results` draws when neither the caller nor the table's kind says otherwise.
+DEFAULTS: dict[str, Any] = {
+    "x": "eps_perm",
+    "y": "mse_avg",
+    "figure_by": ("alpha", "postprocess"),
+    "panel_by": ("dataset", "attribute"),
+    "line_by": "protocol",
+    "log_y": True,
+}
+
+
+def kind_defaults(table: pa.Table) -> dict[str, Any]:
+    """`DEFAULTS` updated by the plot defaults of the table's study kind (its ``kind`` column)."""
+    out = dict(DEFAULTS)
+    if "kind" in table.column_names and table.num_rows:
+        from longldp.experiments.kinds import get_kind
+
+        with contextlib.suppress(ValueError):  # an unknown kind: the generic plot
+            out.update(get_kind(str(table.column("kind")[0].as_py())).plot)
+    return out
+
+
 def plot_results(
     results: str | Path | pa.Table,
     out: str | Path | None = None,
     *,
-    x: str = "eps_perm",
-    y: str = "mse_avg",
-    figure_by: Sequence[str] = ("alpha", "postprocess"),
-    panel_by: Sequence[str] = ("dataset", "attribute"),
-    line_by: str = "protocol",
+    x: str | None = None,
+    y: str | None = None,
+    figure_by: Sequence[str] | None = None,
+    panel_by: Sequence[str] | None = None,
+    line_by: str | None = None,
     band_kind: str = "t",
+    log_y: bool | None = None,
 ) -> list[Path]:
     """Draw ``y`` against ``x`` from a results table into PNG files; return their paths.
+
+    Every argument left None takes the default of the table's study kind (`kind_defaults`:
+    MSE_avg on a log axis against ε∞, one line per protocol, unless the kind says otherwise,
+    e.g. the ``gfim`` kind: precision on a linear axis, one line per method).
 
     Parameters
     ----------
@@ -113,6 +144,8 @@ def plot_results(
         One line per value of this column.
     band_kind : {"t", "percentile"}
         How the 95% band over repetitions is computed (module docstring).
+    log_y : bool, optional
+        Log scale on the vertical axis (the default for MSE).
 
     Returns
     -------
@@ -132,6 +165,13 @@ def plot_results(
         p = Path(results)
         out = out if out is not None else (p if p.is_dir() else p.parent) / "plots"
     out_dir = Path(out)
+    chosen = kind_defaults(table)
+    given = {"x": x, "y": y, "figure_by": figure_by, "panel_by": panel_by, "line_by": line_by}
+    chosen.update({k: v for k, v in given.items() if v is not None})
+    if log_y is not None:
+        chosen["log_y"] = log_y
+    x, y, line_by = chosen["x"], chosen["y"], chosen["line_by"]
+    figure_by, panel_by = tuple(chosen["figure_by"]), tuple(chosen["panel_by"])
     needed = {x, y, line_by, "status", *figure_by, *panel_by}
     missing = sorted(needed - set(table.column_names))
     if missing:
@@ -180,10 +220,12 @@ def plot_results(
                 summary = np.array([band(by_x[v], band_kind) for v in xs])
                 reps = max(reps, *(len(by_x[v]) for v in xs))
                 mean, lo, hi = summary.T
-                lo = np.where(lo > 0, lo, mean * 1e-3)
+                if chosen["log_y"]:
+                    lo = np.where(lo > 0, lo, mean * 1e-3)
                 ax.plot(xs, mean, marker=styles[label], ms=4, color=colors[label], label=str(label))
                 ax.fill_between(xs, lo, hi, color=colors[label], alpha=0.18, linewidth=0)
-            ax.set_yscale("log")
+            if chosen["log_y"]:
+                ax.set_yscale("log")
             ax.set_xlabel(_LABELS.get(x, x))
             ax.set_ylabel(_LABELS.get(y, y))
             ax.set_title(" · ".join(_fmt(v) for v in panel), fontsize=10)

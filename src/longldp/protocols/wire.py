@@ -43,7 +43,7 @@ EPOCH_SIZE = 4
 MAX_EPOCH = 2**32 - 1
 
 #: Protocol ids (one byte). Fixed forever: a new protocol takes a new id, never a used one.
-#: 14 is reserved for RAPPOR (Bloom-filter reports), being added.
+#: 14 is RAPPOR with Bloom-filter reports (RAPPOR tuned by budgets is L-SUE, id 7).
 PROTOCOL_IDS: dict[str, int] = {
     "GRR": 1,
     "SUE": 2,
@@ -123,12 +123,18 @@ def canonical_json(obj: Any) -> bytes:
 
 def fingerprint(proto: FrequencyOracle) -> bytes:
     """First 8 bytes of SHA-256 of ``canonical_json(spec(proto))``."""
-    return hashlib.sha256(canonical_json(spec(proto))).digest()[:FINGERPRINT_SIZE]
+    return header(proto)[4:]
 
 
 def header(proto: FrequencyOracle) -> bytes:
-    """The 12 bytes every report of ``proto`` starts with."""
-    return MAGIC + bytes([VERSION, protocol_id(proto)]) + fingerprint(proto)
+    """The 12 bytes every report of ``proto`` starts with (computed once per protocol object,
+    which is frozen)."""
+    cached = proto.__dict__.get("_wire_header")
+    if cached is None:
+        digest = hashlib.sha256(canonical_json(spec(proto))).digest()[:FINGERPRINT_SIZE]
+        cached = MAGIC + bytes([VERSION, protocol_id(proto)]) + digest
+        proto.__dict__["_wire_header"] = cached  # a cache beside the frozen fields
+    return cached
 
 
 def protocol_from_spec(obj: Mapping[str, Any]) -> FrequencyOracle:

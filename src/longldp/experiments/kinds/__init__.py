@@ -41,6 +41,7 @@ BUILTIN_KINDS: dict[str, str] = {
     "multidim": "longldp.experiments.kinds.multidim",
     "felip": "longldp.experiments.kinds.felip",
     "setvalued": "longldp.experiments.kinds.setvalued",
+    "gfim": "longldp.experiments.kinds.gfim",
 }
 
 _REGISTERED: dict[str, StudyKind] = {}

@@ -148,6 +148,9 @@ class StudyKind:
     summary_by: tuple[str, ...] = ()
     pivot: str = "eps_perm"
     metric: str = "mse_avg"
+    #: Defaults of `longldp.experiments.plot_results` for this kind's tables (``x``, ``y``,
+    #: ``figure_by``, ``panel_by``, ``line_by``, ``log_y``); empty: the MSE_avg-vs-ε∞ plot.
+    plot: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -225,9 +228,7 @@ def parse_entries(
     where: str, values: Mapping[str, Any], key: str, parse_one: Callable[..., Any], *args: Any
 ) -> tuple[Any, ...]:
     """``parse_one(f"{where}: {key}[i]", entry, *args)`` for every entry of list ``key``."""
-    return tuple(
-        parse_one(f"{where}: {key}[{i}]", t, *args) for i, t in enumerate(values[key])
-    )
+    return tuple(parse_one(f"{where}: {key}[{i}]", t, *args) for i, t in enumerate(values[key]))
 
 
 def parse_grid(
@@ -366,9 +367,7 @@ def parse_protocol_entry(
         info = infos[name]
         if options:
             option_names = [p for p in info.parameters if p not in GRID_PARAMETERS]
-        entry = ProtocolEntry(
-            "", name, {}, bool(info.longitudinal), "eps_1" in info.parameters
-        )
+        entry = ProtocolEntry("", name, {}, bool(info.longitudinal), "eps_1" in info.parameters)
     keys = [sc.Key(name_key, sc.string, required=True), sc.Key("label", sc.string), *extra_keys]
     keys += [sc.Key(o, option_value) for o in option_names]
     try:

@@ -470,9 +470,7 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
         done = dataclasses.replace(res, estimates=estimates)
         return {"mse_avg": done.mse_avg, "mse_per_attribute": done.mse_per_attribute.tolist()}
 
-    return base.postprocess_rows(
-        row, prm["postprocess"], apply, score, time.perf_counter() - start
-    )
+    return base.postprocess_rows(row, prm["postprocess"], apply, score, time.perf_counter() - start)
 
 
 COLUMNS = base.columns(
@@ -486,5 +484,3 @@ KIND = StudyKind(
     "multidim", KEYS, parse, cells, run_cell, COLUMNS,
     summary_by=("dataset", "protocol", "alpha", "postprocess"),
 )  # fmt: skip
-
-

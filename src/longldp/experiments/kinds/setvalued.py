@@ -241,9 +241,7 @@ def parse_protocol(where: str, table: Any) -> ProtocolEntry:
 
 def parse(values: dict[str, Any], where: str) -> SetValuedSpec:
     """Turn the checked top-level values into a `SetValuedSpec` (checks each entry)."""
-    datasets, protocols = base.parse_grid(
-        where, values, parse_dataset, "protocols", parse_protocol
-    )
+    datasets, protocols = base.parse_grid(where, values, parse_dataset, "protocols", parse_protocol)
     if values["alpha"] is None and any(p.uses_alpha for p in protocols):
         raise ValueError(
             f"{where}: missing key 'alpha' (the α grid of the longitudinal protocols)."
