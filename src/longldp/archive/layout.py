@@ -142,7 +142,14 @@ class ArchiveWriter:
 
     def __enter__(self) -> ArchiveWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(self._tmp, self.schema, compression="none")
+        # Reports and ids are random bytes: plain encoding, no compression, no statistics.
+        self._writer = pq.ParquetWriter(
+            self._tmp,
+            self.schema,
+            compression="none",
+            use_dictionary=["epoch", "cohort"],
+            write_statistics=["epoch", "cohort"],
+        )
         return self
 
     def write(

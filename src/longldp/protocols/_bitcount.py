@@ -13,10 +13,10 @@ Two kernels, one answer:
   position ``j`` of a byte, ``(word >> j) & 0x0101010101010101`` leaves 0 or 1 in each of the
   eight byte lanes, and up to 255 such words can be added lane-wise without a carry crossing a
   lane. So up to 255 equally shaped runs are added elementwise (one long vectorized
-  reduction), and the eight lane totals are read back as bytes. Three passes per bit over the input, all in
-  cache-sized blocks, and no per-row or per-bit Python loop.
-- **Byte histogram (the rows after the last whole run).** One histogram of (byte position, byte value)
-  and a 256 × 8 table of the bits of each byte value give the counts exactly.
+  reduction), and the eight lane totals are read back as bytes. Three passes per bit over the
+  input, all in cache-sized blocks, and no per-row or per-bit Python loop.
+- **Byte histogram (the rows after the last whole run).** One histogram of (byte position,
+  byte value) and a 256 × 8 table of the bits of each byte value give the counts exactly.
 
 Both are exact integer arithmetic; ``tests/test_bitcount.py`` checks them against
 ``np.unpackbits``.
