@@ -48,6 +48,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "allomfree",
     "serve",
     "rappor",
+    "audit",
     "archive",
 )
 

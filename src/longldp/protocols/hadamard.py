@@ -119,8 +119,10 @@ class _Hadamard(_LocalHashing):
     def row_sums(self, reports: NDArray) -> NDArray[np.int64]:
         """T[j] = Σ_{u: j_u = j} σ_u with σ_u = (−1)^bucket_u (one bincount, length m)."""
         rep = self._check_reports(reports)
-        sign = 1 - 2 * rep["bucket"]
-        return np.bincount(rep["hash_id"], weights=sign, minlength=self.m).astype(np.int64)
+        # One integer histogram of (row, bit), then T[j] = #(j, 0) − #(j, 1).
+        pairs = np.bincount(rep["hash_id"] * 2 + rep["bucket"], minlength=2 * self.m)
+        pairs = pairs.reshape(self.m, 2)
+        return (pairs[:, 0] - pairs[:, 1]).astype(np.int64)
 
     def support_from_row_sums(self, row_sums: ArrayLike, n: int) -> NDArray[np.int64]:
         """C(v) = (n + (H·T)[v])/2 for v < k, by one fast Walsh–Hadamard transform."""
