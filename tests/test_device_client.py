@@ -10,7 +10,7 @@ import pytest
 
 import longldp as ll
 from longldp.client import BudgetExceededError, DeviceClient, Round1Derivation
-from longldp.protocols import wire
+from longldp.protocols import SecureRandom, wire
 from protocol_table import PROTOCOLS, K
 
 LONGITUDINAL = [c for c, (name, _) in PROTOCOLS.items() if ll.get_protocol_class(name).longitudinal]
@@ -212,9 +212,16 @@ def test_hmac_round1_has_the_protocol_distribution_lgrr():
     n = 2500
     rng = np.random.default_rng(1)
     pairs = np.empty((n, 2), dtype=np.int64)
+    reports = np.empty(n, dtype=np.int64)
+    os_rng = SecureRandom()
     for i in range(n):
         d = Round1Derivation(proto, rng.bytes(32), "demo")
         pairs[i] = [d.round1(d.key(0))[0], d.round1(d.key(1))[0]]
+        reports[i] = d.record(0, os_rng)[0]
+    # The composed channel of one report (derived round 1, OS round 2): P1 on 0, P0 elsewhere.
+    seen = np.bincount(reports, minlength=4)
+    law = n * np.array([proto.P1, proto.P0, proto.P0, proto.P0])
+    assert np.all(np.abs(seen - law) < 5 * np.sqrt(law * (1 - law / n)))
     counts = np.bincount(pairs[:, 0], minlength=4)
     expected = n * np.array([proto.p1, proto.q1, proto.q1, proto.q1])
     assert np.all(np.abs(counts - expected) < 5 * np.sqrt(expected * (1 - expected / n)))

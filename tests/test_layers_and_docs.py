@@ -30,7 +30,9 @@ ALLOWED = {
         "simulate",
         "apps",
     },
+    "audit": {"_validate", "privacy", "postprocess", "metrics", "protocols", "simulate", "audit"},
     "experiments": {
+        "audit",
         "_validate",
         "privacy",
         "postprocess",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import math
 import os
 from typing import Protocol
 
@@ -38,7 +39,9 @@ class RandomSource(Protocol):
 
 
 def _count(size: int | tuple[int, ...] | None) -> int:
-    return 1 if size is None else int(np.prod(size))
+    if size is None:
+        return 1
+    return int(size) if isinstance(size, (int, np.integer)) else math.prod(int(s) for s in size)
 
 
 class _ByteRandom:

@@ -88,13 +88,16 @@ def bloom_indices(
 
 
 def candidate_map(candidates: Sequence[str | bytes], h: int, k: int, m: int) -> NDArray[np.int64]:
-    """Bloom positions of every candidate in every cohort, shape (M, m, h)."""
-    M = len(candidates)
-    if M == 0:
-        return np.zeros((0, m, h), dtype=np.int64)
-    vals = [c for c in candidates for _ in range(m)]
-    coh = np.tile(np.arange(m), M)
-    return bloom_indices(vals, coh, h, k).reshape(M, m, h)
+    """Bloom positions of every candidate in every cohort, shape (M, m, h) (M·m MD5s)."""
+    prefixes = [struct.pack(">L", j) for j in range(m)]
+    md5 = hashlib.md5
+    digests = b"".join(
+        md5(pre + b).digest()
+        for b in (_as_bytes("RAPPOR", c) for c in candidates)
+        for pre in prefixes
+    )
+    raw = np.frombuffer(digests, dtype=np.uint8).reshape(len(candidates), m, 16)
+    return (raw[:, :, :h].astype(np.int64)) % k
 
 
 def _value_codes(values: Sequence[str | bytes]) -> tuple[NDArray[np.int64], list[bytes]]:
@@ -391,7 +394,14 @@ class RAPPOR(_UnaryEncoding):
         return self._support(drawn, n_j)
 
     def _support_from_memos(
-        self, payload: NDArray, values: NDArray, keys: NDArray, state: dict, rng: RandomSource
+        self,
+        payload: NDArray,
+        values: NDArray,
+        keys: NDArray,
+        state: dict,
+        rng: RandomSource,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
     ) -> NDArray[np.int64]:
         """Per cohort and bit: Bin(#PRR ones, q) + Bin(#PRR zeros, p)."""
         ones, n_j = self._cohort_sums(payload, state["cohort"])

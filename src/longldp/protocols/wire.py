@@ -43,7 +43,7 @@ EPOCH_SIZE = 4
 MAX_EPOCH = 2**32 - 1
 
 #: Protocol ids (one byte). Fixed forever: a new protocol takes a new id, never a used one.
-#: 14 is reserved for RAPPOR (Bloom-filter reports), being added.
+#: 14 is RAPPOR with Bloom-filter reports (RAPPOR tuned by budgets is L-SUE, id 7).
 PROTOCOL_IDS: dict[str, int] = {
     "GRR": 1,
     "SUE": 2,
@@ -123,12 +123,18 @@ def canonical_json(obj: Any) -> bytes:
 
 def fingerprint(proto: FrequencyOracle) -> bytes:
     """First 8 bytes of SHA-256 of ``canonical_json(spec(proto))``."""
-    return hashlib.sha256(canonical_json(spec(proto))).digest()[:FINGERPRINT_SIZE]
+    return header(proto)[4:]
 
 
 def header(proto: FrequencyOracle) -> bytes:
-    """The 12 bytes every report of ``proto`` starts with."""
-    return MAGIC + bytes([VERSION, protocol_id(proto)]) + fingerprint(proto)
+    """The 12 bytes every report of ``proto`` starts with (computed once per protocol object,
+    which is frozen)."""
+    cached = proto.__dict__.get("_wire_header")
+    if cached is None:
+        digest = hashlib.sha256(canonical_json(spec(proto))).digest()[:FINGERPRINT_SIZE]
+        cached = MAGIC + bytes([VERSION, protocol_id(proto)]) + digest
+        proto.__dict__["_wire_header"] = cached  # a cache beside the frozen fields
+    return cached
 
 
 def protocol_from_spec(obj: Mapping[str, Any]) -> FrequencyOracle:
@@ -194,7 +200,13 @@ def decode_reports(proto: FrequencyOracle, data: bytes | Sequence[bytes]) -> NDA
 
 def decode_rows(proto: FrequencyOracle, rows: NDArray[np.uint8], what: str = "report") -> NDArray:
     """Report records from rows (n, wire_size) whose headers are already checked."""
-    bodies = np.ascontiguousarray(rows[:, HEADER_SIZE:])
+    width = rows.shape[1] - HEADER_SIZE
+    body = _fields(rows, [f"V{width}"], [HEADER_SIZE])["f0"] if width else None
+    bodies = (
+        np.frombuffer(body.tobytes(), dtype=np.uint8).reshape(-1, width)
+        if body is not None
+        else np.zeros((rows.shape[0], 0), dtype=np.uint8)
+    )
     try:
         return proto._decode(bodies)
     except ValueError:
@@ -214,14 +226,34 @@ def decode_rows(proto: FrequencyOracle, rows: NDArray[np.uint8], what: str = "re
         raise WireFormatError(f"{proto.name}: {what} {lo} has an invalid body: {exc}", lo) from None
 
 
+def _fields(rows: NDArray[np.uint8], formats: list[str], offsets: list[int]) -> NDArray:
+    """A structured view of each row of ``rows`` (n, width) with fields at byte ``offsets``;
+    rows are made contiguous first if they are not."""
+    rows = np.ascontiguousarray(rows, dtype=np.uint8)
+    dtype = np.dtype(
+        {
+            "names": [f"f{i}" for i in range(len(formats))],
+            "formats": formats,
+            "offsets": offsets,
+            "itemsize": rows.shape[1],
+        }
+    )
+    return rows.reshape(-1).view(dtype)
+
+
 def check_headers(proto: FrequencyOracle, rows: NDArray[np.uint8], what: str = "report") -> None:
     """Raise :class:`WireFormatError` naming the first row whose header is not ``proto``'s."""
     expected = np.frombuffer(header(proto), dtype=np.uint8)
     if rows.shape[0] == 0:
         return
-    bad = np.flatnonzero(np.any(rows[:, :HEADER_SIZE] != expected, axis=1))
-    if bad.size == 0:
+    # Compare the 12 header bytes as one 8-byte and one 4-byte word per row, read in place
+    # through a structured view (no copy); locate the first mismatch only when there is one.
+    words = _fields(rows, ["<u8", "<u4"], [0, 8])
+    if np.all(words["f0"] == expected[:8].view("<u8")[0]) and np.all(
+        words["f1"] == expected[8:].view("<u4")[0]
+    ):
         return
+    bad = np.flatnonzero(np.any(rows[:, :HEADER_SIZE] != expected, axis=1))
     i = int(bad[0])
     h = bytes(rows[i, :HEADER_SIZE])
     if h[:2] != MAGIC:
