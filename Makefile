@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,server]'
+	$(BIN)/pip install --quiet -e '.[dev,server,dask,rappor]'
 	touch $(STAMP)
 
 # The main job: the standalone comparison on Adult (experiments/demo.toml, about two minutes on
