@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from longldp.cli._common import console, fail
+from longldp.cli._common import console, fail, print_table
 
 
 def demo_cmd(
@@ -55,6 +55,12 @@ def run_cmd(
     scheduler: Annotated[
         str | None, typer.Option(help="Dask scheduler address; run the cells on that cluster.")
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="If --out holds another study's results, delete them and run there."
+        ),
+    ] = False,
 ) -> None:
     """Run a study's grid (resuming a previous run in the same folder); write results.parquet."""
     from longldp.experiments import load_study, run_study, summarize
@@ -62,7 +68,9 @@ def run_cmd(
     con = console()
     try:
         spec = load_study(study)
-        report = run_study(spec, out, workers=workers, scheduler=scheduler, console=con)
+        report = run_study(
+            spec, out, workers=workers, scheduler=scheduler, console=con, force=force
+        )
     except RuntimeError as err:
         raise fail(str(err)) from None
     except KeyboardInterrupt:
@@ -75,12 +83,8 @@ def run_cmd(
 
     kind = spec.study_kind
     summary = summarize(pq.read_table(report.path), kind.summary_by, kind.pivot, kind.metric, 60)
-    table = Table(title=f"{spec.name}: mean {kind.metric} over {spec.repetitions} repetition(s)")
-    for i, col in enumerate(summary.header):
-        table.add_column(col, justify="left" if i < len(kind.summary_by) else "right")
-    for row in summary.rows:
-        table.add_row(*row)
-    con.print(table)
+    title = f"{spec.name}: mean {kind.metric} over {spec.repetitions} repetition(s)"
+    print_table(con, title, summary.header, summary.rows, len(kind.summary_by))
     if summary.omitted:
         con.print(f"... {summary.omitted} more rows in the table.")
     con.print(
@@ -98,11 +102,12 @@ def plot_cmd(
         str, typer.Option(help="95% band over repetitions: 't' (of the mean) or 'percentile'.")
     ] = "t",
 ) -> None:
-    """Draw MSE_avg against ε∞ (log scale, a panel per dataset) from a results table."""
-    from longldp.experiments import plot_results
+    """Draw a study's figures from its results table (any kind: MSE_avg against ε∞ on a log
+    scale, a panel per dataset; set-valued studies also precision, F1 and NCR)."""
+    from longldp.experiments import plot_study
 
     con = console()
-    for path in plot_results(results, out, band_kind=band):
+    for path in plot_study(results, out, band_kind=band):
         con.print(str(path))
 
 

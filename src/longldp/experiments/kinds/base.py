@@ -87,6 +87,7 @@ class StudyLike(Protocol):
     seed: int
     repetitions: int
     spec: Any
+    out_dir: Any  # pathlib.Path or None: the run's output folder
 
 
 @dataclass(frozen=True)
@@ -148,6 +149,10 @@ class StudyKind:
     summary_by: tuple[str, ...] = ()
     pivot: str = "eps_perm"
     metric: str = "mse_avg"
+    figure_by: tuple[str, ...] = ("alpha", "postprocess")
+    panel_by: tuple[str, ...] = ("dataset", "attribute")
+    line_by: str = "protocol"
+    linear_metrics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)

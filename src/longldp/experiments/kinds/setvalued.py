@@ -434,4 +434,6 @@ COLUMNS = base.columns(
 KIND = StudyKind(
     "setvalued", KEYS, parse, cells, run_cell, COLUMNS,
     summary_by=("dataset", "app", "target", "protocol", "alpha", "postprocess"),
+    figure_by=("app", "target", "alpha", "postprocess"), panel_by=("dataset",),
+    linear_metrics=("precision", "f1", "ncr"),
 )  # fmt: skip
