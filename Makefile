@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench serve-demo clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,12 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[all,dev,bench]'
 	$(BIN)/python benchmarks/bench_oracles.py
+	$(BIN)/python benchmarks/bench_service.py
+
+# Collecting for real on loopback: a server, a collection, 10,000 devices with the real client
+# over 10 epochs; prints the dashboard URL and keeps serving until Ctrl-C (docs/server.md).
+serve-demo: $(STAMP)
+	$(BIN)/python scripts/serve_demo.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache

@@ -28,5 +28,9 @@ PROTOCOLS: dict[str, tuple[str, dict]] = {
     "OLOLOHA-paper": ("OLOLOHA", {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"}),
     "dBitFlipPM-d1": ("dBitFlipPM", {"eps_perm": 2.0, "d": 1}),
     "dBitFlipPM-d3": ("dBitFlipPM", {"eps_perm": 2.0, "d": 3}),
+    "RAPPOR-onehot": (
+        "RAPPOR",
+        {"h": 1, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75, "encoder": "onehot"},
+    ),
 }
 IDS = list(PROTOCOLS)

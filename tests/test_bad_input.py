@@ -130,6 +130,8 @@ def test_aggregator_rejects_foreign_reports():
     with pytest.raises(ValueError, match="'reports' must be a 1-D array of dtype"):
         lh.aggregator().add(np.array([3, 4]))
     with pytest.raises(ValueError, match="multiple of 9 bytes"):
+        lh.from_bytes(b"\x00" * 10)
+    with pytest.raises(ValueError, match="report 0 is truncated: 10 bytes where a report has 21"):
         lh.aggregator().add_bytes(b"\x00" * 10)
     with pytest.raises(ValueError, match="no reports have been added"):
         lh.aggregator().estimate()

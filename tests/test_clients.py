@@ -24,6 +24,7 @@ CASES = {
     "OLOLOHA": {"eps_perm": 4.0, "eps_1": 2.0},
     "L-SH": {"eps_perm": 2.0, "eps_1": 0.8},
     "dBitFlipPM": {"eps_perm": 2.0, "d": 3},
+    "RAPPOR": {"h": 1, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75, "encoder": "onehot"},
 }
 LONGITUDINAL = [n for n in CASES if ll.get_protocol_class(n).longitudinal]
 
@@ -180,10 +181,10 @@ def test_serialization_round_trip(name):
     back = proto.from_bytes(blobs)
     np.testing.assert_array_equal(proto.support_counts(back), proto.support_counts(reports))
     agg = proto.aggregator()
-    agg.add_bytes(blobs)
+    agg.add_bytes(proto.encode_reports(reports))
     np.testing.assert_array_equal(agg.support_counts, proto.support_counts(reports))
     client = proto.client(np.random.default_rng(3))
-    assert len(client.report_bytes(299)) == proto.report_nbytes
+    assert len(client.report_bytes(299)) == proto.wire_size == 12 + proto.report_nbytes
 
 
 def test_report_sizes_are_compact():

@@ -248,7 +248,8 @@ def test_bad_input_raises_clear_errors(small):
 
 
 def test_registry_protocols_are_accepted_by_name():
+    # "RAPPOR" given budgets builds L-SUE (RAPPOR tuned by ε∞ and ε1).
     assert (
-        make_spec("rappor", eps_perm=2.0, alpha=0.5).protocol
+        make_spec("rappor", eps_perm=2.0, alpha=0.5).chain(3).name
         == ll.protocol("L-SUE", k=3, eps_perm=2.0, eps_1=1.0).name
     )

@@ -11,6 +11,7 @@ from longldp.protocols import (
     get_protocol_class,
     list_protocols,
     protocol,
+    protocol_from_spec,
 )
 
 __version__ = "0.1.0"
@@ -23,5 +24,6 @@ __all__ = [
     "postprocess",
     "privacy",
     "protocol",
+    "protocol_from_spec",
     "protocols",
 ]

@@ -235,6 +235,45 @@ def dbitflip_unit_variance(eps_perm: float, b: int, d: int, f: ArrayLike = 0.0) 
 # --------------------------------------------------------------------------------------------
 
 
+def rappor_effective(p: float, q: float, f: float) -> tuple[float, float]:
+    """RAPPOR's one-report rates (q*, p*) = (P(report bit 1 | Bloom bit 1), … | Bloom bit 0).
+
+    q* = ½f(p+q) + (1−f)q and p* = ½f(p+q) + (1−f)p ([ERL14] §3.1, Lemma 1). RAPPOR's names
+    swap the UE letters: p = P(IRR 1 | PRR 0), q = P(IRR 1 | PRR 1). As a chain they are
+    (p1, q1, p2, q2) = (1 − f/2, f/2, q, p), so (q*, p*) = :func:`chain_support` of it.
+    """
+    return chain_support(1 - f / 2, f / 2, q, p)
+
+
+def rappor_eps_inf(f: float, h: int) -> float:
+    """ε∞ = 2h·ln((1 − f/2)/(f/2)): the permanent response, even if known exactly.
+
+    [ERL14] Theorem 1; two strings with disjoint Bloom bits differ in 2h positions, each
+    bounded by (1 − f/2)/(f/2). Independent of k. f = 0 gives ∞ (no permanent noise).
+    """
+    if f <= 0:
+        return math.inf
+    return 2 * h * math.log((1 - f / 2) / (f / 2))
+
+
+def rappor_eps_1(p: float, q: float, f: float, h: int) -> float:
+    """ε1 = h·ln[q*(1−p*)/(p*(1−q*))] of one report ([ERL14] Theorem 2); inverted if p > q."""
+    qs, ps = rappor_effective(p, q, f)
+    return h * abs(math.log(qs * (1 - ps) / (ps * (1 - qs))))
+
+
+def rappor_detection_bound(n: int, q: float, m_candidates: int, alpha: float = 0.05) -> float:
+    """Most equally frequent strings basic one-time RAPPOR (p = ½, f = 0) can detect.
+
+    [ERL14] appendix: T̂ has null sd √N/(2q−1); with Q = Φ⁻¹(1 − α/M) (Bonferroni), x strings
+    of frequency N/x are detected only if x < (2q − 1)√N/Q.
+    """
+    from statistics import NormalDist
+
+    Q = NormalDist().inv_cdf(1 - alpha / m_candidates)
+    return (2 * q - 1) * math.sqrt(n) / Q
+
+
 def chain_support(p1: float, q1: float, p2: float, q2: float) -> tuple[float, float]:
     """(P1, P0) of a two-round chain; a one-shot oracle is the chain with p2 = 1, q2 = 0."""
     return p1 * p2 + (1 - p1) * q2, q1 * p2 + (1 - q1) * q2

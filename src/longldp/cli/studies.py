@@ -101,13 +101,46 @@ def plot_cmd(
     band: Annotated[
         str, typer.Option(help="95% band over repetitions: 't' (of the mean) or 'percentile'.")
     ] = "t",
+    x: Annotated[str | None, typer.Option(help="Column on the x axis (default: ε∞).")] = None,
+    y: Annotated[
+        str | None, typer.Option(help="Column on the y axis (default: the kind's metric).")
+    ] = None,
+    lines: Annotated[str | None, typer.Option(help="Column giving one line per value.")] = None,
+    panels: Annotated[
+        str | None, typer.Option(help="Comma-separated columns giving one panel per value.")
+    ] = None,
+    figures: Annotated[
+        str | None, typer.Option(help="Comma-separated columns giving one figure per value.")
+    ] = None,
+    log_y: Annotated[
+        bool | None, typer.Option("--log-y/--linear-y", help="Scale of the y axis.")
+    ] = None,
 ) -> None:
-    """Draw a study's figures from its results table (any kind: MSE_avg against ε∞ on a log
-    scale, a panel per dataset; set-valued studies also precision, F1 and NCR)."""
-    from longldp.experiments import plot_study
+    """Draw a study's figures from its results table. Without options: every figure of its
+    kind (MSE_avg against ε∞ on a log scale, a panel per dataset; set-valued studies also
+    precision, F1 and NCR; gfim: precision). Options draw one chosen plot instead."""
+    from longldp.experiments import plot_results, plot_study
+
+    def cols(text: str | None) -> tuple[str, ...] | None:
+        return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
 
     con = console()
-    for path in plot_study(results, out, band_kind=band):
+    chosen = (x, y, lines, panels, figures, log_y)
+    if all(c is None for c in chosen):
+        paths = plot_study(results, out, band_kind=band)
+    else:
+        paths = plot_results(
+            results,
+            out,
+            x=x,
+            y=y,
+            line_by=lines,
+            panel_by=cols(panels),
+            figure_by=cols(figures),
+            band_kind=band,
+            log_y=log_y,
+        )
+    for path in paths:
         con.print(str(path))
 
 

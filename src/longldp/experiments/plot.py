@@ -21,11 +21,13 @@ is drawn in every figure. Only rows with ``status == "ok"`` are plotted.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -34,7 +36,15 @@ from scipy import stats
 from longldp.experiments import store
 from longldp.experiments.store import read_results
 
-__all__ = ["BANDS", "band", "line_styles", "plot_results", "plot_study"]
+__all__ = [
+    "BANDS",
+    "DEFAULTS",
+    "band",
+    "kind_defaults",
+    "line_styles",
+    "plot_results",
+    "plot_study",
+]
 
 BANDS = ("t", "percentile")
 _LABELS = {
@@ -42,6 +52,8 @@ _LABELS = {
     "alpha": "α",
     "mse_avg": "MSE_avg",
     "postprocess": "post-processing",
+    "precision": "precision",
+    "re": "median relative error",
     "ncr": "NCR",
     "f1": "F1",
 }
@@ -114,19 +126,45 @@ def line_styles(labels: Sequence[object]) -> dict[object, dict[str, object]]:
     }
 
 
+#: What `plot_results` draws when neither the caller nor the table's kind says otherwise.
+DEFAULTS: dict[str, Any] = {
+    "x": "eps_perm",
+    "y": "mse_avg",
+    "figure_by": ("alpha", "postprocess"),
+    "panel_by": ("dataset", "attribute"),
+    "line_by": "protocol",
+    "log_y": True,
+}
+
+
+def kind_defaults(table: pa.Table) -> dict[str, Any]:
+    """`DEFAULTS` updated by the plot defaults of the table's study kind (its ``kind`` column)."""
+    out = dict(DEFAULTS)
+    if "kind" in table.column_names and table.num_rows:
+        from longldp.experiments.kinds import get_kind
+
+        with contextlib.suppress(ValueError):  # an unknown kind: the generic plot
+            out.update(get_kind(str(table.column("kind")[0].as_py())).plot)
+    return out
+
+
 def plot_results(
     results: str | Path | pa.Table,
     out: str | Path | None = None,
     *,
-    x: str = "eps_perm",
-    y: str = "mse_avg",
-    figure_by: Sequence[str] = ("alpha", "postprocess"),
-    panel_by: Sequence[str] = ("dataset", "attribute"),
-    line_by: str = "protocol",
+    x: str | None = None,
+    y: str | None = None,
+    figure_by: Sequence[str] | None = None,
+    panel_by: Sequence[str] | None = None,
+    line_by: str | None = None,
     band_kind: str = "t",
-    log_y: bool = True,
+    log_y: bool | None = None,
 ) -> list[Path]:
     """Draw ``y`` against ``x`` from a results table into PNG files; return their paths.
+
+    Every argument left None takes the default of the table's study kind (`kind_defaults`:
+    MSE_avg on a log axis against ε∞, one line per protocol, unless the kind says otherwise,
+    e.g. the ``gfim`` kind: precision on a linear axis, one line per method).
 
     Parameters
     ----------
@@ -145,9 +183,9 @@ def plot_results(
         One line per value of this column.
     band_kind : {"t", "percentile"}
         How the 95% band over repetitions is computed (module docstring).
-    log_y : bool, default=True
-        Log scale on the vertical axis (bands in log space); False for a linear axis (metrics
-        in [0, 1] such as precision).
+    log_y : bool, optional
+        Log scale on the vertical axis (the default for MSE; bands in log space); False for a
+        linear axis (metrics in [0, 1] such as precision).
 
     Returns
     -------
@@ -169,6 +207,13 @@ def plot_results(
         results_dir = p if p.is_dir() else p.parent
         out = out if out is not None else results_dir / "plots"
     out_dir = Path(out)
+    chosen = kind_defaults(table)
+    given = {"x": x, "y": y, "figure_by": figure_by, "panel_by": panel_by, "line_by": line_by}
+    chosen.update({k: v for k, v in given.items() if v is not None})
+    if log_y is not None:
+        chosen["log_y"] = log_y
+    x, y, line_by = chosen["x"], chosen["y"], chosen["line_by"]
+    figure_by, panel_by = tuple(chosen["figure_by"]), tuple(chosen["panel_by"])
     needed = {x, y, line_by, "status", *figure_by, *panel_by}
     missing = sorted(needed - set(table.column_names))
     if missing:
@@ -183,6 +228,7 @@ def plot_results(
     study = cols["study"][keep[0]] if "study" in cols else ""
     lines = list(dict.fromkeys(cols[line_by][i] for i in keep))
     styles = line_styles(lines)
+    log_y = bool(chosen["log_y"])
 
     def key(i: int, names: Sequence[str]) -> tuple:
         return tuple(cols[c][i] for c in names)
@@ -238,9 +284,7 @@ def plot_results(
                 if lb not in labels:
                     handles.append(h)
                     labels.append(lb)
-        fig.legend(
-            handles, labels, loc="outside lower center", ncols=legend_cols, fontsize=8
-        )
+        fig.legend(handles, labels, loc="outside lower center", ncols=legend_cols, fontsize=8)
         shown = [(c, v) for c, v in zip(figure_by, fig_key, strict=True) if v is not None]
         what = ", ".join(f"{_LABELS.get(c, c)} = {_fmt(v)}" for c, v in shown)
         interval = "t-interval" if band_kind == "t" else "percentile band"
@@ -260,11 +304,10 @@ def plot_results(
 def plot_study(
     results: str | Path, out: str | Path | None = None, *, band_kind: str = "t"
 ) -> list[Path]:
-    """Every figure of a study, with its kind's layout: what ``longldp plot`` draws.
+    """Every figure of a study, with its kind's defaults: what ``longldp plot`` draws.
 
-    The kind (the ``kind`` column) gives the figures, panels and lines
-    (`longldp.experiments.kinds.StudyKind`): its metric (MSE_avg) on a log axis, and each of
-    its ``linear_metrics`` (set-valued: precision, F1, NCR) on a linear axis.
+    The kind (the ``kind`` column) gives the layout (`kind_defaults`): its main plot, then
+    each of its ``linear_metrics`` (set-valued: precision, F1, NCR) on a linear axis.
 
     Parameters
     ----------
@@ -288,11 +331,8 @@ def plot_study(
         raise ValueError(
             f"plot: {str(results)!r} is not a results table of one study (kinds {sorted(kinds)})."
         )
-    kind = get_kind(kinds.pop())
-    layout = {"figure_by": kind.figure_by, "panel_by": kind.panel_by, "line_by": kind.line_by}
-    paths = plot_results(results, out, y=kind.metric, band_kind=band_kind, **layout)
+    kind = get_kind(str(kinds.pop()))
+    paths = plot_results(results, out, band_kind=band_kind)
     for metric in kind.linear_metrics:
-        paths += plot_results(
-            results, out, y=metric, band_kind=band_kind, log_y=False, **layout
-        )
+        paths += plot_results(results, out, y=metric, band_kind=band_kind, log_y=False)
     return paths

@@ -17,13 +17,15 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from longldp.protocols import wire
 from longldp.protocols._memo import MemoStore, PopulationMemo
-from longldp.protocols._rng import SecureRandom
+from longldp.protocols._rng import HmacRandom, SecureRandom
 from longldp.protocols.base import Aggregator, Client, FrequencyOracle
 from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.grr import GRR, LGRR
 from longldp.protocols.hadamard import LSH, SH
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
+from longldp.protocols.rappor import RAPPOR, RapporClient
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
 REGISTRY: dict[str, type[FrequencyOracle]] = {
@@ -44,10 +46,12 @@ REGISTRY: dict[str, type[FrequencyOracle]] = {
         OLOLOHA,
         LSH,
         DBitFlipPM,
+        RAPPOR,
     )
 }
-#: RAPPOR's memoized (permanent + instantaneous) randomized response is L-SUE.
-ALIASES = {"rappor": "l-sue", "dbitflip": "dbitflippm"}
+ALIASES = {"dbitflip": "dbitflippm"}
+#: RAPPOR tuned by budgets instead of (f, p, q) is L-SUE (one-hot, f and q set by ε∞ and ε1).
+_BUDGET_ALIASES = {"rappor": "l-sue"}
 
 
 @dataclass(frozen=True)
@@ -73,9 +77,14 @@ def get_protocol_class(name: str) -> type[FrequencyOracle]:
 def protocol(name: str, **params: Any) -> FrequencyOracle:
     """Build a protocol by name, e.g. ``protocol("L-GRR", k=10, eps_perm=2, eps_1=1)``.
 
+    ``protocol("RAPPOR", k=…, h=…, m=…, f=…, p=…, q=…)`` builds RAPPOR; given budgets
+    (``eps_perm``, ``eps_1``) instead, "RAPPOR" builds L-SUE, RAPPOR tuned for utility.
+
     Unknown parameters raise ``ValueError`` (never silently dropped).
     """
     cls = get_protocol_class(name)
+    if isinstance(name, str) and name.lower() in _BUDGET_ALIASES and "eps_perm" in params:
+        cls = get_protocol_class(_BUDGET_ALIASES[name.lower()])
     allowed = _init_parameters(cls)
     unknown = sorted(set(params) - set(allowed))
     if unknown:
@@ -86,6 +95,17 @@ def protocol(name: str, **params: Any) -> FrequencyOracle:
     if missing:
         raise ValueError(f"{cls.name}: missing parameter(s) {', '.join(missing)}.")
     return cls(**params)
+
+
+def protocol_from_spec(spec: dict[str, Any]) -> FrequencyOracle:
+    """Rebuild a protocol from ``proto.spec()`` (``{"name": ..., "params": {...}}``)."""
+    return wire.protocol_from_spec(spec)
+
+
+def aggregator_from_state(state: dict[str, Any]) -> Aggregator:
+    """Rebuild an aggregator, protocol included, from ``Aggregator.state()``."""
+    spec, _, _ = wire.check_state(state)
+    return protocol_from_spec(spec).aggregator_from_state(state)
 
 
 def list_protocols() -> list[ProtocolInfo]:
@@ -132,6 +152,7 @@ __all__ = [
     "OLH",
     "OLOLOHA",
     "OUE",
+    "RAPPOR",
     "SH",
     "SUE",
     "Aggregator",
@@ -139,11 +160,16 @@ __all__ = [
     "Client",
     "DBitFlipPM",
     "FrequencyOracle",
+    "HmacRandom",
     "MemoStore",
     "PopulationMemo",
     "ProtocolInfo",
+    "RapporClient",
     "SecureRandom",
+    "aggregator_from_state",
     "get_protocol_class",
     "list_protocols",
     "protocol",
+    "protocol_from_spec",
+    "wire",
 ]

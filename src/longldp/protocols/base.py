@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
+from longldp.protocols import wire
 from longldp.protocols._bitcount import BYTE_BITS, packed_column_sums  # noqa: F401  (re-exported)
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource, SecureRandom, as_random_source
@@ -294,6 +295,59 @@ class FrequencyOracle(ABC):
         """A server-side accumulator of reports."""
         return Aggregator(self)
 
+    def aggregator_from_state(self, state: dict[str, Any]) -> Aggregator:
+        """An aggregator restored from :meth:`Aggregator.state` (refuses another protocol's)."""
+        spec, n, support = wire.check_state(state)
+        if spec != self.spec() or state["fingerprint"] != self.fingerprint().hex():
+            raise ValueError(
+                f"{self.name}: the aggregator state is of {wire.canonical_json(spec).decode()}, "
+                f"not of {wire.canonical_json(self.spec()).decode()}."
+            )
+        agg = Aggregator(self)
+        empty = agg.support_counts
+        if support.shape != empty.shape:
+            raise ValueError(
+                f"{self.name}: aggregator state 'support' must have shape {empty.shape}; "
+                f"got {support.shape}."
+            )
+        if n:
+            agg._support = support.astype(empty.dtype)
+            agg.n = n
+        return agg
+
+    # ------------------------------------------------------------------ wire format v1
+    def spec(self) -> dict[str, Any]:
+        """``{"name", "params"}``: JSON that rebuilds this protocol (:func:`protocol_from_spec`)."""
+        return wire.spec(self)
+
+    @property
+    def protocol_id(self) -> int:
+        """This protocol's one-byte id on the wire (docs/wire-format.md)."""
+        return wire.protocol_id(self)
+
+    def fingerprint(self) -> bytes:
+        """8 bytes: SHA-256 of the canonical JSON :meth:`spec`, truncated."""
+        return wire.fingerprint(self)
+
+    @property
+    def wire_header(self) -> bytes:
+        """The 12-byte header of every report of this protocol."""
+        return wire.header(self)
+
+    @property
+    def wire_size(self) -> int:
+        """Bytes of one wire-format report (header + body)."""
+        return wire.wire_size(self)
+
+    def encode_reports(self, bodies: NDArray) -> bytes:
+        """Wire-format reports (header + body each), concatenated."""
+        return wire.encode_reports(self, bodies)
+
+    def decode_reports(self, data: bytes | Sequence[bytes]) -> NDArray:
+        """Report records of wire-format reports; every header, length and body is checked and
+        the first bad item named (``ValueError``)."""
+        return wire.decode_reports(self, data)
+
     @property
     def report_nbytes(self) -> int:
         """Size in bytes of one serialized report."""
@@ -417,9 +471,9 @@ class Client:
         return self.oracle._make_reports(payload, self._state)[0]
 
     def report_bytes(self, value: int) -> bytes:
-        """:meth:`report`, serialized compactly."""
+        """:meth:`report` as one wire-format report (header + body, docs/wire-format.md)."""
         rec = self.report(value)
-        return self.oracle.to_bytes(np.asarray([rec], dtype=np.asarray(rec).dtype))[0]
+        return self.oracle.encode_reports(np.asarray([rec], dtype=np.asarray(rec).dtype))
 
     @property
     def spent_budget(self) -> privacy.SpentBudget:
@@ -448,14 +502,45 @@ class Aggregator:
         self.n += len(batch)
 
     def add_bytes(self, data: bytes | Sequence[bytes]) -> None:
-        """Add serialized reports."""
-        self.add(self.oracle.from_bytes(data))
+        """Add wire-format reports (concatenated, or a sequence of them).
+
+        Every item's header (version, protocol id, parameter fingerprint) and length is checked
+        before anything is counted; a bad item raises ``ValueError`` naming its index.
+        """
+        self.add(self.oracle.decode_reports(data))
 
     @property
     def support_counts(self) -> NDArray:
+        """Support counts of everything added (a copy)."""
         if self._support is None:
             return self.oracle.support_counts(self.oracle.from_bytes(b""))
         return self._support.copy()
+
+    def merge(self, other: Aggregator) -> None:
+        """Add another aggregator's counts (e.g. another shard); refuses other protocols."""
+        if not isinstance(other, Aggregator):
+            raise ValueError(f"merge: expected an Aggregator; got {type(other).__name__}.")
+        if other.oracle.spec() != self.oracle.spec():
+            raise ValueError(
+                f"{self.oracle.name}: cannot merge counts of "
+                f"{wire.canonical_json(other.oracle.spec()).decode()} into "
+                f"{wire.canonical_json(self.oracle.spec()).decode()}."
+            )
+        if other.n:
+            self._support = (
+                other.support_counts if self._support is None else self._support + other._support
+            )
+            self.n += other.n
+
+    def state(self) -> dict[str, Any]:
+        """JSON-serializable counts: restore with ``proto.aggregator_from_state(state)``."""
+        return {
+            "format": wire.STATE_FORMAT,
+            "protocol": self.oracle.spec(),
+            "fingerprint": self.oracle.fingerprint().hex(),
+            "n": int(self.n),
+            "support": np.asarray(self.support_counts).astype(np.int64).tolist(),
+        }
 
     def estimate(self, postprocess: str | pp.PostProcessor | None = None) -> NDArray[np.float64]:
         """Frequencies from everything added so far."""

@@ -240,11 +240,10 @@ class MembershipIndex:
 
     def __init__(self, base: SetData, member: NDArray[np.bool_]):
         self.base = base
-        flag = member[base.items]
-        csum = np.zeros(flag.size + 1, dtype=np.int64)
-        np.cumsum(flag, out=csum[1:])
-        self.pos = np.flatnonzero(flag)
-        bounds = csum[base.indptr]
+        self.pos = np.flatnonzero(member[base.items])
+        # Members before each row start: a binary search in pos (a prefix sum over the nnz
+        # flags costs ~5x more at 25M stored items).
+        bounds = np.searchsorted(self.pos, base.indptr)
         self.first = bounds[:-1]
         self.count = np.diff(bounds)
         self._restricted: tuple[IntArray, NDArray] | None = None

@@ -160,6 +160,10 @@ class LDPMinerRun:
             self.chains = {"phase1": self.half.chain(d + 1), "phase2": self.half.chain(size2)}
         self.cands: IntArray = np.zeros(0, dtype=np.int64)
         self.slots: list | None = None
+        #: The latest phase-1 estimates of every item and phase-2 estimates of ``cands``
+        #: (what a caller needs to score the estimates of items outside the output).
+        self.f1: np.ndarray = np.zeros(d, dtype=np.float64)
+        self.f2: np.ndarray = np.zeros(0, dtype=np.float64)
 
     def _fo(self, phase: str) -> str:
         if self.half.protocol == ADAPTIVE:
@@ -189,6 +193,7 @@ class LDPMinerRun:
             support = self.inst["phase1"].collect(psfo.oracle, codes, rng, psfo.eps)
             f1 = psfo.estimate(support, n, self.miner.postprocess)
             self.cands = top_indices(f1, self.n_c, rng)
+            self.f1 = f1
             diag["phase1"] = psfo.describe()
         member = np.zeros(d, dtype=bool)
         member[self.cands] = True
@@ -220,6 +225,7 @@ class LDPMinerRun:
         codes = psfo.encode(r, m, real_codes)
         support = self.inst["phase2"].collect(psfo.oracle, codes, rng, psfo.eps)
         est = psfo.estimate(support, n, self.miner.postprocess, reportable)[code_of]
+        self.f2 = est
         order = top_indices(est, self.miner.k)
         diag.update(phase2=psfo.describe(), n_candidates=int(self.n_c), L=self.L, ell2=self.ell2)
         return TopK(tuple((int(x),) for x in self.cands[order]), est[order]), diag

@@ -10,8 +10,8 @@ A kind is one small module that defines a module-level ``KIND = StudyKind(...)``
   (a worker process or a Dask worker imports it by name) and a pure function of the cell;
 - ``columns``: the Arrow fields of the kind's rows (the runner adds the common columns);
 - ``summary_by`` / ``pivot`` / ``metric``: how ``longldp run`` summarizes the table;
-- ``figure_by`` / ``panel_by`` / ``line_by`` / ``linear_metrics``: how ``longldp plot`` draws
-  it (`longldp.experiments.plot.plot_study`).
+- ``plot`` / ``linear_metrics``: how ``longldp plot`` draws it (the layout of
+  `longldp.experiments.plot.plot_results`, and more metrics on linear axes: `plot_study`).
 
 What the kinds share (the contract `Cell`/`StudyKind`, common keys, protocol entries, grid
 expansion and seeding, data over τ, skipped and post-processed rows, Arrow columns) is in
@@ -43,6 +43,7 @@ BUILTIN_KINDS: dict[str, str] = {
     "multidim": "longldp.experiments.kinds.multidim",
     "felip": "longldp.experiments.kinds.felip",
     "setvalued": "longldp.experiments.kinds.setvalued",
+    "gfim": "longldp.experiments.kinds.gfim",
 }
 
 _REGISTERED: dict[str, StudyKind] = {}

@@ -45,6 +45,7 @@ __all__ = [
     "EPS_PERM",
     "Cell",
     "GridSpec",
+    "PlainEntry",
     "ProtocolEntry",
     "SkipReasons",
     "StudyKind",
@@ -149,9 +150,10 @@ class StudyKind:
     summary_by: tuple[str, ...] = ()
     pivot: str = "eps_perm"
     metric: str = "mse_avg"
-    figure_by: tuple[str, ...] = ("alpha", "postprocess")
-    panel_by: tuple[str, ...] = ("dataset", "attribute")
-    line_by: str = "protocol"
+    #: Defaults of `longldp.experiments.plot_results` for this kind's tables (``x``, ``y``,
+    #: ``figure_by``, ``panel_by``, ``line_by``, ``log_y``); empty: the MSE_avg-vs-ε∞ plot.
+    plot: Mapping[str, Any] = field(default_factory=dict)
+    #: More metrics ``longldp plot`` draws, each on a linear axis (set-valued: precision...).
     linear_metrics: tuple[str, ...] = ()
 
 
@@ -174,6 +176,14 @@ def grid_values(values: Mapping[str, Any], datasets: tuple[Any, ...]) -> dict[st
         "datasets": datasets,
         **{k: values[k] for k in ("eps_perm", "alpha", "engine")},
     }
+
+
+class PlainEntry:
+    """Mixin of a frozen dataclass entry that enters a cell's parameters as `plain` JSON."""
+
+    def as_json(self) -> dict[str, Any]:
+        """JSON-serializable description (part of a cell's identity)."""
+        return plain(self)
 
 
 def plain(entry: Any, *drop: str) -> dict[str, Any]:
@@ -230,9 +240,7 @@ def parse_entries(
     where: str, values: Mapping[str, Any], key: str, parse_one: Callable[..., Any], *args: Any
 ) -> tuple[Any, ...]:
     """``parse_one(f"{where}: {key}[i]", entry, *args)`` for every entry of list ``key``."""
-    return tuple(
-        parse_one(f"{where}: {key}[{i}]", t, *args) for i, t in enumerate(values[key])
-    )
+    return tuple(parse_one(f"{where}: {key}[{i}]", t, *args) for i, t in enumerate(values[key]))
 
 
 def parse_grid(
@@ -371,9 +379,7 @@ def parse_protocol_entry(
         info = infos[name]
         if options:
             option_names = [p for p in info.parameters if p not in GRID_PARAMETERS]
-        entry = ProtocolEntry(
-            "", name, {}, bool(info.longitudinal), "eps_1" in info.parameters
-        )
+        entry = ProtocolEntry("", name, {}, bool(info.longitudinal), "eps_1" in info.parameters)
     keys = [sc.Key(name_key, sc.string, required=True), sc.Key("label", sc.string), *extra_keys]
     keys += [sc.Key(o, option_value) for o in option_names]
     try:

@@ -115,7 +115,7 @@ _ADAPTIVE = {
 
 
 @dataclass(frozen=True)
-class DatasetEntry:
+class DatasetEntry(base.PlainEntry):
     """A checked dataset entry (see the module docstring).
 
     Attributes
@@ -141,23 +141,15 @@ class DatasetEntry:
     max_domain: int | None = 50
     rows: int | None = None
 
-    def as_json(self) -> dict[str, Any]:
-        """JSON-serializable description (part of a cell's identity)."""
-        return base.plain(self)
-
 
 @dataclass(frozen=True)
-class OracleEntry:
+class OracleEntry(base.PlainEntry):
     """A checked oracle entry: label, `plan_felip` oracle name, calibration, chain or not."""
 
     label: str
     oracle: str
     calibration: str
     longitudinal: bool
-
-    def as_json(self) -> dict[str, Any]:
-        """JSON-serializable description (part of a cell's identity)."""
-        return base.plain(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -509,5 +501,5 @@ COLUMNS = base.columns(
 
 KIND = StudyKind(
     "felip", KEYS, parse, cells, run_cell, COLUMNS, summary_by=("dataset", "oracle", "alpha"),
-    figure_by=("alpha",), panel_by=("dataset",), line_by="oracle",
+    plot={"figure_by": ("alpha",), "panel_by": ("dataset",), "line_by": "oracle"},
 )  # fmt: skip

@@ -95,7 +95,7 @@ _PROBE_K = 64
 
 
 @dataclass(frozen=True)
-class SetDatasetSpec:
+class SetDatasetSpec(base.PlainEntry):
     """A checked dataset entry: where the sets come from, how many, and τ.
 
     Attributes
@@ -126,10 +126,6 @@ class SetDatasetSpec:
     seed: int = 0
     attributes: tuple[str, ...] | None = None
     exclude: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        """JSON-serializable description (part of a cell's identity)."""
-        return base.plain(self)
 
 
 #: A protocol entry of this kind: ``"adaptive"``, a one-shot oracle or a chain.
@@ -241,9 +237,7 @@ def parse_protocol(where: str, table: Any) -> ProtocolEntry:
 
 def parse(values: dict[str, Any], where: str) -> SetValuedSpec:
     """Turn the checked top-level values into a `SetValuedSpec` (checks each entry)."""
-    datasets, protocols = base.parse_grid(
-        where, values, parse_dataset, "protocols", parse_protocol
-    )
+    datasets, protocols = base.parse_grid(where, values, parse_dataset, "protocols", parse_protocol)
     if values["alpha"] is None and any(p.uses_alpha for p in protocols):
         raise ValueError(
             f"{where}: missing key 'alpha' (the α grid of the longitudinal protocols)."
@@ -434,6 +428,6 @@ COLUMNS = base.columns(
 KIND = StudyKind(
     "setvalued", KEYS, parse, cells, run_cell, COLUMNS,
     summary_by=("dataset", "app", "target", "protocol", "alpha", "postprocess"),
-    figure_by=("app", "target", "alpha", "postprocess"), panel_by=("dataset",),
+    plot={"figure_by": ("app", "target", "alpha", "postprocess"), "panel_by": ("dataset",)},
     linear_metrics=("precision", "f1", "ncr"),
 )  # fmt: skip

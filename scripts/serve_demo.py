@@ -1,0 +1,217 @@
+"""Collecting for real, on one machine: a server, a collection, 10,000 devices over 10 epochs.
+
+What it does (``make serve-demo``):
+
+1. starts ``longldp serve`` on 127.0.0.1 with a SQLite file in a temporary folder;
+2. creates a collection (L-OSUE over 16 app categories, ε∞ = 2, ε1 = 1) with the admin token;
+3. plays 10,000 devices with the real device client (``longldp.client.DeviceClient``): each
+   keeps its state file (memos, budget, upload queue; on /dev/shm when available, so 200,000
+   atomic saves do not wait for a disk) and reports its category of the day in each of 10
+   epochs; the popularity of one category grows over the epochs, so the chart has a trend;
+4. uploads: 100 devices flush their own queue with the client's ``Uploader`` (one request
+   each), the others' queued records are relayed in batches of 1,000 (as a gateway would) and
+   acknowledged in each device's queue only after the server's 200;
+5. prints true and estimated frequencies of the last epoch, and the dashboard URL; the server
+   keeps running until Ctrl-C (``--exit`` stops it at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+import longldp as ll
+from longldp.client import DeviceClient
+from longldp.client.upload import Uploader
+from longldp.protocols import wire
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = {"name": "L-OSUE", "params": {"k": 16, "eps_perm": 2.0, "eps_1": 1.0}}
+
+
+def http(
+    method: str, url: str, token: str, body: bytes | None = None, kind: str = "application/json"
+) -> dict:
+    req = urllib.request.Request(
+        url,
+        data=body,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": kind},
+    )
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        return json.loads(resp.read())
+
+
+def free_port(preferred: int) -> int:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", preferred))
+        except OSError:
+            s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def values_of(rng: np.random.Generator, habits: np.ndarray, epoch: int, k: int) -> np.ndarray:
+    """Each device's category this epoch: its habit, or (growing with the epoch) category 3."""
+    n = habits.size
+    trend = rng.random(n) < 0.03 * epoch
+    other = rng.random(n) < 0.2
+    out = np.where(other, rng.integers(0, k, n), habits)
+    return np.where(trend, 3, out)
+
+
+WORKERS = 2
+
+
+def play_devices(job: tuple) -> dict:
+    """One process's share of the devices, over every epoch: report, then upload."""
+    worker, first, values, base, token, states = job
+    proto = ll.protocol(SPEC["name"], **SPEC["params"])
+    devices = [
+        DeviceClient(states / f"d{first + i}.json", proto, "app-usage", secret=os.urandom(32))
+        for i in range(values.shape[1])
+    ]
+    direct = Uploader(base, "app-usage", token, base_delay=0.2)
+    ingest = f"{base}/v1/collections/app-usage/reports"
+    t0 = time.perf_counter()
+    for epoch, row in enumerate(values):
+        for dev, v in zip(devices, row, strict=True):
+            dev.report(int(v), epoch)
+        # A few devices upload by themselves, one request each, with the client's Uploader.
+        for dev in devices[:10]:
+            direct.flush(dev)
+        # The others' queued records go through a relay, 1,000 per request; each device
+        # drops a report from its queue only once the server has acknowledged it.
+        relay = devices[10:]
+        for s in range(0, len(relay), 1000):
+            group = relay[s : s + 1000]
+            queues = [dev.queue for dev in group]
+            items = [q for queue in queues for q in queue]
+            body = wire.encode_records(
+                proto,
+                [q.id for q in items],
+                np.array([q.epoch for q in items]),
+                b"".join(q.report for q in items),
+            )
+            answer = http("POST", ingest, token, body, "application/octet-stream")
+            assert answer["received"] == len(items)
+            for dev, queue in zip(group, queues, strict=True):
+                dev.acknowledge([q.id for q in queue])
+        if worker == 0:
+            print(
+                f"epoch {epoch}: reported and uploaded ({time.perf_counter() - t0:.0f} s)",
+                flush=True,
+            )
+    b = devices[0].spent_budget
+    return {"left": sum(len(d.queue) for d in devices), "spent": (b.epsilon, b.reports, b.memos)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--devices", type=int, default=10_000)
+    ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--seed", type=int, default=2026, help="seed of the simulated true values")
+    ap.add_argument("--exit", action="store_true", help="stop the server when done")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="longldp-demo-"))
+    shm = Path("/dev/shm")
+    states = Path(
+        tempfile.mkdtemp(prefix="longldp-demo-devices-", dir=shm if shm.is_dir() else None)
+    )
+    port = free_port(args.port)
+    base = f"http://127.0.0.1:{port}"
+    admin = "ll_admin_" + secrets.token_urlsafe(24)
+    env = {
+        **os.environ,
+        "LONGLDP_ADMIN_TOKEN": admin,
+        "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+    db = work / "demo.db"
+    server = subprocess.Popen(
+        [sys.executable, "-m", "longldp", "serve", "--db", str(db), "--port", str(port)], env=env
+    )
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(f"{base}/healthz", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        col = http(
+            "POST",
+            f"{base}/v1/collections",
+            admin,
+            json.dumps(
+                {
+                    "name": "app-usage",
+                    "protocol": SPEC,
+                    "postprocess": "norm-sub",
+                    "description": "Category of the most used app of the day (simulated devices).",
+                }
+            ).encode(),
+        )
+        print(f"server: {base} (database {db})")
+        print(f"collection 'app-usage': {col['privacy']['words']}")
+        proto = ll.protocol(SPEC["name"], **SPEC["params"])
+        rng = np.random.default_rng(args.seed)
+        habits = np.minimum(rng.geometric(0.25, args.devices) - 1, proto.k - 1)
+        values = np.stack([values_of(rng, habits, e, proto.k) for e in range(args.epochs)])
+        truth = [np.bincount(v, minlength=proto.k) / args.devices for v in values]
+        # Two processes, each playing half of the devices (the machine's two cores).
+        cut = np.linspace(0, args.devices, WORKERS + 1).astype(int)
+        jobs = [
+            (w, int(cut[w]), values[:, cut[w] : cut[w + 1]], base, col["ingest_token"], states)
+            for w in range(WORKERS)
+        ]
+        t0 = time.perf_counter()
+        with ProcessPoolExecutor(WORKERS) as pool:
+            results = list(pool.map(play_devices, jobs))
+        left = sum(r["left"] for r in results)
+        print(
+            f"{args.devices:,} devices × {args.epochs} epochs in "
+            f"{time.perf_counter() - t0:.0f} s; {left} reports left in queues"
+        )
+        spent = results[0]["spent"]
+        print(f"device 0 spent ε = {spent[0]:.3g} over {spent[1]} reports ({spent[2]} memos)")
+        last = args.epochs - 1
+        est = http(
+            "GET",
+            f"{base}/v1/collections/app-usage/epochs/{last}/estimate?postprocess=none",
+            col["read_token"],
+        )
+        print(f"epoch {last}: value, true frequency, estimate ± 1.96 SE")
+        for v in range(proto.k):
+            print(
+                f"  {v:2d}  {truth[-1][v]:.3f}  {est['estimate'][v]:+.3f} ± "
+                f"{1.959963984540054 * est['se'][v]:.3f}"
+            )
+        print(f"\ndashboard: {base}/collections/app-usage/dashboard?token={col['read_token']}")
+        if args.exit:
+            return
+        print("server running; Ctrl-C to stop.")
+        server.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(states, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,293 @@
+"""Exact privacy loss from the enumerated channel (docs/audit.md §1, docs/math.md §13.1).
+
+The channels are built from the per-round mechanisms (matrix products of the round channels,
+enumeration of every output), never from the library's P1/P0 closed forms, so that a wrong
+closed form in :mod:`longldp.privacy` cannot hide behind itself. Given an enumerated channel,
+:func:`longldp.privacy.channel_epsilon` gives its ε.
+
+:func:`exact_lifetime_epsilon` extends this to τ reports of one memo: the reports are i.i.d.
+given the memo, so the sufficient statistic is the per-symbol (or per-bit) count of the τ
+reports, and the worst ratio is found by maximizing over counts (docs/math.md §13.2).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import xlogy
+
+from longldp import _validate as check
+from longldp.privacy import channel_epsilon
+from longldp.protocols import (
+    LOSUE,
+    LOUE,
+    LSH,
+    LSOUE,
+    LSUE,
+    OUE,
+    RAPPOR,
+    SH,
+    SUE,
+    DBitFlipPM,
+    FrequencyOracle,
+)
+
+#: Largest number of outputs an enumerated channel may have (2^16 unary-encoded vectors).
+MAX_OUTPUTS = 1 << 16
+#: The unary-encoding oracles: a report is k independent bits (RAPPOR: behind its encoder).
+UNARY = (SUE, OUE, LSUE, LOUE, LSOUE, LOSUE)
+BIT_REPORTS = (*UNARY, RAPPOR)
+#: Hash functions drawn from a hashing protocol's own family to take the worst ε over.
+HASH_DRAWS = 40
+
+
+@dataclass(frozen=True)
+class ExactEpsilons:
+    """ε of one report (both rounds) and of the memoized round 1, from enumerated channels."""
+
+    single: float
+    first_round: float
+
+
+def grr_matrix(keep: float, m: int) -> NDArray[np.float64]:
+    """Round channel of GRR over m symbols: keep with ``keep``, else a uniform other symbol."""
+    if m == 1:
+        return np.ones((1, 1))
+    off = (1 - keep) / (m - 1)
+    return np.full((m, m), off) + np.eye(m) * (keep - off)
+
+
+def bit_matrix(p: float, q: float) -> NDArray[np.float64]:
+    """Per-bit channel: rows = input bit (0, 1), columns = output bit (0, 1)."""
+    return np.array([[1 - q, q], [1 - p, p]])
+
+
+def ue_channel(
+    k: int, per_bit: NDArray[np.float64], patterns: NDArray[np.bool_] | None = None
+) -> NDArray[np.float64]:
+    """Channel over all 2^k output vectors of k independent bits.
+
+    Rows are the encoded inputs: ``patterns`` (P, k) boolean, default the k one-hot vectors.
+    """
+    outputs = np.array(list(itertools.product((0, 1), repeat=k)))
+    rows = np.eye(k, dtype=int) if patterns is None else np.asarray(patterns, dtype=int)
+    return np.stack([np.prod(per_bit[row[None, :], outputs], axis=1) for row in rows])
+
+
+def rappor_patterns(proto: RAPPOR) -> NDArray[np.bool_]:
+    """Every encoding a RAPPOR client can hold: one-hot vectors, the two boolean patterns, or
+    every Bloom filter with 1..h set bits (any set a string can hash to, in any cohort)."""
+    k = proto.k
+    if proto.encoder == "boolean":
+        return np.array([[False], [True]])
+    if proto.encoder == "onehot":
+        return np.eye(k, dtype=bool)
+    sets = [c for r in range(1, proto.h + 1) for c in itertools.combinations(range(k), r)]
+    out = np.zeros((len(sets), k), dtype=bool)
+    for i, s in enumerate(sets):
+        out[i, list(s)] = True
+    return out
+
+
+def hashed_epsilon(
+    proto: FrequencyOracle, bucket_channel: NDArray[np.float64], rng: np.random.Generator
+) -> float:
+    """Worst ε over hash functions drawn from the protocol's own family.
+
+    Given H the report (H, y) has Pr[y | v] = bucket_channel[H(v), y]; H is public and drawn
+    independently of v, so the worst case over H is the privacy loss.
+    """
+    worst = 0.0
+    for _ in range(HASH_DRAWS):
+        state = proto._new_state(1, rng)
+        table = np.array([proto._memo_key(np.array([v]), state)[0] for v in range(proto.k)])
+        worst = max(worst, channel_epsilon(bucket_channel[table]))
+    return worst
+
+
+def dbitflip_channel(proto: DBitFlipPM) -> NDArray[np.float64]:
+    """Every sampled d-subset S and every d-bit answer: Pr[(S, y) | v]."""
+    b, d, p = proto.n_buckets, proto.d, proto.p1
+    bucket = (np.arange(proto.k) * b) // proto.k
+    subsets = list(itertools.combinations(range(b), d))
+    cols = []
+    for s in subsets:
+        truth = (np.array(s)[None, :] == bucket[:, None]).astype(int)
+        for y in itertools.product((0, 1), repeat=d):
+            prob = np.where(np.array(y)[None, :] == truth, p, 1 - p).prod(axis=1)
+            cols.append(prob / len(subsets))
+    return np.array(cols).T
+
+
+def output_space_size(proto: FrequencyOracle) -> int | None:
+    """Number of distinct reports a protocol can emit, or None when unbounded (per-user hash)."""
+    if isinstance(proto, DBitFlipPM):
+        return math.comb(proto.n_buckets, proto.d) * 2**proto.d
+    if isinstance(proto, RAPPOR):
+        return proto.m * 2**proto.k
+    if isinstance(proto, (SH, LSH)):
+        return proto.m * 2
+    if _is_hashing(proto):
+        pool = getattr(proto, "hash_pool", None)
+        return None if pool is None else pool * proto.g  # type: ignore[attr-defined]
+    if _is_unary(proto):
+        return 2**proto.k
+    return proto.k
+
+
+def exact_epsilons(proto: FrequencyOracle, rng: np.random.Generator | None = None) -> ExactEpsilons:
+    """(single-report ε, first-round ε) of ``proto`` from its enumerated channel.
+
+    Refuses domains whose channel has more than :data:`MAX_OUTPUTS` outputs.
+    ``rng`` draws the hash functions of the hashing protocols (default: seed 0).
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
+    size = output_space_size(proto)
+    if size is not None and size > MAX_OUTPUTS and not _is_hashing(proto):
+        raise ValueError(
+            f"{proto.name}: the exact audit enumerates the channel; k = {proto.k} gives {size} "
+            f"outputs, more than the {MAX_OUTPUTS} allowed; use a smaller k."
+        )
+    if isinstance(proto, DBitFlipPM):
+        eps = channel_epsilon(dbitflip_channel(proto))
+        return ExactEpsilons(eps, eps)
+    if isinstance(proto, RAPPOR):
+        return _rappor_exact(proto)
+    if _is_hashing(proto):
+        g = proto.g  # type: ignore[attr-defined]
+        r1 = grr_matrix(proto.p1, g)
+        both = r1 @ grr_matrix(proto.p2, g) if proto.longitudinal else r1
+        return ExactEpsilons(hashed_epsilon(proto, both, rng), hashed_epsilon(proto, r1, rng))
+    if _is_unary(proto):
+        b1 = bit_matrix(proto.p1, proto.q1)
+        both = b1 @ bit_matrix(proto.p2, proto.q2)
+        return ExactEpsilons(
+            channel_epsilon(ue_channel(proto.k, both)), channel_epsilon(ue_channel(proto.k, b1))
+        )
+    r1 = grr_matrix(proto.p1, proto.k)
+    return ExactEpsilons(channel_epsilon(r1 @ grr_matrix(proto.p2, proto.k)), channel_epsilon(r1))
+
+
+def _rappor_exact(proto: RAPPOR) -> ExactEpsilons:
+    patterns = rappor_patterns(proto)
+    if patterns.shape[0] * 2**proto.k > 1 << 24:
+        raise ValueError(
+            f"{proto.name}: the exact audit enumerates {patterns.shape[0]} Bloom patterns × "
+            f"2^{proto.k} outputs; use a smaller k or h."
+        )
+    b1 = bit_matrix(proto.p1, proto.q1)
+    both = b1 @ bit_matrix(proto.p2, proto.q2)
+    single = channel_epsilon(ue_channel(proto.k, both, patterns))
+    if proto.one_time:
+        return ExactEpsilons(single, single)
+    return ExactEpsilons(single, channel_epsilon(ue_channel(proto.k, b1, patterns)))
+
+
+def memoized(proto: FrequencyOracle) -> bool:
+    """Does the client keep round 1 across reports? (One-time RAPPOR does not.)"""
+    return proto.longitudinal and not getattr(proto, "one_time", False)
+
+
+# ------------------------------------------------------------------------------ lifetime
+
+
+def exact_lifetime_epsilon(proto: FrequencyOracle, tau: int, alternating: bool = False) -> float:
+    """Exact ε of τ reports of one client (docs/math.md §13.2).
+
+    ``alternating=False``: the client holds one value for all τ reports; the two worlds are two
+    values. ``alternating=True``: the client alternates a, b, a, b, … against b, a, b, a, …;
+    the odd and the even reports come from two independent memos, so the loss is the sum of
+    two one-value losses over ⌈τ/2⌉ and ⌊τ/2⌋ reports.
+
+    One-shot oracles randomize every report afresh: τ·ε. dBitFlipPM has no second round, so
+    every report repeats the memo. The chains are reduced to their sufficient statistic, the
+    counts of the τ reports (per symbol for GRR-type chains, per bit for unary encodings).
+    """
+    tau = check.integer(proto.name, "tau", tau, minimum=1)
+    if alternating and tau >= 2:
+        half = (tau + 1) // 2
+        return _one_value_lifetime(proto, half) + _one_value_lifetime(proto, tau - half)
+    return _one_value_lifetime(proto, tau)
+
+
+def _one_value_lifetime(proto: FrequencyOracle, tau: int) -> float:
+    if not memoized(proto):
+        return tau * exact_epsilons(proto).single
+    if isinstance(proto, DBitFlipPM):
+        return exact_epsilons(proto).single
+    if isinstance(proto, RAPPOR):
+        if proto.encoder == "boolean":
+            return _boolean_lifetime(proto, tau)
+        # Two encodings differ in at most h bits each way (one for one-hot).
+        pair = _unary_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, tau)
+        return pair * (proto.h if proto.encoder == "bloom" else 1)
+    if _is_unary(proto):
+        return _unary_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, tau)
+    m = proto.g if _is_hashing(proto) else proto.k  # type: ignore[attr-defined]
+    return _categorical_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, m, tau)
+
+
+def _unary_chain_lifetime(p1: float, q1: float, p2: float, q2: float, tau: int) -> float:
+    """Two inputs differ in two bits; per bit the count c of ones over τ reports has the
+    log-likelihood ratio r(c) = ℓ1(c) − ℓ0(c); the worst output maximizes r at one bit and −r
+    at the other: max r + max(−r)."""
+    r = unary_count_llr(np.arange(tau + 1), tau, p1, q1, p2, q2)
+    return float(r.max() + (-r).max())
+
+
+def _boolean_lifetime(proto: RAPPOR, tau: int) -> float:
+    """One bit: the two inputs differ in that bit only: max |r|."""
+    r = unary_count_llr(np.arange(tau + 1), tau, proto.p1, proto.q1, proto.p2, proto.q2)
+    return float(np.abs(r).max())
+
+
+def unary_count_llr(
+    c: NDArray, tau: int | NDArray, p1: float, q1: float, p2: float, q2: float
+) -> NDArray[np.float64]:
+    """ln Pr[c ones in τ reports | true bit 1] − ln Pr[… | true bit 0] for a memoized bit."""
+    c = np.asarray(c, dtype=np.float64)
+    a1 = xlogy(c, p2) + xlogy(tau - c, 1 - p2)
+    a0 = xlogy(c, q2) + xlogy(tau - c, 1 - q2)
+    return _mix(p1, a1, a0) - _mix(q1, a1, a0)
+
+
+def _mix(w: float, a1: NDArray, a0: NDArray) -> NDArray[np.float64]:
+    """ln(w·e^{a1} + (1 − w)·e^{a0})."""
+    return np.logaddexp(math.log(w) + a1, math.log(1 - w) + a0)
+
+
+def _categorical_chain_lifetime(
+    p1: float, q1: float, p2: float, q2: float, m: int, tau: int
+) -> float:
+    """GRR chain over m symbols. With A_j = ρ^{N_j} (ρ = p2/q2, N_j the count of symbol j) the
+    ratio is (p1·A_a + q1·A_b + q1·T)/(p1·A_b + q1·A_a + q1·T), T the sum over the other
+    symbols. For fixed (N_a, N_b) it decreases in T when A_a > A_b, and T is smallest with the
+    remaining counts spread evenly (ρ^N is convex); enumerate (N_a, N_b)."""
+    lr = math.log(p2 / q2)
+    na, nb = np.meshgrid(np.arange(tau + 1), np.arange(tau + 1), indexing="ij")
+    ok = na + nb <= tau if m > 2 else na + nb == tau
+    na, nb = na[ok].astype(np.float64), nb[ok].astype(np.float64)
+    la, lb = na * lr, nb * lr
+    if m > 2:
+        rest = tau - na - nb
+        base, extra = np.floor_divide(rest, m - 2), np.mod(rest, m - 2)
+        with np.errstate(divide="ignore"):
+            lt = np.logaddexp(np.log(m - 2 - extra) + base * lr, np.log(extra) + (base + 1) * lr)
+    else:
+        lt = np.full_like(la, -np.inf)
+    lp, lq = math.log(p1), math.log(q1)
+    num = np.logaddexp(np.logaddexp(lp + la, lq + lb), lq + lt)
+    den = np.logaddexp(np.logaddexp(lp + lb, lq + la), lq + lt)
+    return float(np.max(num - den))
+
+
+def _is_hashing(proto: FrequencyOracle) -> bool:
+    return hasattr(proto, "g") and hasattr(proto, "hash_pool")
+
+
+def _is_unary(proto: FrequencyOracle) -> bool:
+    return isinstance(proto, UNARY)

@@ -1,0 +1,397 @@
+"""The device client: randomizes on the device, keeps its memos and budget, uploads reports.
+
+A :class:`DeviceClient` is what an app embeds (docs/client.md). It keeps
+
+- a **device secret** (32 bytes from ``os.urandom``, its own file or passed by the app from a
+  keystore). Round 1 (the memoized, "permanent" randomization) and the per-user protocol state
+  (hash seed, sampled buckets) are *derived* from it with :class:`HmacRandom`, so deleting the
+  memo store reproduces the same memos instead of drawing new ones: an app reinstall cannot be
+  used to average the permanent response away (as the RAPPOR reference clients do for their
+  PRR, Erlingsson, Pihur and Korolova, CCS 2014). Round 2 always comes from the OS
+  (:class:`SecureRandom`).
+- a **state file** (memo keys, reports sent, the upload queue), saved atomically after every
+  change and authenticated; a corrupt, modified or foreign file is refused with ``ValueError``.
+- a **budget**: the spent ε = min(t·ε1, d·ε∞) for t reports and d distinct memos (one-shot
+  protocols: t·ε) is persisted, so it stays truthful across restarts; with ``max_epsilon`` a
+  report that would exceed it is refused (:class:`BudgetExceededError`).
+- an **upload queue**: every report gets a random 16-byte id when created; retries reuse it,
+  so the server counts it once (:mod:`longldp.client.upload`).
+
+Dependencies: the core (NumPy) and the standard library (``urllib`` for HTTP).
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from longldp import privacy
+from longldp.client import _store
+from longldp.protocols import FrequencyOracle, HmacRandom, SecureRandom, protocol_from_spec, wire
+
+log = logging.getLogger("longldp.client")
+
+#: Default bound of the upload queue (reports); the oldest is dropped, and logged, past it.
+QUEUE_LIMIT = 1000
+
+
+class BudgetExceededError(ValueError):
+    """A report would make the spent ε exceed the client's ``max_epsilon``."""
+
+
+@dataclass(frozen=True)
+class QueuedReport:
+    """One report waiting for the server's acknowledgement."""
+
+    id: bytes
+    epoch: int
+    report: bytes
+
+
+class Round1Derivation:
+    """Round 1 and per-user state of one (secret, protocol, collection), derived with HMAC.
+
+    Per-user state (hash seed, sampled buckets) is drawn from
+    ``HmacRandom(secret, "longldp/state/v1|" ‖ context)`` and the memo of memo key x from
+    ``HmacRandom(secret, "longldp/round1/v1|" ‖ context ‖ x as 8 bytes big-endian)``, where
+    context = the protocol's 12-byte wire header ‖ len(collection) as 2 bytes ‖ collection
+    (UTF-8). Each memo is therefore a fixed function of the secret, and (HMAC being a PRF)
+    distributed exactly as the protocol's round 1 for a secret the server does not know.
+    """
+
+    def __init__(self, proto: FrequencyOracle, secret: bytes, collection: str):
+        name = collection.encode("utf-8")
+        self.proto = proto
+        self._secret = secret
+        self._context = wire.header(proto) + len(name).to_bytes(2, "big") + name
+        self.state = proto._new_state(1, HmacRandom(secret, b"longldp/state/v1|" + self._context))
+
+    def key(self, value: int) -> np.ndarray:
+        """The memo key of ``value`` (the value, its hash bucket, its bucket), shape (1,)."""
+        if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{self.proto.name}: 'value' must be an int; got {value!r}.")
+        if not 0 <= int(value) < self.proto.k:
+            raise ValueError(
+                f"{self.proto.name}: 'value' must be in [0, {self.proto.k}); got {value}."
+            )
+        return self.proto._memo_key(np.array([int(value)], dtype=np.int64), self.state)
+
+    def round1(self, key: np.ndarray) -> Any:
+        """The memo (round-1 payload) of memo key ``key``."""
+        ctx = b"longldp/round1/v1|" + self._context + int(key[0]).to_bytes(8, "big")
+        return self.proto._round1(key, self.state, HmacRandom(self._secret, ctx))
+
+    @property
+    def memoizes(self) -> bool:
+        """Whether reports reuse a memo (longitudinal protocols) or each spends ε afresh."""
+        return self.proto.longitudinal
+
+    def memo_id(self, value: Any) -> str:
+        """The memo key of ``value`` as text (what the state file records)."""
+        return str(int(self.key(value)[0]))
+
+    def memo(self, value: Any) -> Any:
+        """The round-1 payload of ``value``."""
+        return self.round1(self.key(value))
+
+    def record(self, value: Any, rng: SecureRandom) -> np.ndarray:
+        """One report record (shape (1,)): round 2 of the derived memo, or for one-shot
+        protocols a fresh randomization from ``rng``."""
+        key = self.key(value)
+        if self.proto.longitudinal:
+            payload = self.proto._round2(self.round1(key), rng)
+        else:
+            payload = self.proto._round1(key, self.state, rng)
+        return self.proto._make_reports(payload, self.state)
+
+
+class _RapporDerivation:
+    """RAPPOR through its own client: the PRR is HMAC-derived there (``prr_source="hmac"``),
+    keyed by a secret derived from the device secret and the protocol's header, with the
+    collection as RAPPOR's metric; the cohort is HMAC-derived too. Memo key: the Bloom filter."""
+
+    def __init__(self, proto: Any, secret: bytes, collection: str):
+        from longldp.protocols.rappor import RapporClient
+
+        self.proto = proto
+        self.client = RapporClient(
+            proto,
+            SecureRandom(),
+            secret=_store.derive(secret, b"longldp/rappor/v1|" + wire.header(proto)),
+            metric=collection.encode("utf-8")[:255],
+            prr_source="hmac",
+        )
+        self.state = {"cohort": np.array([self.client.cohort], dtype=np.int64)}
+
+    @property
+    def memoizes(self) -> bool:
+        return not self.proto.one_time
+
+    def _bloom(self, value: Any) -> np.ndarray:
+        o = self.proto
+        if o.encoder == "bloom":
+            if not isinstance(value, (str, bytes)):
+                raise ValueError(f"{o.name}: 'value' must be a string or bytes; got {value!r}.")
+            return o.encode([value], [self.client.cohort])
+        if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
+            raise ValueError(f"{o.name}: 'value' must be an int; got {value!r}.")
+        return o.encode(np.array([int(value)]), [self.client.cohort])
+
+    def memo_id(self, value: Any) -> str:
+        return self._bloom(value).tobytes().hex()
+
+    def memo(self, value: Any) -> Any:
+        return self.client._prr(self._bloom(value))
+
+    def record(self, value: Any, rng: SecureRandom) -> np.ndarray:
+        rec = self.client.report(value)
+        return np.asarray([rec], dtype=self.proto.report_dtype)
+
+
+def _derivation(proto: FrequencyOracle, secret: bytes, collection: str) -> Any:
+    if proto.name == "RAPPOR":
+        return _RapporDerivation(proto, secret, collection)
+    return Round1Derivation(proto, secret, collection)
+
+
+class DeviceClient:
+    """One device's client for one collection.
+
+    Parameters
+    ----------
+    state_path : path
+        The state file (created if absent; refused if corrupt or foreign).
+    proto : FrequencyOracle, optional
+        The collection's protocol. Omitted: rebuilt from the state file, which must exist.
+    collection : str, optional
+        The collection's name on the server; part of the round-1 derivation, so two
+        collections with equal parameters get independent memos. Omitted: the state file's
+        (a new state: ``"default"``).
+    secret_path : path, optional
+        The device secret file (default: ``state_path`` with suffix ``.secret``), created from
+        ``os.urandom`` if absent. Keep it where it outlives the state file.
+    secret : bytes, optional
+        The secret itself (e.g. from a platform keystore), instead of ``secret_path``.
+    max_epsilon : float, optional
+        Refuse any report that would make the spent ε exceed this.
+    queue_limit : int
+        Most reports kept unacknowledged; past it the oldest is dropped and logged.
+    """
+
+    def __init__(
+        self,
+        state_path: str | os.PathLike[str],
+        proto: FrequencyOracle | None = None,
+        collection: str | None = None,
+        *,
+        secret_path: str | os.PathLike[str] | None = None,
+        secret: bytes | None = None,
+        max_epsilon: float | None = None,
+        queue_limit: int = QUEUE_LIMIT,
+    ):
+        self.path = Path(state_path)
+        if secret is not None:
+            if not isinstance(secret, bytes) or len(secret) != _store.SECRET_SIZE:
+                raise ValueError(f"DeviceClient: 'secret' must be {_store.SECRET_SIZE} bytes.")
+            self._secret = secret
+        else:
+            default = self.path.with_name(self.path.name + ".secret")
+            self._secret = _store.load_or_create_secret(
+                Path(secret_path) if secret_path is not None else default
+            )
+        if max_epsilon is not None and not (
+            isinstance(max_epsilon, (int, float)) and max_epsilon > 0
+        ):
+            raise ValueError(f"DeviceClient: 'max_epsilon' must be positive; got {max_epsilon!r}.")
+        if not isinstance(queue_limit, int) or queue_limit < 1:
+            raise ValueError(
+                f"DeviceClient: 'queue_limit' must be a positive int; got {queue_limit!r}."
+            )
+        if collection is not None and (not isinstance(collection, str) or not collection):
+            raise ValueError("DeviceClient: 'collection' must be a non-empty string.")
+        self.max_epsilon = None if max_epsilon is None else float(max_epsilon)
+        self.queue_limit = queue_limit
+        self._os = SecureRandom()
+        if self.path.exists():
+            body = _store.load_state(self.path, self._secret)
+            stored = protocol_from_spec(body["protocol"])
+            if proto is not None and proto.spec() != stored.spec():
+                raise ValueError(
+                    f"device state {self.path}: it belongs to "
+                    f"{wire.canonical_json(stored.spec()).decode()}, not to "
+                    f"{wire.canonical_json(proto.spec()).decode()}; refusing it."
+                )
+            if collection is not None and body["collection"] != collection:
+                raise ValueError(
+                    f"device state {self.path}: it belongs to collection "
+                    f"{body['collection']!r}, not {collection!r}; refusing it."
+                )
+            self.proto = stored
+            self.collection = str(body["collection"])
+            self._reports = int(body["reports"])
+            self._memo_keys = {str(k) for k in body["memo_keys"]}
+            self._dropped = int(body["dropped"])
+            self._queue = [
+                QueuedReport(bytes.fromhex(q["id"]), int(q["epoch"]), base64.b64decode(q["report"]))
+                for q in body["queue"]
+            ]
+        else:
+            if proto is None:
+                raise ValueError(
+                    f"DeviceClient: no state at {self.path}; pass the collection's protocol."
+                )
+            self.proto = proto
+            self.collection = "default" if collection is None else collection
+            self._reports = 0
+            self._memo_keys: set[str] = set()
+            self._dropped = 0
+            self._queue: list[QueuedReport] = []
+        self._derive = _derivation(self.proto, self._secret, self.collection)
+        self._user_state = self._derive.state
+        if not self.path.exists():
+            self._save()
+
+    # ------------------------------------------------------------------ randomization
+    def memo(self, value: Any) -> Any:
+        """The round-1 payload of ``value``: HMAC-derived, the same after any restart or loss of
+        the state file (one-shot protocols have none: ``ValueError``)."""
+        if not self._derive.memoizes:
+            raise ValueError(f"{self.proto.name}: a one-shot protocol memoizes nothing.")
+        return self._derive.memo(value)
+
+    def budget_after(self, value: Any) -> privacy.SpentBudget:
+        """The spent budget if ``value`` were reported next."""
+        key = self._derive.memo_id(value)
+        return self._budget(self._reports + 1, len(self._memo_keys | {key}))
+
+    def _budget(self, reports: int, memos: int) -> privacy.SpentBudget:
+        o = self.proto
+        if not self._derive.memoizes:
+            return privacy.SpentBudget(reports, 0, reports * o.single_report_epsilon())
+        return privacy.spent_budget(
+            reports, memos, o.single_report_epsilon(), o.first_round_epsilon()
+        )
+
+    @property
+    def spent_budget(self) -> privacy.SpentBudget:
+        """Reports sent t, distinct memos d and ε = min(t·ε1, d·ε∞) (one-shot: t·ε)."""
+        return self._budget(self._reports, len(self._memo_keys))
+
+    def report(self, value: Any, epoch: int) -> bytes:
+        """Randomize ``value`` for ``epoch``, queue it, save the state; return its report id.
+
+        ``value`` is an int in [0, k) (RAPPOR with Bloom filters: a string). The state (reports
+        sent, memos) is saved before the report can leave the device, so the budget is never
+        understated. Raises :class:`BudgetExceededError` past ``max_epsilon`` (nothing is
+        spent then).
+        """
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, np.integer)):
+            raise ValueError(f"DeviceClient: 'epoch' must be an int; got {epoch!r}.")
+        if not 0 <= int(epoch) <= wire.MAX_EPOCH:
+            raise ValueError(
+                f"DeviceClient: 'epoch' must be in [0, {wire.MAX_EPOCH}]; got {epoch}."
+            )
+        key = self._derive.memo_id(value)
+        after = self.budget_after(value)
+        if self.max_epsilon is not None and after.epsilon > self.max_epsilon * (1 + 1e-12):
+            raise BudgetExceededError(
+                f"{self.proto.name}: reporting would spend ε = {after.epsilon:.6g} in total, "
+                f"past max_epsilon = {self.max_epsilon:.6g} (spent so far "
+                f"{self.spent_budget.epsilon:.6g}); the report was not made."
+            )
+        record = self._derive.record(value, self._os)
+        item = QueuedReport(os.urandom(wire.ID_SIZE), int(epoch), self.proto.encode_reports(record))
+        before = (self._reports, set(self._memo_keys), list(self._queue), self._dropped)
+        if self._derive.memoizes:
+            self._memo_keys.add(key)
+        self._reports += 1
+        self._queue.append(item)
+        overflow = self._queue[: max(0, len(self._queue) - self.queue_limit)]
+        del self._queue[: len(overflow)]
+        self._dropped += len(overflow)
+        try:
+            self._save()
+        except BaseException:
+            # Not saved: the report does not exist (nothing can upload it), budget unchanged.
+            self._reports, self._memo_keys, self._queue, self._dropped = before
+            raise
+        for old in overflow:
+            log.warning(
+                "upload queue full (%d): dropped report %s of epoch %d",
+                self.queue_limit,
+                old.id.hex(),
+                old.epoch,
+            )
+        return item.id
+
+    # ------------------------------------------------------------------ queue
+    @property
+    def queue(self) -> list[QueuedReport]:
+        """Reports not yet acknowledged, oldest first (a copy)."""
+        return list(self._queue)
+
+    @property
+    def dropped(self) -> int:
+        """Reports dropped so far (queue overflow or refused by the server)."""
+        return self._dropped
+
+    def batch(self, limit: int) -> tuple[list[QueuedReport], bytes]:
+        """The oldest ``limit`` queued reports and their binary batch (docs/wire-format.md §4)."""
+        items = self._queue[:limit]
+        data = wire.encode_records(
+            self.proto,
+            [q.id for q in items],
+            np.array([q.epoch for q in items], dtype=np.int64),
+            b"".join(q.report for q in items),
+        )
+        return items, data
+
+    def acknowledge(self, ids: list[bytes]) -> None:
+        """Remove acknowledged reports from the queue and save."""
+        done = set(ids)
+        self._queue = [q for q in self._queue if q.id not in done]
+        self._save()
+
+    def drop(self, ids: list[bytes], reason: str) -> None:
+        """Remove reports the server refused for good; logged with ``reason``."""
+        done = set(ids)
+        for q in self._queue:
+            if q.id in done:
+                log.warning("dropped report %s of epoch %d: %s", q.id.hex(), q.epoch, reason)
+                self._dropped += 1
+        self._queue = [q for q in self._queue if q.id not in done]
+        self._save()
+
+    # ------------------------------------------------------------------ persistence
+    def _save(self) -> None:
+        _store.save_state(
+            self.path,
+            self._secret,
+            {
+                "secret_id": _store.secret_id(self._secret),
+                "collection": self.collection,
+                "protocol": self.proto.spec(),
+                "fingerprint": self.proto.fingerprint().hex(),
+                "reports": self._reports,
+                "memo_keys": sorted(self._memo_keys),
+                "spent_epsilon": self.spent_budget.epsilon,
+                "dropped": self._dropped,
+                "queue": [
+                    {
+                        "id": q.id.hex(),
+                        "epoch": q.epoch,
+                        "report": base64.b64encode(q.report).decode("ascii"),
+                    }
+                    for q in self._queue
+                ],
+            },
+        )
+
+
+__all__ = ["BudgetExceededError", "DeviceClient", "QueuedReport", "Round1Derivation"]

@@ -1,0 +1,218 @@
+"""Uploading a device's queue to the collection server over HTTP (standard library only).
+
+``POST {base_url}/v1/collections/{name}/reports`` with ``Authorization: Bearer <ingest token>``
+and a binary batch (``application/octet-stream``, docs/wire-format.md §4). What each answer does:
+
+- **2xx**: the batch is committed on the server; its reports leave the queue.
+- **408, 429, 5xx, or no answer** (connection refused, timeout): the batch stays queued and is
+  retried after an exponential backoff with full jitter, ``uniform(0, min(max_delay,
+  base_delay·2^attempt))``, but never sooner than the server's ``Retry-After`` (seconds or an
+  HTTP date). Retries send the same report ids, so the server counts each report once.
+- **413** (batch too large): the batch is halved and sent again.
+- **401, 403** (no or wrong token): nothing is dropped, the flush stops and logs an error:
+  the reports are fine, the credentials are not.
+- **another 4xx**: the server refuses the report for good. If the JSON answer names an
+  ``"item"``, that report is dropped and the rest of the batch is sent again; otherwise the
+  whole batch is dropped. Either way the drop is logged (logger ``longldp.client``).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import random
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from longldp.client import DeviceClient
+from longldp.protocols import FrequencyOracle, protocol_from_spec
+
+log = logging.getLogger("longldp.client")
+
+RETRY_STATUSES = frozenset({408, 429})
+
+
+@dataclass
+class UploadResult:
+    """What one :meth:`Uploader.flush` did."""
+
+    acknowledged: int = 0
+    dropped: int = 0
+    attempts: int = 0
+    remaining: int = 0
+    #: HTTP status (401 or 403) that stopped the flush, else None.
+    refused: int | None = None
+    waits: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Uploader:
+    """Sends a :class:`DeviceClient`'s queue to one collection of a server.
+
+    ``sleep`` and ``rand`` (uniform on [0, 1)) are injectable for tests; by default
+    :func:`time.sleep` and the OS random generator.
+    """
+
+    base_url: str
+    collection: str
+    token: str
+    batch_size: int = 500
+    timeout: float = 10.0
+    max_attempts: int = 8
+    base_delay: float = 1.0
+    max_delay: float = 3600.0
+    sleep: Callable[[float], None] = time.sleep
+    rand: Callable[[], float] = random.SystemRandom().random
+
+    def __post_init__(self) -> None:
+        scheme = urllib.parse.urlsplit(self.base_url).scheme
+        if scheme not in ("http", "https"):
+            raise ValueError(f"Uploader: 'base_url' must be http(s)://…; got {self.base_url!r}.")
+        if not self.token:
+            raise ValueError("Uploader: 'token' (the collection's ingest token) is required.")
+        if self.batch_size < 1 or self.max_attempts < 1 or self.base_delay < 0:
+            raise ValueError(
+                "Uploader: 'batch_size' and 'max_attempts' must be ≥ 1, 'base_delay' ≥ 0."
+            )
+
+    @property
+    def url(self) -> str:
+        name = urllib.parse.quote(self.collection, safe="")
+        return f"{self.base_url.rstrip('/')}/v1/collections/{name}/reports"
+
+    def flush(self, client: DeviceClient) -> UploadResult:
+        """Send the queue until it is empty or ``max_attempts`` consecutive failures.
+
+        The queue survives anything left unsent (it is in the client's state file); call
+        again later.
+        """
+        result = UploadResult()
+        failures = 0
+        limit = self.batch_size
+        while client.queue and failures < self.max_attempts:
+            items, data = client.batch(limit)
+            result.attempts += 1
+            status, body, retry_after = self._post(data)
+            if status is not None and 200 <= status < 300:
+                client.acknowledge([q.id for q in items])
+                result.acknowledged += len(items)
+                failures = 0
+                continue
+            if status == 413 and limit > 1:
+                limit = max(1, len(items) // 2)
+                continue
+            if status in (401, 403):
+                log.error(
+                    "upload to %s refused (HTTP %d: %s); queue kept",
+                    self.url,
+                    status,
+                    _message(body),
+                )
+                result.refused = status
+                break
+            if status is not None and 400 <= status < 500 and status not in RETRY_STATUSES:
+                reason = f"HTTP {status}: {_message(body)}"
+                item = _item(body)
+                bad = [items[item]] if item is not None and 0 <= item < len(items) else items
+                client.drop([q.id for q in bad], reason)
+                result.dropped += len(bad)
+                continue
+            wait = self._backoff(failures, retry_after)
+            failures += 1
+            if failures < self.max_attempts:
+                result.waits.append(wait)
+                self.sleep(wait)
+        result.remaining = len(client.queue)
+        return result
+
+    def _backoff(self, failures: int, retry_after: float | None) -> float:
+        cap = min(self.max_delay, self.base_delay * 2.0**failures)
+        wait = self.rand() * cap
+        if retry_after is not None:
+            wait = max(wait, min(retry_after, self.max_delay))
+        return wait
+
+    def _post(self, data: bytes) -> tuple[int | None, bytes, float | None]:
+        req = urllib.request.Request(
+            self.url,
+            data=data,
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {self.token}",
+                "Content-Type": "application/octet-stream",
+            },
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return resp.status, resp.read(), None
+        except urllib.error.HTTPError as err:
+            body = err.read() if err.fp is not None else b""
+            return err.code, body, parse_retry_after(err.headers.get("Retry-After"))
+        except (urllib.error.URLError, OSError) as err:
+            log.info("upload to %s failed: %s", self.url, err)
+            return None, b"", None
+
+
+def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` header (delta-seconds or an HTTP date)."""
+    if value is None:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def fetch_protocol(
+    base_url: str, collection: str, token: str, timeout: float = 10.0
+) -> FrequencyOracle:
+    """The collection's protocol as the server describes it (``GET /v1/collections/{name}``),
+    its fingerprint checked against the rebuilt protocol's."""
+    name = urllib.parse.quote(collection, safe="")
+    req = urllib.request.Request(
+        f"{base_url.rstrip('/')}/v1/collections/{name}",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        info = json.loads(resp.read())
+    proto = protocol_from_spec(info["protocol"])
+    if "fingerprint" in info and proto.fingerprint().hex() != info["fingerprint"]:
+        raise ValueError(
+            f"collection {collection!r}: the server's fingerprint {info['fingerprint']} is not "
+            f"the rebuilt protocol's {proto.fingerprint().hex()} (another library version?)."
+        )
+    return proto
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+
+
+def _message(body: bytes) -> str:
+    obj = _json(body)
+    if isinstance(obj, dict) and isinstance(obj.get("error"), str):
+        return obj["error"]
+    return body[:200].decode("utf-8", "replace")
+
+
+def _item(body: bytes) -> int | None:
+    obj = _json(body)
+    if isinstance(obj, dict) and isinstance(obj.get("item"), int):
+        return int(obj["item"])
+    return None
+
+
+__all__ = ["UploadResult", "Uploader", "fetch_protocol", "parse_retry_after"]

@@ -1,0 +1,78 @@
+"""The server's only contact with the wire format (docs/wire-format.md): split a batch into
+checked records naming the first bad item, and count the support of report rows. Everything
+here delegates to :mod:`longldp.protocols.wire`; this module only adapts its errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from longldp.protocols import FrequencyOracle, wire
+
+ID_BYTES = wire.ID_SIZE
+EPOCH_BYTES = wire.EPOCH_SIZE
+
+
+class BadItemError(ValueError):
+    """Item ``index`` of a batch is invalid (``message`` says why)."""
+
+    def __init__(self, index: int, message: str):
+        super().__init__(message)
+        self.index = index
+        self.message = message
+
+
+def protocol_from_spec(spec: Any) -> FrequencyOracle:
+    """The protocol a collection's stored spec describes (``ValueError`` if malformed)."""
+    return wire.protocol_from_spec(spec)
+
+
+def report_size(proto: FrequencyOracle) -> int:
+    """Bytes of one wire-format report (header + body)."""
+    return proto.wire_size
+
+
+def support_of_rows(proto: FrequencyOracle, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
+    """Support counts of wire-report rows (n, wire_size) whose headers are checked."""
+    return np.asarray(proto.support_counts(wire.decode_rows(proto, rows)), dtype=np.int64)
+
+
+def split_records(
+    proto: FrequencyOracle, data: bytes
+) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint8]]:
+    """(ids (n, 16), epochs (n,), report rows (n, wire_size)) of a binary batch, every header,
+    length and body checked; :class:`BadItemError` names the first bad record."""
+    try:
+        ids, epochs, rows = wire.split_records(proto, data)
+        wire.decode_rows(proto, rows, "record")
+    except wire.WireFormatError as exc:
+        index = 0 if exc.index is None else exc.index
+        raise BadItemError(index, str(exc)) from None
+    return ids, epochs, rows
+
+
+def json_records(proto: FrequencyOracle, body: Any) -> tuple[bytes, list[int | None]]:
+    """(binary batch, cohorts) of a JSON batch; items may carry an optional ``cohort``."""
+    if not isinstance(body, dict) or set(body) != {"reports"} or not isinstance(
+        body["reports"], list
+    ):
+        raise BadItemError(-1, 'the body must be {"reports": [...]}.')
+    stripped, cohorts = [], []
+    for i, item in enumerate(body["reports"]):
+        cohort = None
+        if isinstance(item, dict) and "cohort" in item:
+            item = dict(item)
+            cohort = item.pop("cohort")
+            if cohort is not None and (
+                isinstance(cohort, bool) or not isinstance(cohort, int) or not 0 <= cohort < 2**31
+            ):
+                raise BadItemError(i, f"reports[{i}].cohort must be an integer in [0, 2^31).")
+        stripped.append(item)
+        cohorts.append(cohort)
+    try:
+        data = wire.json_batch_to_records(proto, {"reports": stripped})
+    except wire.WireFormatError as exc:
+        raise BadItemError(-1 if exc.index is None else exc.index, str(exc)) from None
+    return data, cohorts

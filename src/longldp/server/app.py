@@ -1,0 +1,340 @@
+"""The HTTP face of the collection server: a FastAPI application over :class:`Service`.
+
+Authentication is ``Authorization: Bearer <token>`` (the dashboard also takes ``?token=``).
+Every error is a JSON object ``{"error": message}`` (plus ``"item"``, the index of the first bad
+item of a batch); a database that cannot be reached answers 503 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import sqlalchemy as sa
+from fastapi import FastAPI, Path, Query, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+import longldp
+from longldp.server import db
+from longldp.server.dashboard import render_dashboard
+from longldp.server.service import MAX_EPOCH, ClientError, Collection, Service, resolve_postprocess
+
+#: Seconds a client is asked to wait when the database is unavailable.
+RETRY_AFTER_S = 5
+
+Epoch = Annotated[int, Path(ge=0, le=MAX_EPOCH, description="Epoch number.")]
+Name = Annotated[str, Path(min_length=1, max_length=64, description="Collection name.")]
+PostprocessQuery = Annotated[
+    str | None,
+    Query(
+        max_length=32,
+        description="'none' for the unbiased estimates, a post-processing method name "
+        "(norm-sub, base-pos, ...), or absent for the collection's default.",
+    ),
+]
+
+
+class ProtocolSpec(BaseModel):
+    """A protocol by name and constructor parameters, e.g. {"name": "L-GRR", "params": {...}}."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(max_length=32)
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class CollectionIn(BaseModel):
+    """A new collection."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(max_length=64, description="Letters, digits, '_', '.', '-'.")
+    protocol: ProtocolSpec
+    first_epoch: int = Field(0, ge=0, le=MAX_EPOCH)
+    last_epoch: int | None = Field(None, ge=0, le=MAX_EPOCH)
+    epoch_seconds: float | None = Field(None, gt=0, description="Wall-clock epoch length.")
+    start_time: float | None = Field(None, description="Unix time when first_epoch begins.")
+    postprocess: str | None = Field(None, max_length=32, description="Default method.")
+    description: str = Field("", max_length=2000)
+
+
+_BATCH_JSON = {
+    "type": "object",
+    "required": ["reports"],
+    "additionalProperties": False,
+    "properties": {
+        "reports": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["id", "epoch", "report"],
+                "additionalProperties": False,
+                "properties": {
+                    "id": {"type": "string", "pattern": "^[0-9a-fA-F]{32}$"},
+                    "epoch": {"type": "integer", "minimum": 0, "maximum": MAX_EPOCH},
+                    "report": {"type": "string", "format": "byte"},
+                    "cohort": {"type": "integer", "minimum": 0},
+                },
+            },
+        }
+    },
+}
+_INGEST_OPENAPI = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/octet-stream": {
+                "schema": {
+                    "type": "string",
+                    "format": "binary",
+                    "description": "Concatenated upload records: 16-byte report id, "
+                    "4-byte big-endian epoch, one wire-format report.",
+                }
+            },
+            "application/json": {"schema": _BATCH_JSON},
+        },
+    }
+}
+
+
+def _error(status: int, message: str, item: int | None = None, **headers: str) -> JSONResponse:
+    body: dict[str, Any] = {"error": message}
+    if item is not None:
+        body["item"] = item
+    return JSONResponse(body, status_code=status, headers=headers or None)
+
+
+def _bearer(request: Request) -> str | None:
+    auth = request.headers.get("authorization")
+    if auth is None:
+        return None
+    scheme, _, token = auth.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def create_app(service: Service) -> FastAPI:
+    """The FastAPI application serving ``service`` (its database already migrated)."""
+    app = FastAPI(
+        title="longldp collection server",
+        version=longldp.__version__,
+        description="Collects locally randomized reports, stores them, serves estimates. "
+        "See docs/server.md.",
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.service = service
+
+    @app.exception_handler(ClientError)
+    async def _client_error(_request: Request, exc: ClientError) -> JSONResponse:
+        return _error(exc.status, exc.message, exc.item)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        errs = exc.errors()
+        first = errs[0] if errs else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        return _error(422, f"{where}: {first.get('msg', 'invalid request')}")
+
+    @app.exception_handler(sa.exc.IntegrityError)
+    async def _integrity(_request: Request, _exc: Exception) -> JSONResponse:
+        return _error(409, "conflicting write; the resource already exists.")
+
+    @app.exception_handler(sa.exc.DBAPIError)
+    async def _db_down(_request: Request, _exc: Exception) -> JSONResponse:
+        return _db_unavailable()
+
+    @app.exception_handler(db.DatabaseUnavailableError)
+    async def _db_down2(_request: Request, _exc: Exception) -> JSONResponse:
+        return _db_unavailable()
+
+    def _db_unavailable() -> JSONResponse:
+        return _error(
+            503,
+            "the database is unavailable; retry later.",
+            **{"Retry-After": str(RETRY_AFTER_S)},
+        )
+
+    def _require_admin(request: Request) -> None:
+        token = _bearer(request)
+        if token is None:
+            raise ClientError(401, "missing bearer token.")
+        if not service.is_admin(token):
+            raise ClientError(403, "this operation needs the admin token.")
+
+    async def _collection(request: Request, name: str, roles: set[str], token=None) -> Collection:  # type: ignore[no-untyped-def]
+        token = token if token is not None else _bearer(request)
+        if token is None:
+            raise ClientError(401, "missing bearer token.")
+        col = await run_in_threadpool(service.get_collection, name)
+        if col is None:
+            if service.is_admin(token):
+                raise ClientError(404, f"no collection named {name!r}.")
+            raise ClientError(401, "invalid token.")
+        role = service.role_of(col, token)
+        if role is None:
+            raise ClientError(401, "invalid token.")
+        if role not in roles:
+            raise ClientError(403, f"a {role} token cannot do this; it needs {sorted(roles)}.")
+        return col
+
+    @app.get("/healthz", tags=["server"], summary="Liveness and database check")
+    def healthz() -> dict[str, Any]:
+        with db.transaction(service.engine, write=False) as conn:
+            version = db.schema_version(conn)
+        return {"status": "ok", "schema_version": version}
+
+    @app.post(
+        "/v1/collections",
+        status_code=201,
+        tags=["collections"],
+        summary="Create a collection (admin); returns its ingest and read tokens once",
+    )
+    def create_collection(body: CollectionIn, request: Request) -> dict[str, Any]:
+        _require_admin(request)
+        return service.create_collection(body.model_dump(exclude_unset=True))
+
+    @app.get("/v1/collections", tags=["collections"], summary="List collections (admin)")
+    def list_collections(request: Request) -> list[dict[str, Any]]:
+        _require_admin(request)
+        return service.list_collections()
+
+    @app.get("/v1/collections/{name}", tags=["collections"], summary="One collection")
+    async def get_collection(name: Name, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin", "read", "ingest"})
+        return col.public()
+
+    @app.post(
+        "/v1/collections/{name}/reports",
+        tags=["ingest"],
+        summary="Ingest one report or a batch (ingest token); 200 after commit",
+        openapi_extra=_INGEST_OPENAPI,
+    )
+    async def ingest(name: Name, request: Request) -> dict[str, int]:
+        col = await _collection(request, name, {"ingest"})
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind not in ("application/octet-stream", "application/json"):
+            raise ClientError(
+                415, "Content-Type must be application/octet-stream or application/json."
+            )
+        data = await _read_body(request, service.limits.max_body_bytes)
+        if kind == "application/json":
+            try:
+                body = json.loads(data)
+            except (ValueError, RecursionError):
+                raise ClientError(422, "the body is not valid JSON.") from None
+            parsed = await run_in_threadpool(service.parse_json, col, body)
+        else:
+            parsed = await run_in_threadpool(service.parse_binary, col, data)
+        return await run_in_threadpool(service.ingest, col, *parsed)
+
+    @app.get("/v1/collections/{name}/epochs", tags=["queries"], summary="Epochs and counts")
+    async def epochs(name: Name, request: Request) -> list[dict[str, Any]]:
+        col = await _collection(request, name, {"admin", "read"})
+        return await run_in_threadpool(service.epochs, col)
+
+    @app.post(
+        "/v1/collections/{name}/epochs/{epoch}/close",
+        tags=["collections"],
+        summary="Close an epoch (admin): later reports for it are refused",
+    )
+    async def close_epoch(name: Name, epoch: Epoch, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin"})
+        return await run_in_threadpool(service.close_epoch, col, epoch)
+
+    @app.get(
+        "/v1/collections/{name}/epochs/{epoch}/estimate",
+        tags=["queries"],
+        summary="Estimates of one epoch with standard errors and 95% intervals",
+    )
+    async def estimate(
+        name: Name, epoch: Epoch, request: Request, postprocess: PostprocessQuery = None
+    ) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin", "read"})
+        method = resolve_postprocess(col, postprocess)
+        return await run_in_threadpool(service.estimate, col, epoch, method)
+
+    @app.get(
+        "/v1/collections/{name}/series",
+        tags=["queries"],
+        summary="Estimates of every epoch with reports (optionally a range)",
+    )
+    async def series(
+        name: Name,
+        request: Request,
+        postprocess: PostprocessQuery = None,
+        start: Annotated[int | None, Query(ge=0, le=MAX_EPOCH)] = None,
+        stop: Annotated[int | None, Query(ge=0, le=MAX_EPOCH)] = None,
+    ) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin", "read"})
+        method = resolve_postprocess(col, postprocess)
+        rows = await run_in_threadpool(service.series, col, method, start, stop)
+        return {"collection": col.name, "postprocess": method, "epochs": rows}
+
+    @app.get(
+        "/v1/collections/{name}/epochs/{epoch}/reports.parquet",
+        tags=["queries"],
+        summary="Export one epoch's reports as Parquet",
+        response_class=Response,
+        responses={200: {"content": {"application/vnd.apache.parquet": {}}}},
+    )
+    async def export(name: Name, epoch: Epoch, request: Request) -> Response:
+        col = await _collection(request, name, {"admin", "read"})
+        data = await run_in_threadpool(service.export_parquet, col, epoch)
+        return Response(
+            data,
+            media_type="application/vnd.apache.parquet",
+            headers={"Content-Disposition": f'attachment; filename="{col.name}-{epoch}.parquet"'},
+        )
+
+    @app.get(
+        "/collections/{name}/dashboard",
+        tags=["dashboard"],
+        summary="Dashboard page (read token as Bearer or ?token=)",
+        response_class=HTMLResponse,
+    )
+    async def dashboard(
+        name: Name,
+        request: Request,
+        token: Annotated[str | None, Query(max_length=200)] = None,
+        postprocess: PostprocessQuery = None,
+    ) -> HTMLResponse:
+        col = await _collection(request, name, {"admin", "read"}, token=token or _bearer(request))
+        method = resolve_postprocess(col, postprocess)
+        rows = await run_in_threadpool(service.series, col, method, None, None)
+        page = render_dashboard(col.public(), rows, method)
+        return HTMLResponse(
+            page,
+            headers={
+                # Nothing may be fetched: scripts and styles are inline, images are data: URIs.
+                "Content-Security-Policy": "default-src 'none'; script-src 'unsafe-inline'; "
+                "style-src 'unsafe-inline'; img-src data:",
+                "Cache-Control": "no-store",
+                "Referrer-Policy": "no-referrer",
+            },
+        )
+
+    return app
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            size = int(declared)
+        except ValueError:
+            raise ClientError(400, "Content-Length is not an integer.") from None
+        if size > limit:
+            raise ClientError(413, f"the body has {size} bytes; at most {limit} allowed.")
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > limit:
+            raise ClientError(413, f"the body exceeds {limit} bytes.")
+        chunks.append(chunk)
+    return b"".join(chunks)

@@ -1,0 +1,184 @@
+"""The dashboard page of a collection: one self-contained HTML document.
+
+The page carries its data inline (a JSON block) and draws its chart with inline JavaScript into
+an inline SVG; it references no file, font or script from anywhere (the server also sends a
+Content-Security-Policy that forbids fetching anything). Shown: the privacy parameters in
+words, the number of reports per epoch, the estimated frequency of the most frequent values
+over the epochs with their 95% intervals (chart), and the latest epoch's estimates (table).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+import numpy as np
+
+#: Values drawn in the chart (the largest mean estimates over the epochs).
+TOP_CHART = 6
+#: Values listed in the latest epoch's table.
+TOP_TABLE = 20
+
+
+def chart_data(rows: list[dict[str, Any]], top: int = TOP_CHART) -> dict[str, Any]:
+    """The chart's inline data: epochs, counts and, for the top values, estimate and interval."""
+    if not rows:
+        return {"epochs": [], "n": [], "series": []}
+    est = np.array([r["estimate"] for r in rows])
+    order = np.argsort(-est.mean(axis=0), kind="stable")[:top]
+    return {
+        "epochs": [r["epoch"] for r in rows],
+        "n": [r["n"] for r in rows],
+        "series": [
+            {
+                "value": int(v),
+                "estimate": [r["estimate"][v] for r in rows],
+                "lower": [r["lower"][v] for r in rows],
+                "upper": [r["upper"][v] for r in rows],
+            }
+            for v in order
+        ],
+    }
+
+
+def render_dashboard(info: dict[str, Any], rows: list[dict[str, Any]], method: str | None) -> str:
+    """The dashboard HTML of a collection from its public info and its series."""
+    esc = html.escape
+    data = chart_data(rows)
+    blob = json.dumps(data).replace("<", "\\u003c")
+    counts = "".join(
+        f'<tr><td>{r["epoch"]}</td><td class="num" data-n="{r["n"]}">{r["n"]:,}</td></tr>'
+        for r in rows
+    )
+    latest = ""
+    if rows:
+        last = rows[-1]
+        est = np.asarray(last["estimate"])
+        top = np.argsort(-est, kind="stable")[:TOP_TABLE]
+        est_of = last["estimate"]
+        latest = "".join(
+            f'<tr data-value="{v}"><td>{v}</td>'
+            f'<td class="num" data-estimate="{est_of[v]!r}">{est_of[v]:.4f}</td>'
+            f'<td class="num">{last["se"][v]:.4f}</td>'
+            f'<td class="num">[{last["lower"][v]:.4f}, {last["upper"][v]:.4f}]</td></tr>'
+            for v in top
+        )
+        latest_title = f"Epoch {last['epoch']}: the {len(top)} largest estimates"
+    else:
+        latest_title = "No reports yet"
+    pp_words = (
+        "unbiased estimates (no post-processing)"
+        if method is None
+        else (f"post-processed with {esc(method)}; intervals are those of the unbiased estimates")
+    )
+    total = sum(r["n"] for r in rows)
+    return _PAGE.format(
+        name=esc(info["name"]),
+        description=esc(info.get("description") or ""),
+        protocol=esc(info["protocol"]["name"]),
+        params=esc(", ".join(f"{k} = {v}" for k, v in info["protocol"]["params"].items())),
+        words=esc(info["privacy"]["words"]),
+        pp_words=pp_words,
+        total=f"{total:,}",
+        n_epochs=len(rows),
+        counts=counts,
+        latest_title=esc(latest_title),
+        latest=latest,
+        data=blob,
+    )
+
+
+_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>{name} · longldp dashboard</title>
+<style>
+body {{ font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #222; }}
+h1 {{ margin: 0 0 4px; font-size: 22px; }}
+.muted {{ color: #666; }}
+table {{ border-collapse: collapse; margin: 8px 0 20px; }}
+td, th {{ padding: 2px 10px; border-bottom: 1px solid #ddd; text-align: left; }}
+td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
+.cols {{ display: flex; gap: 40px; flex-wrap: wrap; }}
+#chart text {{ font-size: 11px; fill: #444; }}
+</style></head>
+<body>
+<h1 id="title">{name}</h1>
+<p class="muted">{description}</p>
+<h2>Privacy</h2>
+<p id="privacy"><b>{protocol}</b> ({params}). {words}</p>
+<p>Shown: {pp_words}. 95% intervals: estimate ± 1.96 standard errors.</p>
+<p id="summary"><span id="total">{total}</span> reports over
+<span id="n-epochs">{n_epochs}</span> epochs.</p>
+<h2>Estimated frequency over epochs</h2>
+<svg id="chart" width="760" height="320" role="img"
+     aria-label="estimated frequencies over epochs"></svg>
+<div class="cols">
+<div><h2>Reports per epoch</h2>
+<table id="counts"><tr><th>epoch</th><th>reports</th></tr>{counts}</table></div>
+<div><h2>{latest_title}</h2>
+<table id="latest"><tr><th>value</th><th>estimate</th><th>SE</th><th>95% interval</th></tr>
+{latest}</table></div>
+</div>
+<script id="data" type="application/json">{data}</script>
+<script>
+(function () {{
+  var data = JSON.parse(document.getElementById("data").textContent);
+  var svg = document.getElementById("chart");
+  var NS = "http://www.w3.org/2000/svg";
+  var W = 760, H = 320, L = 56, R = 110, T = 12, B = 36;
+  var colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
+  function el(name, attrs, parent) {{
+    var e = document.createElementNS(NS, name);
+    for (var a in attrs) e.setAttribute(a, attrs[a]);
+    (parent || svg).appendChild(e);
+    return e;
+  }}
+  if (!data.epochs.length) {{
+    el("text", {{x: W / 2, y: H / 2, "text-anchor": "middle"}}).textContent = "no reports yet";
+    return;
+  }}
+  var lo = 0, hi = 0;
+  data.series.forEach(function (s) {{
+    s.lower.forEach(function (v) {{ lo = Math.min(lo, v); }});
+    s.upper.forEach(function (v) {{ hi = Math.max(hi, v); }});
+  }});
+  if (hi <= lo) hi = lo + 1;
+  var e0 = data.epochs[0], e1 = data.epochs[data.epochs.length - 1];
+  function x(e) {{ return L + (e1 === e0 ? 0.5 : (e - e0) / (e1 - e0)) * (W - L - R); }}
+  function y(v) {{ return T + (hi - v) / (hi - lo) * (H - T - B); }}
+  el("line", {{x1: L, y1: y(0), x2: W - R, y2: y(0), stroke: "#999"}});
+  el("line", {{x1: L, y1: T, x2: L, y2: H - B, stroke: "#999"}});
+  for (var i = 0; i <= 4; i++) {{
+    var v = lo + (hi - lo) * i / 4;
+    el("text", {{x: L - 6, y: y(v) + 4, "text-anchor": "end"}}).textContent = v.toFixed(3);
+  }}
+  var step = Math.max(1, Math.ceil(data.epochs.length / 10));
+  data.epochs.forEach(function (e, j) {{
+    if (j % step === 0)
+      el("text", {{x: x(e), y: H - B + 16, "text-anchor": "middle"}}).textContent = e;
+  }});
+  el("text", {{x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle"}}).textContent = "epoch";
+  data.series.forEach(function (s, i) {{
+    var c = colors[i % colors.length];
+    var g = el("g", {{"class": "series", "data-value": s.value}});
+    var band = data.epochs.map(function (e, j) {{ return x(e) + "," + y(s.upper[j]); }})
+      .concat(data.epochs.slice().reverse().map(function (e, j) {{
+        var k = data.epochs.length - 1 - j; return x(e) + "," + y(s.lower[k]); }}));
+    el("polygon", {{points: band.join(" "), fill: c, "fill-opacity": 0.12, stroke: "none",
+                   "class": "interval"}}, g);
+    var line = data.epochs.map(function (e, j) {{ return x(e) + "," + y(s.estimate[j]); }});
+    el("polyline", {{points: line.join(" "), fill: "none", stroke: c, "stroke-width": 2}}, g);
+    data.epochs.forEach(function (e, j) {{
+      el("circle", {{cx: x(e), cy: y(s.estimate[j]), r: 3, fill: c, "class": "point",
+                    "data-epoch": e, "data-value": s.value, "data-estimate": s.estimate[j],
+                    "data-lower": s.lower[j], "data-upper": s.upper[j]}}, g);
+    }});
+    var label = el("text", {{x: W - R + 8, y: T + 14 + 16 * i, style: "fill:" + c}});
+    label.textContent = "value " + s.value;
+  }});
+  svg.setAttribute("data-rendered", data.series.length);
+}})();
+</script>
+</body></html>
+"""

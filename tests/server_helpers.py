@@ -1,0 +1,192 @@
+"""Shared parts of the server tests: a throwaway PostgreSQL cluster, a live server process,
+and building upload records.
+
+Real parts (PostgreSQL, chromium) must be present when CI=true: their absence fails the test
+there, and only skips it on a developer's machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ADMIN = "test-admin-token-0123456789abcdef"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+CHROMIUM = shutil.which("chromium") or (
+    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
+)
+
+
+def require(condition: bool, what: str) -> None:
+    """Fail in CI, skip elsewhere, when a real part the test needs is missing."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"{what} is required in CI (CI=true) but missing")
+    pytest.skip(f"{what} not available")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def pg_bin() -> Path | None:
+    found = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4])
+    )
+    return Path(found[-1]).parent if found else None
+
+
+class PgCluster:
+    """A PostgreSQL cluster of its own: initdb in a temporary folder, a free port on 127.0.0.1,
+    trust authentication; run as the 'postgres' user when the tests run as root."""
+
+    def __init__(self) -> None:
+        bindir = pg_bin()
+        assert bindir is not None
+        self.bin = bindir
+        self.base = Path(tempfile.mkdtemp(prefix="longldp-pg-"))
+        os.chmod(self.base, 0o755)
+        self.data = self.base / "data"
+        self.log = self.base / "server.log"
+        self.port = free_port()
+        self._as_user: list[str] = []
+        if os.geteuid() == 0:
+            import pwd
+
+            pw = pwd.getpwnam("postgres")
+            os.chown(self.base, pw.pw_uid, pw.pw_gid)
+            self._as_user = ["runuser", "-u", "postgres", "--"]
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        )
+        self.start()
+
+    def _run(self, tool: str, *args: str) -> None:
+        subprocess.run(
+            [*self._as_user, str(self.bin / tool), *args],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            timeout=120,
+        )
+
+    def start(self) -> None:
+        opts = f"-p {self.port} -k {self.base} -c listen_addresses=127.0.0.1 -c max_connections=200"
+        self._run("pg_ctl", "-D", str(self.data), "-o", opts, "-l", str(self.log), "-w", "start")
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
+
+    def url(self, dbname: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
+
+    def new_database(self) -> str:
+        import psycopg
+
+        name = f"t{os.getpid()}_{time.monotonic_ns()}"
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def destroy(self) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()
+        shutil.rmtree(self.base, ignore_errors=True)
+
+
+def db_url(backend: str, pg: PgCluster | None, tmp_path: Path) -> str:
+    if backend == "sqlite":
+        return str(tmp_path / "collect.db")
+    assert pg is not None
+    return pg.new_database()
+
+
+class LiveServer:
+    """``longldp serve`` in a subprocess on 127.0.0.1 (a real uvicorn)."""
+
+    def __init__(self, db: str, tmp_path: Path, port: int | None = None):
+        self.db = db
+        self.port = port or free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = tmp_path / f"server-{self.port}-{time.monotonic_ns()}.log"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> LiveServer:
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            "LONGLDP_ADMIN_TOKEN": ADMIN,
+        }
+        cmd = [sys.executable, "-m", "longldp", "serve", "--db", self.db, "--port", str(self.port)]
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited: {self.log.read_text()}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(self.base + "/healthz", timeout=2).status_code == 200:
+                    return self
+            time.sleep(0.1)
+        raise RuntimeError(f"server did not start: {self.log.read_text()}")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.kill9()
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def records(ids: list[bytes], epochs: list[int] | np.ndarray, wires: list[bytes]) -> bytes:
+    """A binary batch: 16-byte id, 4-byte big-endian epoch, wire report, per record."""
+    return b"".join(
+        rid + int(e).to_bytes(4, "big") + w for rid, e, w in zip(ids, epochs, wires, strict=True)
+    )
+
+
+def new_ids(n: int, rng: np.random.Generator) -> list[bytes]:
+    return [bytes(r) for r in rng.integers(0, 256, size=(n, 16), dtype=np.uint8)]
+
+
+def wire_reports(proto, reports) -> list[bytes]:  # type: ignore[no-untyped-def]
+    """Wire-format bytes (header + body) of each report."""
+    blob = proto.encode_reports(reports)
+    size = proto.wire_size
+    return [blob[i : i + size] for i in range(0, len(blob), size)]
