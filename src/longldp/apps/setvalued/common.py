@@ -240,12 +240,19 @@ class MembershipIndex:
 
     def __init__(self, base: SetData, member: NDArray[np.bool_]):
         self.base = base
-        self.pos = np.flatnonzero(member[base.items])
-        # Members before each row start: a binary search in pos (a prefix sum over the nnz
-        # flags costs ~5x more at 25M stored items).
-        bounds = np.searchsorted(self.pos, base.indptr)
-        self.first = bounds[:-1]
-        self.count = np.diff(bounds)
+        flag = member[base.items]
+        self.pos = np.flatnonzero(flag)
+        # Members per row by one segmented sum over the non-empty rows (a prefix sum over the
+        # nnz flags, or a binary search of the row starts in pos, costs several times more at
+        # 25M stored items); a row's members start after those of the rows before it.
+        lengths = np.diff(base.indptr)
+        self.count = np.zeros(lengths.size, dtype=np.int64)
+        full = lengths > 0
+        if flag.size:
+            starts = base.indptr[:-1][full]
+            self.count[full] = np.add.reduceat(flag.view(np.uint8), starts, dtype=np.int64)
+        self.first = np.zeros(lengths.size, dtype=np.int64)
+        np.cumsum(self.count[:-1], out=self.first[1:])
         self._restricted: tuple[IntArray, NDArray] | None = None
 
     def counts(self, rows: IntArray) -> IntArray:
