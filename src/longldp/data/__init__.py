@@ -1,6 +1,6 @@
 """Data layer of longldp: containers, bundled real data, loaders, generators, interpolation.
 
-Layering (design §1): this package imports numpy, scipy, pyarrow and ``longldp.privacy`` only.
+Layering (design §1): this package imports numpy, pyarrow and ``longldp.privacy`` only.
 
 Contents
 --------
