@@ -57,9 +57,28 @@ def integer(owner: str, name: str, value: Any, *, minimum: int, maximum: int | N
     return x
 
 
+#: Largest privacy budget a protocol accepts (re-exported and explained as
+#: :data:`longldp.privacy.EPS_MAX`; see docs/math.md, "Budgets a protocol accepts").
+EPS_MAX = 30.0
+
+
+def budget(owner: str, name: str, value: Any) -> float:
+    """A privacy budget ε: a finite number in (0, EPS_MAX]."""
+    allowed = (
+        f"a finite number > 0 and <= {EPS_MAX:g} (longldp.privacy.EPS_MAX: above it float64 "
+        "cannot represent the protocols' probabilities faithfully)"
+    )
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _fail(owner, name, allowed, value)
+    x = float(value)
+    if not math.isfinite(x) or x <= 0 or x > EPS_MAX:
+        raise _fail(owner, name, allowed, value)
+    return x
+
+
 def chain_budgets(owner: str, eps_perm: Any, eps_1: Any) -> tuple[float, float]:
-    """ε∞ > 0 and 0 < ε1 < ε∞ for a two-round chain."""
-    eps_perm = positive_float(owner, "eps_perm", eps_perm)
+    """0 < ε∞ ≤ EPS_MAX and 0 < ε1 < ε∞ for a two-round chain."""
+    eps_perm = budget(owner, "eps_perm", eps_perm)
     return eps_perm, positive_float(owner, "eps_1", eps_1, upper=eps_perm)
 
 

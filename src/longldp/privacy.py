@@ -31,6 +31,7 @@ References
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +44,18 @@ LGRR_CALIBRATIONS = ("exact", "paper")
 
 _eps_pair = check.chain_budgets
 
+#: Largest ε (ε, ε∞) any protocol accepts; larger budgets raise ``ValueError``. At ε = 30 the
+#: smallest probability a client samples (GRR over two symbols: 1/(e^30 + 1) ≈ 9.4e-14) is still
+#: about 850 steps of a 53-bit uniform draw, so the stored float64 parameters define the channel
+#: the sampler realizes. Beyond ε ≈ 37 such a keep probability rounds to exactly 1 (the client
+#: would report its true value, ε = ∞), and e^ε overflows at ε ≈ 710. Budgets this large give no
+#: meaningful privacy anyway (docs/math.md, "Budgets a protocol accepts").
+EPS_MAX = check.EPS_MAX
+
+#: Largest hash range g of the local-hashing protocols: the hash maps 32 mixed bits to [0, g)
+#: by a multiply-shift (:func:`longldp.protocols.lh.mix_hash`), exact for g ≤ 2³².
+G_MAX = 2**32
+
 
 # --------------------------------------------------------------------------------------------
 # One-shot oracles ([WAN17] §4)
@@ -51,31 +64,59 @@ _eps_pair = check.chain_budgets
 
 def grr_probabilities(eps: float, k: int) -> tuple[float, float]:
     """GRR: p = e^ε/(e^ε+k−1), q = 1/(e^ε+k−1) ([WAN17] §4.1)."""
-    eps = check.positive_float("GRR", "eps", eps)
+    eps = check.budget("GRR", "eps", eps)
     k = check.integer("GRR", "k", k, minimum=2)
-    denom = math.exp(eps) + k - 1
-    return math.exp(eps) / denom, 1.0 / denom
+    p = 1.0 / (1.0 + (k - 1) * math.exp(-eps))
+    # q from the stored p: GRR's sampler moves to another symbol with probability 1 − p, so this
+    # is the channel it realizes (1 − p is exact in float64 for p ≥ 1/2).
+    return p, (1.0 - p) / (k - 1)
 
 
 def sue_probabilities(eps: float) -> tuple[float, float]:
     """Symmetric UE (basic one-time RAPPOR): p = e^{ε/2}/(e^{ε/2}+1), q = 1 − p ([WAN17] §4.2)."""
-    eps = check.positive_float("SUE", "eps", eps)
+    eps = check.budget("SUE", "eps", eps)
     p = 1.0 / (1.0 + math.exp(-eps / 2))
     return p, 1.0 - p
 
 
 def oue_probabilities(eps: float) -> tuple[float, float]:
     """Optimized UE: p = 1/2, q = 1/(e^ε+1) ([WAN17] §4.2, eq. 11)."""
-    eps = check.positive_float("OUE", "eps", eps)
+    eps = check.budget("OUE", "eps", eps)
     return 0.5, 1.0 / (math.exp(eps) + 1.0)
 
 
 def olh_optimal_g(eps: float) -> int:
-    """Integer hash range g ≥ 2 minimising OLH's V*; e^ε + 1 is the continuous optimum [WAN17]."""
-    eps = check.positive_float("OLH", "eps", eps)
-    candidates = np.arange(2, int(math.exp(eps)) + 4, dtype=np.float64)
-    p = np.exp(eps) / (np.exp(eps) + candidates - 1)
-    return int(candidates[np.argmin(_vstar_unit(p, 1.0 / candidates))])
+    """Integer hash range g in [2, G_MAX] minimising OLH's V*.
+
+    V*(g) ∝ (e^ε + g − 1)²/(g − 1) is convex in g with its continuous minimum at g = e^ε + 1
+    ([WAN17] §4.4); a short descent on the exact V* from there gives the integer argmin in O(1)
+    steps whatever ε (no scan up to e^ε).
+    """
+    eps = check.budget("OLH", "eps", eps)
+    return integer_argmin(lambda g: olh_unit_variance(g, eps), math.exp(eps) + 1.0)
+
+
+def olh_unit_variance(g: int, eps: float) -> float:
+    """n·V* of local hashing over g buckets at ε: P1 = GRR's keep probability, P0 = 1/g."""
+    return float(_vstar_unit(grr_probabilities(eps, g)[0], 1.0 / g))
+
+
+def integer_argmin(f: Callable[[int], float], start: float, lo: int = 2, hi: int = G_MAX) -> int:
+    """Smallest integer argmin in [lo, hi] of a unimodal f, by descent from ``start``.
+
+    Used for the hash range g, where ``start`` is the continuous optimum; the descent takes a
+    few steps. Raises ``RuntimeError`` if it does not settle (f not unimodal near ``start``).
+    """
+    g = int(min(max(round(start), lo), hi))
+    fg = f(g)
+    for _ in range(100_000):
+        if g > lo and (down := f(g - 1)) <= fg:
+            g, fg = g - 1, down
+        elif g < hi and (up := f(g + 1)) < fg:
+            g, fg = g + 1, up
+        else:
+            return g
+    raise RuntimeError(f"integer_argmin: no minimum within 100000 steps of {start}.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,12 +138,15 @@ def lgrr_p2(k: int, eps_perm: float, eps_1: float, calibration: str = "exact") -
     k = check.integer("L-GRR", "k", k, minimum=2)
     eps_perm, eps_1 = _eps_pair("L-GRR", eps_perm, eps_1)
     calibration = check.choice("L-GRR", "calibration", calibration, LGRR_CALIBRATIONS)
-    a, b = math.exp(eps_perm), math.exp(eps_1)
+    # Written with expm1 and without differences of nearly equal terms, so that tiny and
+    # large budgets keep full precision (a − b = b·(e^{ε∞−ε1} − 1), ab − 1 = e^{ε∞+ε1} − 1).
     if calibration == "paper":
-        return (a * b - 1) / ((k - 1) * (a - b) + a * b - 1)
-    p1, q1 = grr_probabilities(eps_perm, k)
-    p_s, _ = grr_probabilities(eps_1, k)
-    return (p_s - q1) / (p1 - q1)
+        num = math.expm1(eps_perm + eps_1)
+        return num / ((k - 1) * math.exp(eps_1) * math.expm1(eps_perm - eps_1) + num)
+    # (p_s − q1)/(p1 − q1) with p_s, p1 GRR's keep probabilities at ε1, ε∞ and q1 = 1/(a+k−1):
+    # = [b(a − 1) + (k − 1)(b − 1)] / [(b + k − 1)(a − 1)].
+    num = math.exp(eps_1) * math.expm1(eps_perm) + (k - 1) * math.expm1(eps_1)
+    return num / ((math.exp(eps_1) + k - 1) * math.expm1(eps_perm))
 
 
 def lsue_p2(eps_perm: float, eps_1: float) -> float:
@@ -118,8 +162,7 @@ def lsue_p2(eps_perm: float, eps_1: float) -> float:
 def losue_p2(eps_perm: float, eps_1: float) -> float:
     """L-OSUE: OUE(ε∞) then symmetric round 2, p2 = (a·b − 1)/((b + 1)(a − 1)) ([ARC22] eq. 15)."""
     eps_perm, eps_1 = _eps_pair("L-OSUE", eps_perm, eps_1)
-    a, b = math.exp(eps_perm), math.exp(eps_1)
-    return (a * b - 1) / ((b + 1) * (a - 1))
+    return math.expm1(eps_perm + eps_1) / ((math.exp(eps_1) + 1) * math.expm1(eps_perm))
 
 
 def _ue_q2_for_half_p2(owner: str, p1: float, q1: float, eps_perm: float, eps_1: float) -> float:
@@ -166,23 +209,39 @@ def lsoue_q2(eps_perm: float, eps_1: float) -> float:
 
 def max_alpha(protocol: str, eps_perm: float) -> float:
     """Largest α = ε1/ε∞ that L-OUE or L-SOUE can reach at ``eps_perm`` (supremum, excluded)."""
-    eps_perm = check.positive_float(protocol, "eps_perm", eps_perm)
+    eps_perm = check.budget(protocol, "eps_perm", eps_perm)
     name = check.choice("max_alpha", "protocol", protocol, ("l-oue", "l-soue"))
     p1, q1 = oue_probabilities(eps_perm) if name == "l-oue" else sue_probabilities(eps_perm)
     return min(1.0, ue_report_epsilon(p1 / 2, q1 / 2) / eps_perm)
 
 
 def loloha_optimal_g(eps_perm: float, eps_1: float, calibration: str = "exact") -> int:
-    """OLOLOHA's hash range: the integer g ≥ 2 that minimises V* of L-GRR over g buckets.
+    """OLOLOHA's hash range: the integer g in [2, G_MAX] that minimises V* of L-GRR over g buckets.
 
     The seeds print closed forms (:func:`loloha_g_closed_form`) that round the continuous optimum
-    with ceil ([002] eq. 7) or floor ([000]); we take the exact integer argmin instead.
+    with ceil ([002] eq. 7) or floor ([000]); we take the exact integer argmin instead, by a
+    short descent on the exact V* from the continuous optimum: X + 1 of the closed form for the
+    ``"paper"`` calibration, e^{ε1} + 1 for ``"exact"`` (whose V* is OLH's at ε1).
     """
     eps_perm, eps_1 = _eps_pair("OLOLOHA", eps_perm, eps_1)
     calibration = check.choice("OLOLOHA", "calibration", calibration, LGRR_CALIBRATIONS)
-    candidates = range(2, int(math.exp(eps_perm)) + 4)
-    vstars = [loloha_unit_variance(g, eps_perm, eps_1, calibration) for g in candidates]
-    return int(candidates[int(np.argmin(vstars))])
+    if calibration == "paper":
+        start = 1.0 + _loloha_g_continuous(eps_perm, eps_1)
+    else:
+        start = math.exp(eps_1) + 1.0
+    return integer_argmin(lambda g: loloha_unit_variance(g, eps_perm, eps_1, calibration), start)
+
+
+def _loloha_g_continuous(eps_perm: float, eps_1: float) -> float:
+    """X of the seeds' closed form, rewritten without cancellation.
+
+    (1 − a² + √A)/(6(a − b)) times (√A + a² − 1)/(√A + a² − 1): the numerator becomes
+    A − (a² − 1)² = 12a(a − b)(ab − 1), so X = 2a(ab − 1)/(√A + a² − 1) (ours).
+    """
+    a, b = math.exp(eps_perm), math.exp(eps_1)
+    A = a**4 - 14 * a**2 + 12 * a * b * (1 - a * b) + 12 * a**3 * b + 1
+    denom = math.sqrt(max(A, 0.0)) + math.expm1(2 * eps_perm)
+    return 2 * a * math.expm1(eps_perm + eps_1) / denom
 
 
 def loloha_unit_variance(g: int, eps_perm: float, eps_1: float, calibration: str) -> float:
@@ -202,9 +261,7 @@ def loloha_g_closed_form(eps_perm: float, eps_1: float, rounding: str = "rint") 
     """
     eps_perm, eps_1 = _eps_pair("OLOLOHA", eps_perm, eps_1)
     rounding = check.choice("loloha_g_closed_form", "rounding", rounding, ("rint", "ceil", "floor"))
-    a, b = math.exp(eps_perm), math.exp(eps_1)
-    A = a**4 - 14 * a**2 + 12 * a * b * (1 - a * b) + 12 * a**3 * b + 1
-    X = (1 - a**2 + math.sqrt(A)) / (6 * (a - b))
+    X = _loloha_g_continuous(eps_perm, eps_1)
     rounded = {"rint": round, "ceil": math.ceil, "floor": math.floor}[rounding](X)
     return 1 + max(1, int(rounded))
 
@@ -227,7 +284,9 @@ def dbitflip_unit_variance(eps_perm: float, b: int, d: int, f: ArrayLike = 0.0) 
     appendix prints it without the square.
     """
     e = math.exp(eps_perm / 2)
-    return (b / d) * e / (e - 1) ** 2 + np.asarray(f, dtype=np.float64) * (b / d - 1)
+    return (b / d) * e / math.expm1(eps_perm / 2) ** 2 + np.asarray(f, dtype=np.float64) * (
+        b / d - 1
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -279,18 +338,32 @@ def chain_support(p1: float, q1: float, p2: float, q2: float) -> tuple[float, fl
     return p1 * p2 + (1 - p1) * q2, q1 * p2 + (1 - q1) * q2
 
 
+def chain_nonsupport(p1: float, q1: float, p2: float, q2: float) -> tuple[float, float]:
+    """(1 − P1, 1 − P0) of a two-round chain, summed from the rounds' complements.
+
+    1 − P1 = p1(1 − p2) + (1 − p1)(1 − q2): no cancellation when P1 is close to 1 (large ε),
+    where ``1 - P1`` would lose the digits the ε of a report depends on.
+    """
+    return p1 * (1 - p2) + (1 - p1) * (1 - q2), q1 * (1 - p2) + (1 - q1) * (1 - q2)
+
+
 def grr_report_epsilon(P1: float, P0: float) -> float:
     """ε of one report of a symmetric k-ary channel (Pr[v|v] = P1, Pr[u|v] = P0): ln(P1/P0)."""
     return math.log(P1 / P0)
 
 
-def ue_report_epsilon(P1: float, P0: float) -> float:
+def ue_report_epsilon(
+    P1: float, P0: float, N1: float | None = None, N0: float | None = None
+) -> float:
     """ε of one unary-encoded report with independent bits: ln[P1(1−P0)/(P0(1−P1))] ([002] eq. 6).
 
     Two inputs differ in two bit positions, so the worst output ratio is the product of the
-    two per-bit ratios P1/P0 and (1−P0)/(1−P1).
+    two per-bit ratios P1/P0 and (1−P0)/(1−P1). ``N1``, ``N0``: 1 − P1 and 1 − P0 when known
+    more accurately than by subtraction (:func:`chain_nonsupport`).
     """
-    return math.log(P1 * (1 - P0) / (P0 * (1 - P1)))
+    N1 = 1 - P1 if N1 is None else N1
+    N0 = 1 - P0 if N0 is None else N0
+    return math.log(P1 * N0 / (P0 * N1))
 
 
 def round_up(eps: float) -> float:
@@ -333,6 +406,40 @@ def estimator_variance(n: int, f: ArrayLike, P1: float, P0: float) -> NDArray:
     """
     f = np.asarray(f, dtype=np.float64)
     return (f * P1 * (1 - P1) + (1 - f) * P0 * (1 - P0)) / (n * (P1 - P0) ** 2)
+
+
+def round1_support(P1: float, P0: float, p2: float, q2: float) -> tuple[float, float]:
+    """(R1, R0): probability that a user's *memo* supports v, if the user holds v and if not.
+
+    Round 2 turns a memo that supports v into a supporting report with p2 and one that does not
+    with q2, so P = q2 + (p2 − q2)·R and R = (P − q2)/(p2 − q2): (p1, q1) for the GRR and UE
+    chains, (p1, 1/g) for LOLOHA (a non-holder's memo supports v when H(v) collides with it).
+    """
+    return (P1 - q2) / (p2 - q2), (P0 - q2) / (p2 - q2)
+
+
+def first_round_variance(
+    n: int, f: ArrayLike, P1: float, P0: float, p2: float, q2: float
+) -> NDArray:
+    """V1: the part of Var[f̂] fixed by the memos (ours, docs/math.md "Variance over time").
+
+    Given the memos (and per-user hash functions), a user's reports are independent over time
+    with mean q2 + (p2 − q2)·1[memo supports v]; so V1 = Var(E[f̂ | memos]) is the variance of
+    the estimator fed the memos themselves: :func:`estimator_variance` with (R1, R0) of
+    :func:`round1_support` (the factor (p2 − q2)² cancels as P1 − P0 = (p2 − q2)(R1 − R0)).
+    """
+    return estimator_variance(n, f, *round1_support(P1, P0, p2, q2))
+
+
+def time_average_variance(v_total: ArrayLike, v_first: ArrayLike, tau: int) -> NDArray:
+    """Var of the mean of τ estimates of an unchanging population: V1 + (Vtot − V1)/τ.
+
+    By the law of total variance over the memos: the memo part V1 is shared by all τ reports,
+    the rest, Vtot − V1, is independent across them (ours, docs/math.md "Variance over time").
+    """
+    tau = check.integer("time_average_variance", "tau", tau, minimum=1)
+    v1 = np.asarray(v_first, dtype=np.float64)
+    return v1 + (np.asarray(v_total, dtype=np.float64) - v1) / tau
 
 
 def approx_variance(n: int, P1: float, P0: float) -> float:

@@ -2,17 +2,27 @@
 
 Engines over a longitudinal dataset ``values[τ, n]``:
 
-- ``"per-user"``: every user is a client with its own memo state across all timestamps. Round 1
-  is drawn per user and memoized; round 2 is drawn at count level from the memos
-  (``perturb_support``), which given the memos is the exact law of the server's aggregates,
-  jointly over time, at O(n + k) per timestamp. For per-user-hash LOLOHA the users who do not
-  hold v support it with probability 1/g independently at every timestamp (the reuse of
-  H_u(v) across time is not reproduced, docs/design.md §4).
-- ``"reports"``: the per-user engine with every report materialized (``perturb`` then the
-  server's ``support_counts``): the real client path, O(n·k) per timestamp.
-- ``"count-level"``: one timestamp's support counts drawn directly from its true counts
-  (``sample_support``). Exact per timestamp, O(k) per timestamp; it does not reproduce the
-  correlation a memo creates across timestamps.
+- ``"per-user"``: every user is a client with its own memos and per-user state (hash function,
+  sampled buckets) kept across all timestamps, as the real client keeps them. Round 1 is drawn
+  per user and memoized; round 2 and the aggregation are drawn from the memos without building
+  report records (``perturb_support``). Given the memos and the per-user state this is the
+  exact law of the server's support counts, so the engine is exact jointly over values and
+  over time for every protocol: LOLOHA's hash values H_u(v) of the whole domain are computed
+  once per user and reused at every report. Cost per timestamp: O(n + k) for the GRR chains and
+  dBitFlipPM, O(n·k/8) for the UE chains and LOLOHA.
+- ``"reports"``: the same clients with every report materialized (``perturb`` then the
+  server's ``support_counts``): the real client path, O(n·k) per timestamp. Same law as
+  ``"per-user"``.
+- ``"count-level"``: each timestamp's support counts drawn directly from its true counts
+  (``sample_support``), O(k) per timestamp. Exact *per timestamp only*: timestamps are drawn
+  independently, so the memos' correlation across time is lost and the variance of any
+  average over time is understated. For users whose values never change the time average of
+  τ estimates has variance V1 + (Vtot − V1)/τ under the exact engines but Vtot/τ here, a
+  factor 1 + (τ − 1)·V1/Vtot too small (:meth:`FrequencyOracle.time_average_variance`;
+  docs/math.md §1.4 and §16.3). Measured at n = 20,000, k = 74, τ = 50, ε∞ = 2, ε1 = 0.8
+  (``benchmarks/time_average_variance.py``): 3× (L-GRR) to 8× (UE chains), 10–13× (LOLOHA)
+  and 50× (dBitFlipPM), only 1.03× for L-GRR with the "paper" calibration. Use it for
+  per-timestamp accuracy (MSE per timestamp), not for statistics over time.
 """
 
 from __future__ import annotations
@@ -55,11 +65,16 @@ def simulate(
     engine: str = "per-user",
     postprocess: str | PostProcessor | None = None,
 ) -> Simulation:
-    """Collect ``values[τ, n]`` through ``proto`` with the chosen engine and estimate each t."""
+    """Collect ``values[τ, n]`` through ``proto`` with the chosen engine and estimate each t.
+
+    ``values`` must have τ ≥ 1 timestamps of n ≥ 1 users; see the module docstring for what
+    each engine reproduces.
+    """
     data = np.asarray(values)
-    if data.ndim != 2 or data.shape[1] == 0:
+    if data.ndim != 2 or data.shape[0] == 0 or data.shape[1] == 0:
         raise ValueError(
-            f"simulate: 'values' must have shape (tau, n) with n >= 1; got {data.shape}."
+            "simulate: 'values' must have shape (tau, n) with tau >= 1 timestamps and n >= 1 "
+            f"users; got {data.shape}."
         )
     if engine not in ENGINES:
         raise ValueError(f"simulate: 'engine' must be one of {ENGINES}; got {engine!r}.")

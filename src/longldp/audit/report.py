@@ -79,19 +79,28 @@ def audit_protocol(
     eps_1: float | None = None,
     eps_perm: float | None = None,
     clients: str = "population",
-    exact: bool = True,
+    exact: bool | None = None,
     rng: Any = None,
 ) -> AuditReport:
     """Audit ``proto``: exact ε (when the channel is small), the one-report game with
     ``trials`` clients per world, and the lifetime game at every τ with ``lifetime_trials``.
 
     ``eps_1``/``eps_perm`` override the claims (default: the protocol's own exact figures).
+    ``exact``: None (default) enumerates the channel when it is small enough, True insists,
+    False skips it.
     """
     gen = rng if isinstance(rng, np.random.Generator) or rng == "secure" else None
     gen = np.random.default_rng(rng) if gen is None else gen
     e1 = proto.single_report_epsilon() if eps_1 is None else float(eps_1)
     einf = proto.first_round_epsilon() if eps_perm is None else float(eps_perm)
-    ex = exact_epsilons(proto) if exact else None
+    ex = None
+    if exact or exact is None:
+        try:
+            ex = exact_epsilons(proto)
+        except ValueError:
+            if exact:  # asked for explicitly: the domain is too large to enumerate
+                raise
+    exact = ex is not None
     one = audit_game(proto, trials, attack=attack, alpha=alpha, claim=e1, clients=clients, rng=gen)
     rows = []
     for pattern in patterns:

@@ -42,7 +42,15 @@ import longldp
 from longldp.cli._common import ErrorsAsExit
 
 #: The modules of ``longldp.cli`` whose ``register(app)`` adds commands, in help order.
-COMMAND_MODULES: tuple[str, ...] = ("studies", "info", "allomfree", "serve", "rappor")
+COMMAND_MODULES: tuple[str, ...] = (
+    "studies",
+    "info",
+    "allomfree",
+    "serve",
+    "rappor",
+    "audit",
+    "archive",
+)
 
 app = typer.Typer(
     cls=ErrorsAsExit,

@@ -12,11 +12,11 @@ Two kernels, one answer:
   are grouped in runs whose length is a multiple of ``lcm(8, row_bytes) / 8``. For each bit
   position ``j`` of a byte, ``(word >> j) & 0x0101010101010101`` leaves 0 or 1 in each of the
   eight byte lanes, and up to 255 such words can be added lane-wise without a carry crossing a
-  lane. So 255 equally shaped runs are added elementwise (one long vectorized reduction), and
-  the eight lane totals are read back as bytes. Three passes per bit over the input, all in
-  cache-sized blocks, and no per-row or per-bit Python loop.
-- **Byte histogram (small inputs and the tail).** One histogram of (byte position, byte value)
-  and a 256 × 8 table of the bits of each byte value give the counts exactly.
+  lane. So up to 255 equally shaped runs are added elementwise (one long vectorized
+  reduction), and the eight lane totals are read back as bytes. Three passes per bit over the
+  input, all in cache-sized blocks, and no per-row or per-bit Python loop.
+- **Byte histogram (the rows after the last whole run).** One histogram of (byte position,
+  byte value) and a 256 × 8 table of the bits of each byte value give the counts exactly.
 
 Both are exact integer arithmetic; ``tests/test_bitcount.py`` checks them against
 ``np.unpackbits``.
@@ -62,8 +62,8 @@ def packed_column_sums(rows: NDArray[np.uint8], width: int) -> NDArray[np.int64]
         return totals[:width]
     period = math.lcm(8, row_bytes) // 8  # words after which the byte-to-column map repeats
     run = max(1, _RUN_WORDS // period) * period
-    rows_per_block = _LANE_MAX * run * 8 // row_bytes
-    whole = (n // rows_per_block) * rows_per_block
+    rows_per_run = run * 8 // row_bytes
+    whole = (n // rows_per_run) * rows_per_run
     if whole:
         totals += _lane_sums(rows[:whole], row_bytes, run)
     if whole < n:
@@ -72,17 +72,19 @@ def packed_column_sums(rows: NDArray[np.uint8], width: int) -> NDArray[np.int64]
 
 
 def _lane_sums(rows: NDArray[np.uint8], row_bytes: int, run: int) -> NDArray[np.int64]:
-    """The lane-sum kernel on a whole number of blocks (see the module docstring)."""
-    blocks = rows.reshape(-1).view(np.uint64).reshape(-1, _LANE_MAX, run)
+    """The lane-sum kernel on a whole number of runs (see the module docstring)."""
+    runs = rows.reshape(-1).view(np.uint64).reshape(-1, run)
     shifted = np.empty((_LANE_MAX, run), dtype=np.uint64)
     lanes = np.empty(run, dtype=np.uint64)
     # by_offset[j, o]: ones at bit j (msb first) of byte o of a run, summed over blocks.
     by_offset = np.zeros((8, run * 8), dtype=np.int64)
-    for block in blocks:
+    for first in range(0, runs.shape[0], _LANE_MAX):
+        block = runs[first : first + _LANE_MAX]  # at most 255 runs: no lane can carry
+        out = shifted[: block.shape[0]]
         for j in range(8):
-            np.right_shift(block, np.uint64(7 - j), out=shifted)
-            np.bitwise_and(shifted, _LANE_ONES, out=shifted)
-            np.sum(shifted, axis=0, out=lanes)
+            np.right_shift(block, np.uint64(7 - j), out=out)
+            np.bitwise_and(out, _LANE_ONES, out=out)
+            np.sum(out, axis=0, out=lanes)
             by_offset[j] += lanes.view(np.uint8)
     # A run holds a whole number of rows (run * 8 is a multiple of row_bytes): byte o of a run
     # is byte o % row_bytes of its row. Words are read in native order; the lanes map to bytes

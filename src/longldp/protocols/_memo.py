@@ -131,13 +131,16 @@ class PopulationMemo:
 
     ``store`` holds the round-1 memos (None for one-shot oracles); ``state`` holds per-user
     values drawn once and kept forever (the LOLOHA/OLH hash function, dBitFlipPM's sampled
-    buckets), drawn lazily the first time a user reports (``has_state``).
+    buckets), drawn lazily the first time a user reports (``has_state``). ``cache`` holds what
+    a family derives from that state once and reuses at every report (LOLOHA: each user's
+    hash buckets of the whole domain); it is a pure function of ``state``, never randomness.
     """
 
     n_users: int
     store: MemoStore | DenseMemoStore | None
     state: dict[str, NDArray] = field(default_factory=dict)
     has_state: NDArray[np.bool_] | None = None
+    cache: dict[str, NDArray] = field(default_factory=dict)
     reports: NDArray[np.int64] = field(init=False)
 
     def __post_init__(self) -> None:

@@ -64,7 +64,7 @@ class FrequencyOracle(ABC):
         if self.longitudinal and "eps_1" in self.__dataclass_fields__:  # type: ignore[attr-defined]
             check.chain_budgets(self.name, self.eps_perm, self.eps_1)
         elif "eps" in self.__dataclass_fields__:  # type: ignore[attr-defined]
-            check.positive_float(self.name, "eps", self.eps)  # type: ignore[attr-defined]
+            check.budget(self.name, "eps", self.eps)  # type: ignore[attr-defined]
 
     @property
     def estimate_size(self) -> int:
@@ -100,6 +100,25 @@ class FrequencyOracle(ABC):
         """Exact variance of the estimate of a value with true frequency ``f`` (array ok)."""
         n = check.integer(self.name, "n", n, minimum=1)
         return privacy.estimator_variance(n, _frequencies(self.name, f), self.P1, self.P0)
+
+    def first_round_variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
+        """V1: the part of :meth:`variance` fixed by the round-1 memos and per-user state.
+
+        It is shared by every report of an unchanging population, so averaging τ estimates
+        cannot remove it (:meth:`time_average_variance`). One-shot oracles memoize nothing: 0.
+        """
+        n = check.integer(self.name, "n", n, minimum=1)
+        freqs = _frequencies(self.name, f)
+        if not self.longitudinal:
+            return np.zeros_like(freqs)
+        return privacy.first_round_variance(n, freqs, self.P1, self.P0, self.p2, self.q2)
+
+    def time_average_variance(self, n: int, f: ArrayLike, tau: int) -> NDArray[np.float64]:
+        """Var of the mean of τ estimates of users whose values never change: V1 + (Vtot − V1)/τ
+        (:func:`longldp.privacy.time_average_variance`)."""
+        return privacy.time_average_variance(
+            self.variance(n, f), self.first_round_variance(n, f), tau
+        )
 
     @abstractmethod
     def single_report_epsilon(self) -> float:
@@ -217,10 +236,14 @@ class FrequencyOracle(ABC):
     ) -> NDArray:
         """Support counts of ``perturb`` drawn without materializing reports (docs/design.md §4).
 
-        Round 1 is drawn per user and memoized exactly as in :meth:`perturb`; round 2 is then
-        drawn at count level from the memos, which, given the memos, is the exact law of every
-        aggregate the server computes (see each family's ``_support_from_memos``), at
-        O(n + k) per call instead of O(n·k). One-shot oracles use :meth:`sample_support`.
+        Round 1 is drawn per user and memoized exactly as in :meth:`perturb`, and every piece of
+        per-user state (hash function, sampled buckets) is kept for all calls; round 2 is then
+        drawn from the memos without building report records (see each family's
+        ``_support_from_memos``). Given the memos and the per-user state this is the exact law
+        of the server's support counts, so over many calls the counts have the joint law of the
+        real clients' (docs/math.md, "Variance over time"). Cost per call: O(n + k) for the GRR
+        chains and dBitFlipPM, O(n·k/8) for the UE chains and LOLOHA (bit-packed rows).
+        One-shot oracles use :meth:`sample_support`.
         """
         source = as_random_source(rng)
         memo, who, state, vals, keys = self._population_step(values, memo, users, source)
@@ -228,7 +251,7 @@ class FrequencyOracle(ABC):
             support = self._sample_support(np.bincount(vals, minlength=self.k), who.size, source)
         else:
             payload = self._lookup_memos(memo, who, state, keys, source)
-            support = self._support_from_memos(payload, vals, keys, state, source)
+            support = self._support_from_memos(payload, vals, keys, state, source, memo, who)
         memo.reports[who] += 1
         return support
 
@@ -392,6 +415,8 @@ class FrequencyOracle(ABC):
         keys: NDArray[np.int64],
         state: dict,
         rng: RandomSource,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
     ) -> NDArray:
         """Default: materialize round 2 (exact, O(n·k)); families override with count level."""
         return self.support_counts(self._make_reports(self._round2(payload, rng), state))

@@ -25,7 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
-from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
+from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
@@ -60,7 +60,7 @@ class DBitFlipPM(FrequencyOracle):
 
     def __post_init__(self) -> None:
         k = check.integer(self.name, "k", self.k, minimum=2)
-        eps = check.positive_float(self.name, "eps_perm", self.eps_perm)
+        eps = check.budget(self.name, "eps_perm", self.eps_perm)
         b = k if self.b is None else check.integer(self.name, "b", self.b, minimum=2, maximum=k)
         set_derived(self, b=b)
         check.integer(self.name, "d", self.d, minimum=1, maximum=b)
@@ -112,6 +112,10 @@ class DBitFlipPM(FrequencyOracle):
         n = check.integer(self.name, "n", n, minimum=1)
         freqs = _frequencies(self.name, f)
         return privacy.dbitflip_unit_variance(self.eps_perm, self.n_buckets, self.d, freqs) / n
+
+    def first_round_variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
+        """No second round: the reports are the memos, so the whole variance is fixed by them."""
+        return self.variance(n, f)
 
     def _channel_info(self, n: int) -> pp.ChannelInfo:
         # Base-cut reads V* from here: give it dBitFlipPM's own, through an equivalent channel.
@@ -175,6 +179,8 @@ class DBitFlipPM(FrequencyOracle):
         keys: NDArray[np.int64],
         state: dict,
         rng: RandomSource,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
     ) -> NDArray[np.int64]:
         """No second round: the reports are the memos; count them without building records."""
         if self.samples_everything:

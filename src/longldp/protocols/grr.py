@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
+from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
@@ -36,6 +37,10 @@ class _SymbolReports(FrequencyOracle):
     def single_report_epsilon(self) -> float:
         """ln(P1/P0): the composed channel is Pr[v|v] = P1, Pr[u|v] = P0 for all u ≠ v."""
         return privacy.round_up(privacy.grr_report_epsilon(self.P1, self.P0))
+
+    def first_round_epsilon(self) -> float:
+        """ln(p1/q1) of the stored round-1 parameters (the channel the sampler realizes)."""
+        return privacy.round_up(privacy.grr_report_epsilon(self.p1, self.q1))
 
     def _channel_info(self, n: int) -> pp.ChannelInfo:
         return pp.ChannelInfo(P1=self.P1, P0=self.P0, n=n, grr_type=True)
@@ -136,6 +141,8 @@ class LGRR(_SymbolReports):
         keys: NDArray[np.int64],
         state: dict,
         rng: RandomSource,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
     ) -> NDArray[np.int64]:
         """Round 2 keeps a memo with p2 − q2, else draws a uniform symbol (as in
         ``_sample_support``): binomial keeps of the memo histogram plus one multinomial."""

@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp import privacy
+from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import OneShot, bytes_to_uint, min_bytes, uint_to_bytes
 from longldp.protocols.lh import _LOLOHA, REPORT_DTYPE, _LocalHashing, _set_chain
@@ -115,6 +116,11 @@ class _Hadamard(_LocalHashing):
         check.domain_values(self.name, rep["bucket"], 2, "reports['bucket']")
         check.domain_values(self.name, rep["hash_id"], self.m, "reports['hash_id'] (the row)")
         return rep
+
+    def _bucket_masks(self, memo: PopulationMemo, who: NDArray[np.int64], state: dict) -> None:
+        """No per-user masks: the server's own aggregation of the (row, bit) reports is
+        O(n + m log m), so the per-user engine builds the reports (exact over time)."""
+        return None
 
     def row_sums(self, reports: NDArray) -> NDArray[np.int64]:
         """T[j] = Σ_{u: j_u = j} σ_u with σ_u = (−1)^bucket_u (one bincount, length m)."""

@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp import privacy
-from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
+from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
@@ -42,6 +42,8 @@ from longldp.protocols.base import (
     bytes_to_uint,
     grr_round,
     min_bytes,
+    packed_column_sums,
+    row_slices,
     set_derived,
     uint_to_bytes,
 )
@@ -51,6 +53,9 @@ _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
 _SEED_LIMIT = 1 << 63
 REPORT_DTYPE = np.dtype([("hash_id", "<i8"), ("bucket", "<i8")])
+#: Largest per-population table (bytes) of LOLOHA's per-user bucket masks kept by the per-user
+#: engine; larger populations × g × k hash at every report instead (same law, slower).
+HASH_CACHE_LIMIT = 256 * 2**20
 
 
 def mix_hash(seed: NDArray, x: NDArray, g: int) -> NDArray[np.int64]:
@@ -87,7 +92,8 @@ class _LocalHashing(FrequencyOracle):
 
     def single_report_epsilon(self) -> float:
         """Given H, a report is the L-GRR chain over g buckets: ln[P1 (g−1)/(1 − P1)]."""
-        return privacy.round_up(math.log(self.P1 * (self.g - 1) / (1 - self.P1)))
+        N1, _ = privacy.chain_nonsupport(self.p1, self.q1, self.p2, self.q2)
+        return privacy.round_up(math.log(self.P1 * (self.g - 1) / N1))
 
     def first_round_epsilon(self) -> float:
         return privacy.round_up(math.log(self.p1 / self.q1))
@@ -105,6 +111,14 @@ class _LocalHashing(FrequencyOracle):
                 f"{self.k}), since collisions couple the values; got shape {freqs.shape}."
             )
         return base + privacy.pool_extra_variance(freqs, self.g, self.hash_pool)
+
+    def first_round_variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
+        """V1 with R0 = 1/g; a hash pool's extra variance is fixed for all reports, so it is
+        part of V1 too."""
+        base = super().first_round_variance(n, f)
+        if self.hash_pool is None or not self.longitudinal:
+            return base
+        return base + self.variance(n, f) - super().variance(n, f)
 
     # -- hash functions
     def _check_hashing(self) -> None:
@@ -287,21 +301,45 @@ class _LOLOHA(_LocalHashing):
         keys: NDArray[np.int64],
         state: dict,
         rng: RandomSource,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
     ) -> NDArray[np.int64]:
-        """Holders of v support it with p2 if their memo is their own bucket H_u(v), else q2;
-        every other user with probability 1/g independently (exact per call when hash values of
-        distinct inputs are independent and uniform; the reuse of H_u(v) over time is not
-        reproduced, docs/design.md §4). With a hash pool: materialized reports (exact)."""
-        if self.hash_pool is not None:
-            return super()._support_from_memos(payload, values, keys, state, rng)
-        own = payload == keys
-        holders = np.bincount(values, minlength=self.k)
-        faithful = np.bincount(values[own], minlength=self.k)
-        return (
-            rng.binomial(faithful, self.p2)
-            + rng.binomial(holders - faithful, self.q2)
-            + rng.binomial(values.size - holders, 1.0 / self.g)
-        )
+        """Round 2 per user, then C_v = #{u : H_u(v) = y_u} with each user's H_u kept for all
+        calls, as the real client does: exact jointly over v and over time (a non-holder of v
+        supports it at every report whose bucket is H_u(v), a fixed bucket, so its supports
+        are correlated over time). Each user's buckets of the whole domain are hashed once and
+        kept as g bit-packed masks of {v : H_u(v) = b}; a call gathers the mask of each user's
+        reported bucket and sums columns, O(n·k/8). When the masks would exceed
+        :data:`HASH_CACHE_LIMIT` bytes, or with a hash pool, the reports are built and
+        aggregated as the server does (exact too, O(n·k) hashing per call)."""
+        buckets = self._round2(payload, rng)
+        masks = self._bucket_masks(memo, who, state)
+        if masks is None:
+            return self.support_counts(self._make_reports(buckets, state))
+        rows = np.take(masks.reshape(-1, masks.shape[2]), who * self.g + buckets, axis=0)
+        return packed_column_sums(rows, self.k)
+
+    def _bucket_masks(
+        self, memo: PopulationMemo, who: NDArray[np.int64], state: dict
+    ) -> NDArray[np.uint8] | None:
+        """masks[u, b] = packbits(H_u(v) = b for v in [0, k)), filled once per user (lazily)."""
+        nbytes = (self.k + 7) // 8
+        if self.hash_pool is not None or memo.n_users * self.g * nbytes > HASH_CACHE_LIMIT:
+            return None
+        if "bucket_masks" not in memo.cache:
+            memo.cache["bucket_masks"] = np.zeros((memo.n_users, self.g, nbytes), dtype=np.uint8)
+            memo.cache["has_masks"] = np.zeros(memo.n_users, dtype=bool)
+        masks, done = memo.cache["bucket_masks"], memo.cache["has_masks"]
+        need = np.flatnonzero(~done[who])
+        if need.size:
+            ids = state["hash_id"][need]
+            values = np.arange(self.k, dtype=np.int64)[None, :]
+            buckets = np.arange(self.g, dtype=np.int64)[None, :, None]
+            for rows in row_slices(need.size, self.g * self.k):
+                hashed = self._memo_key(values, {"hash_id": ids[rows, None]})  # (m, k): H_u(v)
+                masks[who[need[rows]]] = np.packbits(hashed[:, None, :] == buckets, axis=2)
+            done[who[need]] = True
+        return masks
 
     def _set_g(self, g: int) -> None:
         self._check_hashing()

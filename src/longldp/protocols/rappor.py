@@ -394,7 +394,14 @@ class RAPPOR(_UnaryEncoding):
         return self._support(drawn, n_j)
 
     def _support_from_memos(
-        self, payload: NDArray, values: NDArray, keys: NDArray, state: dict, rng: RandomSource
+        self,
+        payload: NDArray,
+        values: NDArray,
+        keys: NDArray,
+        state: dict,
+        rng: RandomSource,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
     ) -> NDArray[np.int64]:
         """Per cohort and bit: Bin(#PRR ones, q) + Bin(#PRR zeros, p)."""
         ones, n_j = self._cohort_sums(payload, state["cohort"])

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import privacy
-from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
+from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
@@ -39,7 +39,8 @@ class _UnaryEncoding(FrequencyOracle):
 
     def single_report_epsilon(self) -> float:
         """ln[P1(1−P0)/(P0(1−P1))]: two inputs differ in two bits (exact channel)."""
-        return privacy.round_up(privacy.ue_report_epsilon(self.P1, self.P0))
+        N1, N0 = privacy.chain_nonsupport(self.p1, self.q1, self.p2, self.q2)
+        return privacy.round_up(privacy.ue_report_epsilon(self.P1, self.P0, N1, N0))
 
     def first_round_epsilon(self) -> float:
         return privacy.round_up(privacy.ue_report_epsilon(self.p1, self.q1))
@@ -77,6 +78,8 @@ class _UnaryEncoding(FrequencyOracle):
         keys: NDArray[np.int64],
         state: dict,
         rng: RandomSource,
+        memo: PopulationMemo,
+        who: NDArray[np.int64],
     ) -> NDArray[np.int64]:
         """Bit i of the reports sums to Bin(#memos with bit i set, p2) + Bin(the rest, q2)."""
         ones = packed_column_sums(payload, self.k)

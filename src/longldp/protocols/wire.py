@@ -200,7 +200,13 @@ def decode_reports(proto: FrequencyOracle, data: bytes | Sequence[bytes]) -> NDA
 
 def decode_rows(proto: FrequencyOracle, rows: NDArray[np.uint8], what: str = "report") -> NDArray:
     """Report records from rows (n, wire_size) whose headers are already checked."""
-    bodies = np.ascontiguousarray(rows[:, HEADER_SIZE:])
+    width = rows.shape[1] - HEADER_SIZE
+    body = _fields(rows, [f"V{width}"], [HEADER_SIZE])["f0"] if width else None
+    bodies = (
+        np.frombuffer(body.tobytes(), dtype=np.uint8).reshape(-1, width)
+        if body is not None
+        else np.zeros((rows.shape[0], 0), dtype=np.uint8)
+    )
     try:
         return proto._decode(bodies)
     except ValueError:
@@ -220,14 +226,34 @@ def decode_rows(proto: FrequencyOracle, rows: NDArray[np.uint8], what: str = "re
         raise WireFormatError(f"{proto.name}: {what} {lo} has an invalid body: {exc}", lo) from None
 
 
+def _fields(rows: NDArray[np.uint8], formats: list[str], offsets: list[int]) -> NDArray:
+    """A structured view of each row of ``rows`` (n, width) with fields at byte ``offsets``;
+    rows are made contiguous first if they are not."""
+    rows = np.ascontiguousarray(rows, dtype=np.uint8)
+    dtype = np.dtype(
+        {
+            "names": [f"f{i}" for i in range(len(formats))],
+            "formats": formats,
+            "offsets": offsets,
+            "itemsize": rows.shape[1],
+        }
+    )
+    return rows.reshape(-1).view(dtype)
+
+
 def check_headers(proto: FrequencyOracle, rows: NDArray[np.uint8], what: str = "report") -> None:
     """Raise :class:`WireFormatError` naming the first row whose header is not ``proto``'s."""
     expected = np.frombuffer(header(proto), dtype=np.uint8)
     if rows.shape[0] == 0:
         return
-    bad = np.flatnonzero(np.any(rows[:, :HEADER_SIZE] != expected, axis=1))
-    if bad.size == 0:
+    # Compare the 12 header bytes as one 8-byte and one 4-byte word per row, read in place
+    # through a structured view (no copy); locate the first mismatch only when there is one.
+    words = _fields(rows, ["<u8", "<u4"], [0, 8])
+    if np.all(words["f0"] == expected[:8].view("<u8")[0]) and np.all(
+        words["f1"] == expected[8:].view("<u4")[0]
+    ):
         return
+    bad = np.flatnonzero(np.any(rows[:, :HEADER_SIZE] != expected, axis=1))
     i = int(bad[0])
     h = bytes(rows[i, :HEADER_SIZE])
     if h[:2] != MAGIC:

@@ -55,8 +55,10 @@ def split_records(
 
 def json_records(proto: FrequencyOracle, body: Any) -> tuple[bytes, list[int | None]]:
     """(binary batch, cohorts) of a JSON batch; items may carry an optional ``cohort``."""
-    if not isinstance(body, dict) or set(body) != {"reports"} or not isinstance(
-        body["reports"], list
+    if (
+        not isinstance(body, dict)
+        or set(body) != {"reports"}
+        or not isinstance(body["reports"], list)
     ):
         raise BadItemError(-1, 'the body must be {"reports": [...]}.')
     stripped, cohorts = [], []

@@ -1,0 +1,29 @@
+"""Report archives: a Parquet layout for stored reports, a simulated-population writer, and
+aggregation of archives of any size, locally (bounded memory) or on a Dask cluster.
+
+See ``docs/scale-out.md``. This package needs the ``archive`` extra (pyarrow; ``distributed``
+for Dask).
+"""
+
+from longldp.archive.aggregate import (
+    ArchiveCounts,
+    aggregate_archive,
+    archive_files,
+    write_estimates,
+)
+from longldp.archive.layout import ArchiveInfo, ArchiveWriter, archive_schema, read_info, row_groups
+from longldp.archive.simulate import population_values, simulate_reports
+
+__all__ = [
+    "ArchiveCounts",
+    "ArchiveInfo",
+    "ArchiveWriter",
+    "aggregate_archive",
+    "archive_files",
+    "archive_schema",
+    "population_values",
+    "read_info",
+    "row_groups",
+    "simulate_reports",
+    "write_estimates",
+]

@@ -1,0 +1,157 @@
+"""``longldp simulate-reports`` and ``longldp aggregate``: report archives (docs/scale-out.md)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from longldp.cli._common import console
+
+
+def protocol_from_words(name: str, words: list[str]):
+    """``L-OSUE`` and ``["k=74", "eps_perm=2", "eps_1=0.8"]`` -> the protocol object."""
+    import longldp as ll
+
+    params: dict[str, object] = {}
+    for word in words:
+        key, sep, raw = word.partition("=")
+        if not sep or not key:
+            raise ValueError(f"protocol parameters are written name=value; got {word!r}.")
+        try:
+            value: object = int(raw)
+        except ValueError:
+            try:
+                value = float(raw)
+            except ValueError:
+                value = raw
+        params[key.strip()] = value
+    return ll.protocol(name, **params)
+
+
+def simulate_reports_cmd(
+    protocol: Annotated[str, typer.Argument(help="Protocol name (see `longldp protocols`).")],
+    params: Annotated[
+        list[str] | None, typer.Argument(help="Protocol parameters: k=74 eps_perm=2 eps_1=0.8")
+    ] = None,
+    out: Annotated[Path, typer.Option(help="Archive file to write (.parquet).")] = Path(
+        "reports.parquet"
+    ),
+    n: Annotated[int, typer.Option(help="Users (one report each per epoch).")] = 100_000,
+    epochs: Annotated[int, typer.Option(help="Epochs (collection periods).")] = 1,
+    distribution: Annotated[str, typer.Option(help="zipf or uniform.")] = "zipf",
+    change: Annotated[float, typer.Option(help="Share of users changing value per epoch.")] = 0.0,
+    chunk_users: Annotated[int, typer.Option(help="Users simulated at once.")] = 1_000_000,
+    collection: Annotated[str, typer.Option(help="Collection name.")] = "simulated",
+    seed: Annotated[int, typer.Option(help="Simulation seed (>= 0).")] = 0,
+) -> None:
+    """Write the reports a simulated population would send, as a report archive."""
+    from longldp.archive import simulate_reports
+
+    if seed < 0:
+        raise ValueError(f"'--seed' must be >= 0; got {seed}.")
+    proto = protocol_from_words(protocol, params or [])
+    start = time.perf_counter()
+    result = simulate_reports(
+        proto,
+        out,
+        n=n,
+        epochs=epochs,
+        distribution=distribution,
+        change=change,
+        chunk_users=chunk_users,
+        collection=collection,
+        rng=seed,
+    )
+    elapsed = time.perf_counter() - start
+    console().print(
+        f"wrote {result['reports']:,} {proto.name} reports ({proto.wire_size} bytes each) "
+        f"to {out} in {elapsed:.1f} s"
+    )
+
+
+def aggregate_cmd(
+    archive: Annotated[list[Path], typer.Argument(help="Archive file(s) or folder(s).")],
+    scheduler: Annotated[
+        str | None,
+        typer.Option(help="Dask scheduler (tcp://host:8786), or 'local' for a LocalCluster."),
+    ] = None,
+    workers: Annotated[int, typer.Option(help="Workers of a --scheduler local cluster.")] = 2,
+    memory_limit: Annotated[
+        str | None, typer.Option(help="Working memory to stay within, e.g. 200MB or 2GB.")
+    ] = None,
+    postprocess: Annotated[str | None, typer.Option(help="Post-processing of estimates.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Write the estimates to this .csv or .json file.")
+    ] = None,
+    top: Annotated[int, typer.Option(help="Rows per epoch shown in the table.")] = 10,
+) -> None:
+    """Support counts, estimates and 95% intervals per epoch of a report archive."""
+    from longldp.archive import aggregate_archive, write_estimates
+
+    limit = None if memory_limit is None else parse_bytes(memory_limit)
+    start = time.perf_counter()
+    if scheduler == "local":
+        from distributed import LocalCluster
+
+        with LocalCluster(
+            n_workers=workers, threads_per_worker=1, dashboard_address=None, host="127.0.0.1"
+        ) as cluster:
+            counts = aggregate_archive(archive, memory_limit=limit, scheduler=cluster)
+    else:
+        counts = aggregate_archive(archive, memory_limit=limit, scheduler=scheduler)
+    elapsed = time.perf_counter() - start
+    rows = counts.estimates(postprocess=postprocess)
+    if out is not None:
+        write_estimates(rows, out)
+    table = Table(
+        title=f"{counts.protocol.name}: {counts.reports:,} reports in {elapsed:.2f} s "
+        f"({counts.reports / max(elapsed, 1e-9):,.0f} reports/s)"
+    )
+    for col in ("epoch", "value", "reports", "estimate", "se", "95% interval"):
+        table.add_column(col, justify="right")
+    for epoch in sorted({r["epoch"] for r in rows}):
+        mine = sorted((r for r in rows if r["epoch"] == epoch), key=lambda r: -r["estimate"])
+        for r in mine[:top]:
+            table.add_row(
+                str(epoch),
+                str(r["value"]),
+                f"{r['reports']:,}",
+                f"{r['estimate']:.5f}",
+                f"{r['se']:.5f}",
+                f"[{r['lower']:.5f}, {r['upper']:.5f}]",
+            )
+    console().print(table)
+    if out is not None:
+        console().print(f"estimates written to {out}")
+
+
+_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20,
+          "GIB": 2**30}
+
+
+def parse_bytes(text: str) -> int:
+    """'200MB' -> 200_000_000; plain integers are bytes."""
+    raw = text.strip().upper().replace(" ", "")
+    number = raw.rstrip("KMGIB")
+    unit = raw[len(number):]
+    if unit not in _UNITS or not number:
+        raise ValueError(
+            f"a memory size is a number with an optional unit (B, KB, MB, GB, KiB, MiB, GiB); "
+            f"got {text!r}."
+        )
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        raise ValueError(f"a memory size must start with a number; got {text!r}.") from None
+    if value < 1:
+        raise ValueError(f"a memory size must be positive; got {text!r}.")
+    return int(value)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("simulate-reports")(simulate_reports_cmd)
+    app.command("aggregate")(aggregate_cmd)

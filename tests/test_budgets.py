@@ -1,0 +1,172 @@
+"""Any budget a user can type: every protocol either works or refuses with a clear ValueError.
+
+Budgets up to :data:`longldp.privacy.EPS_MAX` build quickly (the hash range g comes from its
+closed form and a short descent, never a scan up to e^ε) with finite probability parameters and
+a finite, positive variance; larger ones raise ``ValueError`` naming the maximum.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import longldp as ll
+from longldp import privacy
+from longldp.simulate import simulate
+
+NAMES = [cls.name for cls in ll.protocols.REGISTRY.values()]
+N = 1000
+
+
+def build(name: str, k: int, eps: float, alpha: float) -> ll.FrequencyOracle:
+    cls = ll.get_protocol_class(name)
+    if name == "dBitFlipPM":
+        return ll.protocol(name, k=k, eps_perm=eps)
+    if not cls.longitudinal:
+        return ll.protocol(name, k=k, eps=eps)
+    return ll.protocol(name, k=k, eps_perm=eps, eps_1=alpha * eps)
+
+
+def unreachable(name: str, eps: float, alpha: float) -> bool:
+    """L-OUE and L-SOUE cannot reach every α (a documented ValueError)."""
+    return name in ("L-OUE", "L-SOUE") and alpha >= privacy.max_alpha(name, eps)
+
+
+#: ε log-uniform over [1e-3, 1e3], so that small, moderate and refused budgets all occur.
+BUDGETS = st.one_of(
+    st.floats(-3.0, 3.0).map(lambda x: 10.0**x),
+    st.sampled_from([1e-3, privacy.EPS_MAX, 1e3]),
+)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(
+    name=st.sampled_from(NAMES),
+    k=st.sampled_from([2, 3, 74, 1000]),
+    eps=BUDGETS,
+    alpha=st.floats(0.01, 0.99),
+)
+def test_every_budget_builds_or_is_refused(name, k, eps, alpha):
+    if eps > privacy.EPS_MAX:
+        with pytest.raises(ValueError, match="EPS_MAX"):
+            build(name, k, eps, alpha)
+        return
+    if unreachable(name, eps, alpha):
+        with pytest.raises(ValueError, match="eps_1"):
+            build(name, k, eps, alpha)
+        return
+    proto = build(name, k, eps, alpha)
+    params = np.array([proto.p1, proto.q1, proto.p2, proto.q2])
+    assert np.all(np.isfinite(params)) and np.all((params >= 0) & (params <= 1)), params
+    assert proto.P1 > proto.P0
+    f = np.array([0.0, 0.3, 1.0])
+    for v in (proto.approx_variance(N), *proto.variance(N, f)):
+        assert math.isfinite(v) and v > 0
+    v1 = proto.first_round_variance(N, f)
+    assert np.all(np.isfinite(v1)) and np.all(v1 >= 0)
+    eps_claims = (proto.single_report_epsilon(), proto.first_round_epsilon())
+    assert all(math.isfinite(e) and e > 0 for e in eps_claims)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_protocol_accepts_eps_max_and_refuses_above(name):
+    proto = build(name, 74, privacy.EPS_MAX, 0.1)
+    assert math.isfinite(proto.approx_variance(N)) and proto.approx_variance(N) > 0
+    for eps in (privacy.EPS_MAX * 1.001, 709.0, 710.0, 1e3, math.inf, math.nan):
+        with pytest.raises(ValueError, match="EPS_MAX"):
+            build(name, 74, eps, 0.1)
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("L-OSUE", {"eps_perm": 710, "eps_1": 1}),
+        ("L-GRR", {"eps_perm": 710, "eps_1": 1}),
+        ("L-OUE", {"eps_perm": 710, "eps_1": 1}),
+        ("GRR", {"eps": 710}),
+        ("dBitFlipPM", {"eps_perm": 710}),
+        ("L-SOUE", {"eps_perm": 100, "eps_1": 40}),
+        ("L-OSUE", {"eps_perm": 709, "eps_1": 1}),
+    ],
+)
+def test_reported_budgets_are_refused_with_a_value_error(name, params):
+    # Were OverflowError, ZeroDivisionError, or a NaN variance.
+    with pytest.raises(ValueError, match="EPS_MAX"):
+        ll.protocol(name, k=10, **params)
+
+
+def local_argmin(f, g: int) -> bool:
+    return f(g) <= f(g + 1) and (g == 2 or f(g) <= f(g - 1))
+
+
+def test_ololoha_at_large_budgets_builds_with_the_argmin_g():
+    # Was a scan of g up to e^30 (> 10 minutes).
+    proto = ll.protocol("OLOLOHA", k=74, eps_perm=30, eps_1=12)
+    assert abs(proto.g - (math.exp(12) + 1)) < 2
+    for cal in ("exact", "paper"):
+        g = privacy.loloha_optimal_g(30, 12, cal)
+        assert local_argmin(lambda c, cal=cal: privacy.loloha_unit_variance(c, 30, 12, cal), g)
+
+
+def test_olh_at_large_budgets_builds_with_the_largest_hash_range():
+    # Was MemoryError (a 77.8 TiB candidate array). e^30 + 1 exceeds the hash's range 2^32,
+    # where V* still decreases: g = G_MAX.
+    proto = ll.protocol("OLH", k=74, eps=30)
+    assert proto.g == privacy.G_MAX
+    assert privacy.olh_optimal_g(20) == round(math.exp(20) + 1) or local_argmin(
+        lambda c: privacy.olh_unit_variance(c, 20), privacy.olh_optimal_g(20)
+    )
+    values = np.arange(200) % 74
+    sim = simulate(proto, np.stack([values, values]), np.random.default_rng(0), engine="per-user")
+    assert np.all(np.isfinite(sim.estimates))
+
+
+@pytest.mark.parametrize("calibration", ["exact", "paper"])
+@pytest.mark.parametrize("eps_perm", [0.01, 0.5, 3.0, 8.0])
+@pytest.mark.parametrize("alpha", [0.05, 0.5, 0.95])
+def test_descent_finds_the_scanned_argmin(calibration, eps_perm, alpha):
+    eps_1 = alpha * eps_perm
+    grid = np.arange(2, int(math.exp(eps_perm)) + 8)
+    vs = [privacy.loloha_unit_variance(int(c), eps_perm, eps_1, calibration) for c in grid]
+    assert privacy.loloha_optimal_g(eps_perm, eps_1, calibration) == grid[int(np.argmin(vs))]
+    olh = [privacy.olh_unit_variance(int(c), eps_perm) for c in grid]
+    assert privacy.olh_optimal_g(eps_perm) == grid[int(np.argmin(olh))]
+
+
+@pytest.mark.parametrize("engine", ["per-user", "reports", "count-level"])
+def test_simulate_refuses_zero_timestamps(engine):
+    proto = ll.protocol("L-GRR", k=4, eps_perm=2.0, eps_1=1.0)
+    with pytest.raises(ValueError, match="tau >= 1"):
+        simulate(proto, np.zeros((0, 5), dtype=np.int64), 0, engine=engine)
+
+
+@pytest.mark.parametrize("name", ["GRR", "L-GRR", "OLH", "L-OUE", "BiLOLOHA", "dBitFlipPM"])
+@pytest.mark.parametrize("method", ["perturb", "perturb_support"])
+def test_a_memo_for_fewer_users_is_refused(name, method):
+    params = {"eps": 1.0} if name in ("GRR", "OLH") else {"eps_perm": 2.0}
+    if name in ("L-GRR", "L-OUE", "BiLOLOHA"):
+        params["eps_1"] = 0.5
+    proto = ll.protocol(name, k=5, **params)
+    with pytest.raises(ValueError, match="5 values for a memo of 3 users"):
+        getattr(proto, method)(np.arange(5), proto.new_memo(3), np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    "name", ["GRR", "SUE", "BLH", "L-GRR", "L-SUE", "L-OSUE", "BiLOLOHA", "dBitFlipPM"]
+)
+@pytest.mark.parametrize("eps", [10.0, 20.0, privacy.EPS_MAX])
+@pytest.mark.parametrize("alpha", [0.05, 0.9])
+def test_claims_cover_the_exact_channel_at_large_budgets(name, eps, alpha):
+    # Near ε = EPS_MAX, P1 is within e^-ε of 1: a claim computed from 1 − P1 by subtraction
+    # understated the exact channel's ε (BiLOLOHA at ε∞ = 20, L-GRR's first round at ε∞ = 10).
+    from test_privacy_channels import exact_epsilons
+
+    proto = build(name, 3, eps, alpha)
+    single, first = exact_epsilons(proto, np.random.default_rng(1))
+    assert proto.single_report_epsilon() >= single
+    assert proto.first_round_epsilon() >= first
+    assert proto.single_report_epsilon() == pytest.approx(single, rel=1e-9)
