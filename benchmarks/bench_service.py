@@ -98,7 +98,13 @@ def main() -> None:
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     proc = start_server(path, port)
-    out: dict = {"protocol": SPEC, "reports": n, "single": n1, "sqlite": "WAL, synchronous=FULL"}
+    out: dict = {
+        "protocol": SPEC,
+        "reports": n,
+        "single": n1,
+        "sqlite": "WAL, synchronous=FULL",
+        "load_average_at_start": os.getloadavg(),
+    }
     try:
         with httpx.Client(timeout=120) as http:
             adm = {"Authorization": f"Bearer {ADMIN}"}
@@ -176,6 +182,7 @@ def main() -> None:
         estimate_ms_raw=timings["none"] * 1e3,
         estimate_ms_norm_sub=timings["norm-sub"] * 1e3,
         cpu_count=os.cpu_count(),
+        load_average_at_end=os.getloadavg(),
     )
     print(
         f"batched ingest (1,000/request): {batched:,.0f} reports/s; raw inserts "

@@ -12,6 +12,7 @@ reports, and the worst ratio is found by maximizing over counts (docs/math.md §
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -215,10 +216,9 @@ def exact_lifetime_epsilon(proto: FrequencyOracle, tau: int, alternating: bool =
 
 
 def _one_value_lifetime(proto: FrequencyOracle, tau: int) -> float:
-    if not memoized(proto):
-        return tau * exact_epsilons(proto).single
-    if isinstance(proto, DBitFlipPM):
-        return exact_epsilons(proto).single
+    if not memoized(proto) or isinstance(proto, DBitFlipPM):
+        single = _cached_single(proto)
+        return single if isinstance(proto, DBitFlipPM) else tau * single
     if isinstance(proto, RAPPOR):
         if proto.encoder == "boolean":
             return _boolean_lifetime(proto, tau)
@@ -229,6 +229,11 @@ def _one_value_lifetime(proto: FrequencyOracle, tau: int) -> float:
         return _unary_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, tau)
     m = proto.g if _is_hashing(proto) else proto.k  # type: ignore[attr-defined]
     return _categorical_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, m, tau)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_single(proto: FrequencyOracle) -> float:
+    return exact_epsilons(proto).single
 
 
 def _unary_chain_lifetime(p1: float, q1: float, p2: float, q2: float, tau: int) -> float:

@@ -65,17 +65,10 @@ def datasets_cmd() -> None:
     for col in ("name", "kind", "n", "attributes (domain size)", "source"):
         table.add_column(col)
     for info in list_datasets():
-        attrs = getattr(info, "attributes", {}) or {}
-        shown = ", ".join(f"{a} ({d})" for a, d in list(dict(attrs).items())[:8])
-        if len(attrs) > 8:
-            shown += f", … ({len(attrs)} in all)"
-        table.add_row(
-            info.name,
-            str(getattr(info, "kind", "")),
-            f"{getattr(info, 'n', 0):,}",
-            shown,
-            str(getattr(info, "source", "")),
-        )
+        shown = ", ".join(f"{a} ({d})" for a, d in info.attributes[:8])
+        if len(info.attributes) > 8:
+            shown += f", … ({len(info.attributes)} in all)"
+        table.add_row(info.name, info.kind, f"{info.n:,}", shown, info.provenance)
     console().print(table)
 
 
