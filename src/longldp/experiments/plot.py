@@ -55,6 +55,7 @@ _LABELS = {
     "precision": "precision",
     "re": "median relative error",
     "ncr": "NCR",
+    "tau": "τ",
     "f1": "F1",
 }
 _MARKERS = "osD^v<>ph*"
@@ -272,7 +273,11 @@ def plot_results(
                 ax.set_yscale("log")
             ax.set_xlabel(_LABELS.get(x, x))
             ax.set_ylabel(_LABELS.get(y, y))
-            title = " · ".join(_fmt(v) for v in panel if v is not None)
+            title = " · ".join(  # a bare number says which column it is: "τ = 260"
+                _fmt(v) if isinstance(v, str) else f"{_LABELS.get(c, c)} = {_fmt(v)}"
+                for c, v in zip(panel_by, panel, strict=True)
+                if v is not None
+            )
             if title:
                 ax.set_title(title, fontsize=10)
             ax.grid(True, which="both", alpha=0.3)

@@ -206,8 +206,8 @@ def record_figures(results_dir: Path, paths: Iterable[Path]) -> None:
     """Add ``paths`` to the list of figures drawn from the table in ``results_dir``."""
     listed = read_json(results_dir / FIGURES)
     known = list(listed) if isinstance(listed, list) else []
-    for p in paths:
-        text = str(Path(p).resolve())
+    for p in paths:  # relative to the results folder: the folder can move (or be committed)
+        text = os.path.relpath(Path(p).resolve(), results_dir.resolve())
         if text not in known:
             known.append(text)
     write_json_list(results_dir / FIGURES, known)
@@ -224,7 +224,7 @@ def remove_figures(results_dir: Path) -> int:
     """Delete the figures drawn from the table in ``results_dir`` (its ``figures.json``, and
     the ``mse_avg*.png`` files of the default ``plots/`` folder); return how many."""
     listed = read_json(results_dir / FIGURES)
-    paths = [Path(p) for p in listed] if isinstance(listed, list) else []
+    paths = [results_dir / p for p in listed] if isinstance(listed, list) else []
     paths += sorted((results_dir / "plots").glob("mse_avg*.png"))
     removed = 0
     for p in paths:

@@ -5,10 +5,11 @@ Run after the studies (``longldp run experiments/<study>.toml --out results/<stu
     python -m longldp.experiments.reports.setvalued --results results \
         --out experiments/results/setvalued
 
-For each study found under ``--results`` it writes into ``--out``: ``<study>.parquet`` (the
-results table; the per-timestamp lists are dropped if the file would exceed 5 MB),
-``<study>_summary.md`` (mean over repetitions of MSE_avg, precision, F1 and NCR, one column per
-ε∞) and the figures (``<study>/``): top-k MSE_avg on a log axis and precision and NCR on a
+For each study found under ``--results`` (or, without it, from the table already kept in
+``--out``) it writes into ``--out``: ``<study>.parquet`` (the results table; the per-timestamp
+lists are dropped if the file would exceed 5 MB), ``<study>_summary.md`` (mean over
+repetitions of MSE_avg, precision, F1 and NCR, one column per ε∞) and the figures
+(``<study>/``, redrawn from scratch): top-k MSE_avg on a log axis and precision and NCR on a
 linear axis, drawn by `longldp.experiments.plot.plot_results` (mean and 95% band over
 repetitions). A study with a single protocol (the one-shot comparison of SVIM and LDPMiner)
 gets one line per app instead of one per protocol. ``longldp plot`` draws the same kind of
@@ -97,12 +98,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for study in args.study or STUDIES:
         src = args.results / study / "results.parquet"
-        if not src.exists():
-            print(f"{study}: {src} missing, skipped")
+        kept = args.out / f"{study}.parquet"
+        if src.exists():
+            table = save_table(pq.read_table(src), kept)
+        elif kept.exists():  # redraw from the table kept in --out
+            table = pq.read_table(kept)
+        else:
+            print(f"{study}: neither {src} nor {kept} exists, skipped")
             continue
-        table = save_table(pq.read_table(src), args.out / f"{study}.parquet")
         (args.out / f"{study}_summary.md").write_text(summary_markdown(table, study))
-        plot_study(table, args.out / study)
+        figures = args.out / study
+        for old in figures.glob("*.png"):  # the folder holds this report's figures only
+            old.unlink()
+        plot_study(table, figures)
         print(f"{study}: {table.num_rows} rows -> {args.out}")
     return 0
 
