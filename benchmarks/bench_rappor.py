@@ -92,7 +92,7 @@ def bench_vs_pure_ldp(seed: int) -> dict:
         server.bloom_filters = [C[j, 1:].astype(np.float64) for j in range(m)]
         server.cohort_count = C[:, 0].astype(np.float64)
         server.n = int(C[:, 0].sum())
-        server._update_estimates()
+        server._update_estimates()  # builds X (Python loop) and fits the non-negative ridge
         return np.asarray(server.estimated_data, dtype=np.float64)
 
     t_pure, est = timed(pure)
@@ -133,7 +133,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    result = {
+    result: dict = {
         "environment": {
             "python": sys.version.split()[0],
             "platform": platform.platform(),
@@ -143,11 +143,18 @@ def main() -> None:
                 d: metadata.version(d) for d in ("numpy", "scipy", "scikit-learn", "pure-ldp")
             },
         },
-        "decode_10k_candidates": bench_10k(args.seed),
-        "vs_pure_ldp_1k_candidates": bench_vs_pure_ldp(args.seed),
-        "paper_52_repetition": bench_52(args.seed),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    for name, fn in (
+        ("paper_52_repetition", bench_52),
+        ("vs_pure_ldp_1k_candidates", bench_vs_pure_ldp),
+        ("decode_10k_candidates", bench_10k),
+    ):
+        t0 = time.perf_counter()
+        result[name] = fn(args.seed)
+        print(f"{name}: {time.perf_counter() - t0:.1f} s", flush=True)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+    result["environment"]["load_average_end"] = os.getloadavg()
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(result, indent=1))
 

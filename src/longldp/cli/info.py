@@ -30,7 +30,10 @@ def protocols_cmd(
     errors: list[ValueError] = []
     for info in ll.list_protocols():
         params: dict = {"k": k}
-        if not info.longitudinal:
+        if "f" in info.parameters:  # RAPPOR: one-hot, (f, p, q) matched to L-SUE here
+            lsue = ll.protocol("L-SUE", k=k, eps_perm=eps_perm, eps_1=alpha * eps_perm)
+            params.update(h=1, m=1, f=2 * lsue.q1, p=lsue.q2, q=lsue.p2, encoder="onehot")
+        elif not info.longitudinal:
             params["eps"] = eps_perm
         else:
             params["eps_perm"] = eps_perm
