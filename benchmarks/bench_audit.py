@@ -58,6 +58,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/audit.md"))
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     rows = []
     for name, params in CASES:
         proto = ll.protocol(name, **params)
@@ -87,9 +88,13 @@ def main() -> None:
         )
         print(f"{name}: {vec_t:.2f} s for {args.trials:,}; loop ×{per_loop / per_vec:,.0f}")
     cpus = os.cpu_count()
+    load_after = os.getloadavg()[0]
     lines = [
         f"# Audit benchmark: the one-report game ({cpus} CPUs visible, median of "
         f"{args.repeats} vectorized runs)",
+        "",
+        f"Machine load (1-minute average) {load_before:.1f} before, {load_after:.1f} after: "
+        "times above the target on a loaded machine say more about the load than the code.",
         "",
         f"| protocol | claim | lower bound (vectorized) | {args.trials:,} trials (s) | "
         f"< {TARGET_SECONDS:g} s | loop: {args.loop_trials:,} trials (s) | per-trial speed-up |",
