@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev,server,dask,rappor]'
+	$(BIN)/pip install --quiet -e '.[all,dev]'
 	touch $(STAMP)
 
 # The main job: the standalone comparison on Adult (experiments/demo.toml, about two minutes on
@@ -25,7 +25,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks scripts experiments)
 
 bench: $(STAMP)
-	$(BIN)/pip install --quiet -e '.[dev,server,bench]'
+	$(BIN)/pip install --quiet -e '.[all,dev,bench]'
 	$(BIN)/python benchmarks/bench_oracles.py
 	$(BIN)/python benchmarks/bench_service.py
 

@@ -167,6 +167,62 @@ def longitudinal(rows: list[dict]) -> list[str]:
     return [*lines, ""]
 
 
+def figure_synthetic(rows: list[dict], path: Path) -> None:
+    """Precision per dataset and method (mean ± sd), the thesis's single runs as crosses."""
+    from matplotlib.figure import Figure
+
+    g = group(rows, "dataset", "method")
+    datasets = list(dict.fromkeys(r["dataset"] for r in rows))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    fig = Figure(figsize=(8, 3.8), dpi=110, layout="constrained")
+    ax = fig.subplots()
+    width = 0.8 / len(methods)
+    for j, m in enumerate(methods):
+        xs = np.arange(len(datasets)) + (j - (len(methods) - 1) / 2) * width
+        vals = [[r["precision"] for r in g[(d, m)]] for d in datasets]
+        ax.bar(
+            xs,
+            [np.mean(v) for v in vals],
+            width,
+            yerr=[np.std(v, ddof=1) for v in vals],
+            label=m,
+            color=f"C{j}",
+            alpha=0.8,
+            capsize=2,
+        )
+        thesis = [
+            THESIS_PRECISION.get((d, "GFIM" if m == "GFIM (thesis)" else m)) for d in datasets
+        ]
+        if any(t is not None for t in thesis):
+            ax.plot(xs, [np.nan if t is None else t for t in thesis], "kx", ms=7)
+    ax.set_xticks(np.arange(len(datasets)), datasets)
+    ax.set_ylabel("precision (top-30)")
+    ax.set_ylim(0, 1)
+    ax.set_title(
+        "Synthetic, ε = 2, k = 30: mean ± sd over 20 runs; × = the thesis's single run", fontsize=9
+    )
+    ax.legend(fontsize=7, ncols=2)
+    fig.savefig(path)
+
+
+def figure_longitudinal(rows: list[dict], path: Path) -> None:
+    """Precision at every timestamp, mean over repetitions, one line per method."""
+    from matplotlib.figure import Figure
+
+    g = group(rows, "method")
+    fig = Figure(figsize=(7, 3.6), dpi=110, layout="constrained")
+    ax = fig.subplots()
+    for j, (m, rs) in enumerate(g.items()):
+        per_t = np.mean([r["precision_t"] for r in rs], axis=0)
+        ax.plot(np.arange(per_t.size), per_t, marker="o", ms=3, color=f"C{j}", label=m[0])
+    ax.set_xlabel("timestamp t")
+    ax.set_ylabel("precision (top-30)")
+    ax.set_ylim(0, 1)
+    ax.set_title("Longitudinal GFIM, Laplace 50k, ε∞ = 4, ε1 = 2 (mean over 20 runs)", fontsize=9)
+    ax.legend(fontsize=7)
+    fig.savefig(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=ROOT / "results" / "gfim")
@@ -175,6 +231,7 @@ def main() -> None:
     folder = args.results
     if (folder / "synthetic" / "results.parquet").exists():
         out += synthetic(load(folder / "synthetic"))
+        figure_synthetic(load(folder / "synthetic"), folder / "synthetic" / "precision.png")
     k_info = eps_info = None
     if (folder / "census_k" / "results.parquet").exists():
         lines, k_info = sweep(
@@ -190,6 +247,9 @@ def main() -> None:
         out += claims(k_info, eps_info)
     if (folder / "longitudinal" / "results.parquet").exists():
         out += longitudinal(load(folder / "longitudinal"))
+        figure_longitudinal(
+            load(folder / "longitudinal"), folder / "longitudinal" / "precision_t.png"
+        )
     (folder / "summary.md").write_text("\n".join(out) + "\n")
     print("\n".join(out))
 

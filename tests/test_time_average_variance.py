@@ -136,3 +136,23 @@ def test_first_round_variance_per_family():
         assert np.all(v1 > 0) and np.all(v1 <= vt * (1 + 1e-12))
     with pytest.raises(ValueError, match="tau"):
         lh.time_average_variance(n, f, 0)
+
+
+@pytest.mark.parametrize("pid", ["BiLOLOHA", "OLOLOHA", "OLOLOHA-paper", "L-SH"])
+@pytest.mark.parametrize("cached", [True, False])
+def test_per_user_loloha_is_the_reports_path_draw_for_draw(pid, cached, monkeypatch):
+    """Both engines draw round 1, then each user's round-2 bucket, from the same stream; the
+    per-user engine only aggregates differently (cached bit masks of H_u, or, above the cache
+    limit, the server's own aggregation). So with one seed the estimates are identical."""
+    from longldp.protocols import lh
+
+    if not cached:
+        monkeypatch.setattr(lh, "HASH_CACHE_LIMIT", 0)
+    proto = make(pid)
+    rng = np.random.default_rng(11)
+    values = rng.integers(0, K, size=(6, 150))  # values change: memos are reused and created
+    values[3:] = values[:3]
+    a = simulate(proto, values, np.random.default_rng(5), engine="per-user")
+    b = simulate(proto, values, np.random.default_rng(5), engine="reports")
+    assert np.array_equal(a.estimates, b.estimates)
+    assert np.array_equal(a.spent_epsilon, b.spent_epsilon)

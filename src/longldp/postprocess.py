@@ -29,11 +29,11 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtri
 
 __all__ = [
     "METHODS",
@@ -371,7 +371,8 @@ def base_cut(
     ch = _required_channel("base_cut", channel)
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0.0 < alpha <= 0.5:
         raise _fail("base_cut", "alpha", "a number in (0, 0.5]", alpha)
-    threshold = float(ndtri(1.0 - float(alpha) / f.size)) * math.sqrt(ch.approx_variance)
+    z = NormalDist().inv_cdf(1.0 - float(alpha) / f.size)  # the standard normal quantile
+    threshold = z * math.sqrt(ch.approx_variance)
     return np.where(f >= threshold, f, 0.0)
 
 

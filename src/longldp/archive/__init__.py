@@ -11,7 +11,14 @@ from longldp.archive.aggregate import (
     archive_files,
     write_estimates,
 )
-from longldp.archive.layout import ArchiveInfo, ArchiveWriter, archive_schema, read_info, row_groups
+from longldp.archive.layout import (
+    ArchiveInfo,
+    ArchiveWriter,
+    archive_bytes,
+    archive_schema,
+    read_info,
+    row_groups,
+)
 from longldp.archive.simulate import population_values, simulate_reports
 
 __all__ = [
@@ -19,6 +26,7 @@ __all__ = [
     "ArchiveInfo",
     "ArchiveWriter",
     "aggregate_archive",
+    "archive_bytes",
     "archive_files",
     "archive_schema",
     "population_values",

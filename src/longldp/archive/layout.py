@@ -24,6 +24,7 @@ no half archive behind.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import uuid
@@ -38,7 +39,7 @@ import pyarrow.parquet as pq
 from numpy.typing import ArrayLike, NDArray
 
 import longldp as ll
-from longldp.protocols import FrequencyOracle
+from longldp.protocols import FrequencyOracle, wire
 
 __all__ = [
     "LAYOUT_VERSION",
@@ -46,12 +47,21 @@ __all__ = [
     "ArchiveInfo",
     "ArchiveWriter",
     "RowGroup",
+    "archive_bytes",
     "archive_schema",
     "read_info",
+    "report_table",
     "row_groups",
 ]
 
 LAYOUT_VERSION = 1
+#: Parquet options: reports and ids are random bytes, so plain encoding, no compression and no
+#: statistics for them (dictionaries only for the small columns).
+WRITE_OPTIONS: dict[str, Any] = {
+    "compression": "none",
+    "use_dictionary": ["epoch", "cohort"],
+    "write_statistics": ["epoch", "cohort"],
+}
 METADATA_KEY = b"longldp.archive"
 REPORT_ID_BYTES = 16
 
@@ -142,14 +152,7 @@ class ArchiveWriter:
 
     def __enter__(self) -> ArchiveWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # Reports and ids are random bytes: plain encoding, no compression, no statistics.
-        self._writer = pq.ParquetWriter(
-            self._tmp,
-            self.schema,
-            compression="none",
-            use_dictionary=["epoch", "cohort"],
-            write_statistics=["epoch", "cohort"],
-        )
+        self._writer = pq.ParquetWriter(self._tmp, self.schema, **WRITE_OPTIONS)
         return self
 
     def write(
@@ -162,39 +165,9 @@ class ArchiveWriter:
         """Append one row group: ``reports`` is (n, wire_size) uint8 of wire-format reports."""
         if self._writer is None:
             raise ValueError("ArchiveWriter.write: use the writer inside a 'with' block.")
-        reports = np.ascontiguousarray(reports, dtype=np.uint8)
-        n = reports.shape[0]
-        if reports.ndim != 2 or reports.shape[1] != self.proto.wire_size:
-            raise ValueError(
-                f"ArchiveWriter.write: 'reports' must be uint8 of shape (n, "
-                f"{self.proto.wire_size}); got {reports.shape}."
-            )
-        self.proto.decode_reports(reports)  # every header and length is checked before writing
-        ids = np.ascontiguousarray(report_ids, dtype=np.uint8)
-        if ids.shape != (n, REPORT_ID_BYTES):
-            raise ValueError(
-                f"ArchiveWriter.write: 'report_ids' must be uint8 of shape ({n}, "
-                f"{REPORT_ID_BYTES}); got {ids.shape}."
-            )
-        ep = np.broadcast_to(np.asarray(epochs), (n,))
-        if ep.dtype.kind not in "iu" or (n and (ep.min() < 0 or ep.max() > 0xFFFFFFFF)):
-            raise ValueError("ArchiveWriter.write: 'epochs' must be integers in [0, 2**32).")
-        cohort_col = (
-            pa.nulls(n, pa.uint16())
-            if cohorts is None
-            else pa.array(np.broadcast_to(np.asarray(cohorts), (n,)).astype(np.uint16))
-        )
-        table = pa.table(
-            {
-                "epoch": pa.array(ep.astype(np.uint32)),
-                "cohort": cohort_col,
-                "report_id": _fixed_binary(ids),
-                "report": _fixed_binary(reports),
-            },
-            schema=self.schema,
-        )
-        self._writer.write_table(table, row_group_size=max(1, n))
-        self.rows_written += n
+        table = report_table(self.proto, self.schema, epochs, report_ids, reports, cohorts)
+        self._writer.write_table(table, row_group_size=max(1, table.num_rows))
+        self.rows_written += table.num_rows
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self._writer is not None
@@ -205,6 +178,67 @@ class ArchiveWriter:
             os.replace(self._tmp, self.path)
         else:
             self._tmp.unlink(missing_ok=True)
+
+
+def report_table(
+    proto: FrequencyOracle,
+    schema: pa.Schema,
+    epochs: ArrayLike,
+    report_ids: NDArray[np.uint8],
+    reports: NDArray[np.uint8],
+    cohorts: ArrayLike | None = None,
+) -> pa.Table:
+    """Check a batch of wire reports and build its Arrow table (one row per report)."""
+    reports = np.ascontiguousarray(reports, dtype=np.uint8)
+    if reports.ndim != 2 or reports.shape[1] != proto.wire_size:
+        raise ValueError(
+            f"archive: 'reports' must be uint8 of shape (n, {proto.wire_size}); "
+            f"got {reports.shape}."
+        )
+    n = reports.shape[0]
+    wire.check_headers(proto, reports)  # every header is checked before anything is written
+    wire.decode_rows(proto, reports)  # and every body
+    ids = np.ascontiguousarray(report_ids, dtype=np.uint8)
+    if ids.shape != (n, REPORT_ID_BYTES):
+        raise ValueError(
+            f"archive: 'report_ids' must be uint8 of shape ({n}, {REPORT_ID_BYTES}); "
+            f"got {ids.shape}."
+        )
+    ep = np.broadcast_to(np.asarray(epochs), (n,))
+    if ep.dtype.kind not in "iu" or (n and (ep.min() < 0 or ep.max() > 0xFFFFFFFF)):
+        raise ValueError("archive: 'epochs' must be integers in [0, 2**32).")
+    if cohorts is None:
+        cohort_col = pa.nulls(n, pa.uint16())
+    else:
+        coh = np.broadcast_to(np.asarray(cohorts), (n,))
+        if coh.dtype.kind not in "iu" or (n and (coh.min() < 0 or coh.max() > 0xFFFF)):
+            raise ValueError("archive: 'cohorts' must be integers in [0, 2**16).")
+        cohort_col = pa.array(coh.astype(np.uint16))
+    return pa.table(
+        {
+            "epoch": pa.array(ep.astype(np.uint32)),
+            "cohort": cohort_col,
+            "report_id": _fixed_binary(ids),
+            "report": _fixed_binary(reports),
+        },
+        schema=schema,
+    )
+
+
+def archive_bytes(
+    proto: FrequencyOracle,
+    collection: str,
+    epochs: ArrayLike,
+    report_ids: NDArray[np.uint8],
+    reports: NDArray[np.uint8],
+    cohorts: ArrayLike | None = None,
+) -> bytes:
+    """A whole archive (one row group) in memory, e.g. for a server's export endpoint."""
+    sink = io.BytesIO()
+    schema = archive_schema(proto, collection)
+    table = report_table(proto, schema, epochs, report_ids, reports, cohorts)
+    pq.write_table(table, sink, **WRITE_OPTIONS)
+    return sink.getvalue()
 
 
 def _fixed_binary(rows: NDArray[np.uint8]) -> pa.FixedSizeBinaryArray:

@@ -30,7 +30,10 @@ def protocols_cmd(
     errors: list[ValueError] = []
     for info in ll.list_protocols():
         params: dict = {"k": k}
-        if not info.longitudinal:
+        if "f" in info.parameters:  # RAPPOR: one-hot, (f, p, q) matched to L-SUE here
+            lsue = ll.protocol("L-SUE", k=k, eps_perm=eps_perm, eps_1=alpha * eps_perm)
+            params.update(h=1, m=1, f=2 * lsue.q1, p=lsue.q2, q=lsue.p2, encoder="onehot")
+        elif not info.longitudinal:
             params["eps"] = eps_perm
         else:
             params["eps_perm"] = eps_perm
@@ -65,17 +68,10 @@ def datasets_cmd() -> None:
     for col in ("name", "kind", "n", "attributes (domain size)", "source"):
         table.add_column(col)
     for info in list_datasets():
-        attrs = getattr(info, "attributes", {}) or {}
-        shown = ", ".join(f"{a} ({d})" for a, d in list(dict(attrs).items())[:8])
-        if len(attrs) > 8:
-            shown += f", … ({len(attrs)} in all)"
-        table.add_row(
-            info.name,
-            str(getattr(info, "kind", "")),
-            f"{getattr(info, 'n', 0):,}",
-            shown,
-            str(getattr(info, "source", "")),
-        )
+        shown = ", ".join(f"{a} ({d})" for a, d in info.attributes[:8])
+        if len(info.attributes) > 8:
+            shown += f", … ({len(info.attributes)} in all)"
+        table.add_row(info.name, info.kind, f"{info.n:,}", shown, info.provenance)
     console().print(table)
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from longldp.cli._common import console, fail
+from longldp.cli._common import console, fail, print_table
 
 
 def demo_cmd(
@@ -55,6 +55,12 @@ def run_cmd(
     scheduler: Annotated[
         str | None, typer.Option(help="Dask scheduler address; run the cells on that cluster.")
     ] = None,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="If --out holds another study's results, delete them and run there."
+        ),
+    ] = False,
 ) -> None:
     """Run a study's grid (resuming a previous run in the same folder); write results.parquet."""
     from longldp.experiments import load_study, run_study, summarize
@@ -62,7 +68,9 @@ def run_cmd(
     con = console()
     try:
         spec = load_study(study)
-        report = run_study(spec, out, workers=workers, scheduler=scheduler, console=con)
+        report = run_study(
+            spec, out, workers=workers, scheduler=scheduler, console=con, force=force
+        )
     except RuntimeError as err:
         raise fail(str(err)) from None
     except KeyboardInterrupt:
@@ -75,12 +83,8 @@ def run_cmd(
 
     kind = spec.study_kind
     summary = summarize(pq.read_table(report.path), kind.summary_by, kind.pivot, kind.metric, 60)
-    table = Table(title=f"{spec.name}: mean {kind.metric} over {spec.repetitions} repetition(s)")
-    for i, col in enumerate(summary.header):
-        table.add_column(col, justify="left" if i < len(kind.summary_by) else "right")
-    for row in summary.rows:
-        table.add_row(*row)
-    con.print(table)
+    title = f"{spec.name}: mean {kind.metric} over {spec.repetitions} repetition(s)"
+    print_table(con, title, summary.header, summary.rows, len(kind.summary_by))
     if summary.omitted:
         con.print(f"... {summary.omitted} more rows in the table.")
     con.print(
@@ -112,26 +116,31 @@ def plot_cmd(
         bool | None, typer.Option("--log-y/--linear-y", help="Scale of the y axis.")
     ] = None,
 ) -> None:
-    """Draw a metric against ε∞ (a panel per dataset, a line per protocol or method) from a
-    results table; the defaults come from the table's study kind (MSE_avg on a log scale;
-    gfim: precision)."""
-    from longldp.experiments import plot_results
+    """Draw a study's figures from its results table. Without options: every figure of its
+    kind (MSE_avg against ε∞ on a log scale, a panel per dataset; set-valued studies also
+    precision, F1 and NCR; gfim: precision). Options draw one chosen plot instead."""
+    from longldp.experiments import plot_results, plot_study
 
     def cols(text: str | None) -> tuple[str, ...] | None:
         return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
 
     con = console()
-    for path in plot_results(
-        results,
-        out,
-        x=x,
-        y=y,
-        line_by=lines,
-        panel_by=cols(panels),
-        figure_by=cols(figures),
-        band_kind=band,
-        log_y=log_y,
-    ):
+    chosen = (x, y, lines, panels, figures, log_y)
+    if all(c is None for c in chosen):
+        paths = plot_study(results, out, band_kind=band)
+    else:
+        paths = plot_results(
+            results,
+            out,
+            x=x,
+            y=y,
+            line_by=lines,
+            panel_by=cols(panels),
+            figure_by=cols(figures),
+            band_kind=band,
+            log_y=log_y,
+        )
+    for path in paths:
         con.print(str(path))
 
 

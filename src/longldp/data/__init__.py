@@ -1,6 +1,6 @@
 """Data layer of longldp: containers, bundled real data, loaders, generators, interpolation.
 
-Layering (design §1): this package imports numpy, scipy, pyarrow and ``longldp.privacy`` only.
+Layering (design §1): this package imports numpy, pyarrow and ``longldp.privacy`` only.
 
 Contents
 --------
@@ -15,6 +15,8 @@ Synthetic data (`longldp.data.synthetic`, `longldp.data.standins`)
     `bms_pos_standin`, `kosarak_standin`; IBM-Quest-style `quest`, `quest_from_name`.
 Set-valued views of tables (`longldp.data.itemsets`)
     `table_to_itemsets` (one item per attribute=value pair).
+Real strings (`longldp.data.names`)
+    `seattle_pet_names` (names and counts, for RAPPOR's string studies).
 Longitudinal interpolation (`longldp.data.longitudinal`)
     `to_longitudinal`, `permutations`, `LongitudinalTable`, `LongitudinalSets`.
 """
@@ -28,6 +30,7 @@ from longldp.data.longitudinal import (
     permutations,
     to_longitudinal,
 )
+from longldp.data.names import seattle_pet_names
 from longldp.data.registry import DatasetInfo, dataset_names, list_datasets, load, verify_checksums
 from longldp.data.standins import (
     BMS_POS,
@@ -74,6 +77,7 @@ __all__ = [
     "read_fimi",
     "sample_codes",
     "sample_sets",
+    "seattle_pet_names",
     "standin",
     "table_to_itemsets",
     "to_longitudinal",

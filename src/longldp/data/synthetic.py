@@ -7,8 +7,9 @@ Codes are returned as int32 (`longldp.data.CODE_DTYPE`).
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
-from scipy.special import ndtr
 
 from longldp.data.containers import CODE_DTYPE
 
@@ -78,7 +79,8 @@ def gaussian_probabilities(
     if not np.isfinite(std) or std <= 0:
         raise ValueError(f"std must be finite and > 0, got {std!r}")
     edges = (np.arange(k + 1, dtype=np.float64) - 0.5 - mean) / std
-    p = np.diff(ndtr(edges))
+    cdf = NormalDist().cdf  # Φ; k + 1 edges, not a loop over users
+    p = np.diff(np.array([cdf(float(e)) for e in edges]))
     total = p.sum()
     if not total > 0:
         raise ValueError(f"N({mean}, {std}**2) puts no mass on [0, {k}); move the mean")

@@ -9,7 +9,7 @@ See ``docs/experiments.md`` for the file format, the seeding scheme and the outp
 
 from longldp.experiments.config import Study, load_study, parse_study
 from longldp.experiments.kinds import Cell, StudyKind, get_kind, kind_names, register_kind
-from longldp.experiments.plot import plot_results
+from longldp.experiments.plot import plot_results, plot_study
 from longldp.experiments.runner import RunReport, default_workers, run_study
 from longldp.experiments.store import read_results
 from longldp.experiments.summary import Summary, summarize
@@ -26,6 +26,7 @@ __all__ = [
     "load_study",
     "parse_study",
     "plot_results",
+    "plot_study",
     "read_results",
     "register_kind",
     "run_study",

@@ -60,6 +60,10 @@ class Study:
         What the kind's ``parse`` returned.
     document : mapping
         The TOML document as read (recorded beside the results).
+    out_dir : Path or None
+        The output folder of the run (set by `longldp.experiments.run_study`; None when the
+        study is only parsed). Kinds that save files beside the results (the felip workloads)
+        put them there.
     """
 
     name: str
@@ -69,6 +73,7 @@ class Study:
     description: str
     spec: Any
     document: Mapping[str, Any]
+    out_dir: Path | None = None
 
     @property
     def study_kind(self) -> StudyKind:

@@ -2,14 +2,18 @@
 
 `plot_results` draws, for every combination of the ``figure_by`` columns (by default α and the
 post-processing), one PNG with one panel per combination of the ``panel_by`` columns (dataset
-and attribute): ``y`` (MSE_avg) against ``x`` (ε∞) on a log y-axis, one line per protocol,
-the mean over repetitions with a 95% band.
+and attribute): ``y`` (MSE_avg) against ``x`` (ε∞) on a log y-axis (or a linear one), one line
+per protocol, the mean over repetitions with a 95% band. Lines differ by colour, marker, line
+style and marker fill, so that lines lying on each other stay visible. `plot_study` draws
+every figure of a study with its kind's layout (`longldp.experiments.kinds.StudyKind`): what
+``longldp plot`` does.
 
-Bands: ``"t"`` (default) is the Student t confidence interval of the mean,
-mean ± t(0.975, r − 1)·s/√r with s the sample standard deviation of the r repetitions;
-``"percentile"`` spans the 2.5th to 97.5th percentiles of the repetitions (the spread of one
-repetition, not of the mean). With one repetition no band is drawn. On the log axis a lower
-edge at or below zero is drawn at 1/1000 of the mean.
+Bands: ``"t"`` (default) is the Student t confidence interval of the mean. On a linear axis it
+is mean ± h, h = t(0.975, r − 1)·s/√r with s the sample standard deviation of the r
+repetitions. On the log axis it is computed in log space (delta method: the standard error of
+log(mean) is s/(√r·mean)), mean·exp(±h/mean): positive and symmetric on the axis it is drawn
+on. ``"percentile"`` spans the 2.5th to 97.5th percentiles of the repetitions (the spread of
+one repetition, not of the mean). With one repetition no band is drawn.
 
 A row whose ``figure_by`` value is empty (a protocol without ε1, such as dBitFlipPM, has no α)
 is drawn in every figure. Only rows with ``status == "ok"`` are plotted.
@@ -20,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import math
 import re
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,9 +33,18 @@ import numpy as np
 import pyarrow as pa
 from scipy import stats
 
+from longldp.experiments import store
 from longldp.experiments.store import read_results
 
-__all__ = ["BANDS", "DEFAULTS", "band", "kind_defaults", "plot_results"]
+__all__ = [
+    "BANDS",
+    "DEFAULTS",
+    "band",
+    "kind_defaults",
+    "line_styles",
+    "plot_results",
+    "plot_study",
+]
 
 BANDS = ("t", "percentile")
 _LABELS = {
@@ -40,11 +54,16 @@ _LABELS = {
     "postprocess": "post-processing",
     "precision": "precision",
     "re": "median relative error",
+    "ncr": "NCR",
+    "tau": "τ",
+    "f1": "F1",
 }
+_MARKERS = "osD^v<>ph*"
+_LINESTYLES = ("-", "--", "-.", ":")
 
 
 def band(
-    values: Sequence[float], kind: str = "t", level: float = 0.95
+    values: Sequence[float], kind: str = "t", level: float = 0.95, *, log: bool = False
 ) -> tuple[float, float, float]:
     """Mean and band of repeated measurements.
 
@@ -56,6 +75,9 @@ def band(
         Student t interval of the mean, or central percentile range of the values.
     level : float, default=0.95
         Coverage of the band.
+    log : bool, default=False
+        For ``"t"``: the interval in log space, mean·exp(±h/mean) (module docstring), for a
+        positive mean drawn on a log axis.
 
     Returns
     -------
@@ -72,6 +94,10 @@ def band(
         half = float(
             stats.t.ppf(0.5 + level / 2, v.size - 1) * np.std(v, ddof=1) / math.sqrt(v.size)
         )
+        if log:  # a mean <= 0 has no place on a log axis: no band
+            if not mean > 0:
+                return mean, mean, mean
+            return mean, mean * math.exp(-half / mean), mean * math.exp(half / mean)
         return mean, mean - half, mean + half
     lo, hi = np.percentile(v, [50 * (1 - level), 50 * (1 + level)])
     return mean, float(lo), float(hi)
@@ -85,6 +111,20 @@ def _fmt(value: object) -> str:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.=+-]+", "_", text).strip("_")
+
+
+def line_styles(labels: Sequence[object]) -> dict[object, dict[str, object]]:
+    """Matplotlib keywords of each line: colour, marker, line style and marker fill all vary
+    with the line's position, so that no two of the first 20 lines look alike."""
+    return {
+        label: {
+            "color": f"C{j % 10}",
+            "marker": _MARKERS[j % len(_MARKERS)],
+            "linestyle": _LINESTYLES[j % len(_LINESTYLES)],
+            "fillstyle": "full" if j % 2 == 0 else "none",
+        }
+        for j, label in enumerate(labels)
+    }
 
 
 #: What `plot_results` draws when neither the caller nor the table's kind says otherwise.
@@ -145,7 +185,8 @@ def plot_results(
     band_kind : {"t", "percentile"}
         How the 95% band over repetitions is computed (module docstring).
     log_y : bool, optional
-        Log scale on the vertical axis (the default for MSE).
+        Log scale on the vertical axis (the default for MSE; bands in log space); False for a
+        linear axis (metrics in [0, 1] such as precision).
 
     Returns
     -------
@@ -156,6 +197,7 @@ def plot_results(
 
     if band_kind not in BANDS:
         raise ValueError(f"plot_results: 'band_kind' must be one of {BANDS}; got {band_kind!r}.")
+    results_dir: Path | None = None
     if isinstance(results, pa.Table):
         if out is None:
             raise ValueError("plot_results: 'out' is required when a table is given.")
@@ -163,7 +205,8 @@ def plot_results(
     else:
         table = read_results(results)
         p = Path(results)
-        out = out if out is not None else (p if p.is_dir() else p.parent) / "plots"
+        results_dir = p if p.is_dir() else p.parent
+        out = out if out is not None else results_dir / "plots"
     out_dir = Path(out)
     chosen = kind_defaults(table)
     given = {"x": x, "y": y, "figure_by": figure_by, "panel_by": panel_by, "line_by": line_by}
@@ -185,9 +228,8 @@ def plot_results(
         raise ValueError("plot_results: the table has no finished rows (status 'ok') to plot.")
     study = cols["study"][keep[0]] if "study" in cols else ""
     lines = list(dict.fromkeys(cols[line_by][i] for i in keep))
-    colors = {label: f"C{j % 10}" for j, label in enumerate(lines)}
-    markers = "osD^v<>ph*"
-    styles = {label: markers[(j // 10) % len(markers)] for j, label in enumerate(lines)}
+    styles = line_styles(lines)
+    log_y = bool(chosen["log_y"])
 
     def key(i: int, names: Sequence[str]) -> tuple:
         return tuple(cols[c][i] for c in names)
@@ -206,7 +248,11 @@ def plot_results(
         panels = list(dict.fromkeys(key(i, panel_by) for i in rows))
         ncols = min(3, len(panels))
         nrows = math.ceil(len(panels) / ncols)
-        fig = Figure(figsize=(5.2 * ncols, 3.9 * nrows + 0.9), dpi=110, layout="constrained")
+        width = max(6.4, 5.2 * ncols)
+        legend_cols = max(1, min(len(lines), int(width / 1.9)))
+        legend_rows = math.ceil(len(lines) / legend_cols)
+        height = 3.9 * nrows + 0.9 + 0.22 * legend_rows
+        fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
         axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
         reps = 0
         for ax, panel in zip(axes, panels, strict=False):
@@ -217,18 +263,23 @@ def plot_results(
                     if cols[line_by][i] == label:
                         by_x.setdefault(cols[x][i], []).append(cols[y][i])
                 xs = sorted(by_x)
-                summary = np.array([band(by_x[v], band_kind) for v in xs])
+                summary = np.array([band(by_x[v], band_kind, log=log_y) for v in xs])
                 reps = max(reps, *(len(by_x[v]) for v in xs))
                 mean, lo, hi = summary.T
-                if chosen["log_y"]:
-                    lo = np.where(lo > 0, lo, mean * 1e-3)
-                ax.plot(xs, mean, marker=styles[label], ms=4, color=colors[label], label=str(label))
-                ax.fill_between(xs, lo, hi, color=colors[label], alpha=0.18, linewidth=0)
-            if chosen["log_y"]:
+                ax.plot(xs, mean, ms=5, label=str(label), **styles[label])  # type: ignore[arg-type]
+                colour = styles[label]["color"]
+                ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, linewidth=0)
+            if log_y:
                 ax.set_yscale("log")
             ax.set_xlabel(_LABELS.get(x, x))
             ax.set_ylabel(_LABELS.get(y, y))
-            ax.set_title(" · ".join(_fmt(v) for v in panel), fontsize=10)
+            title = " · ".join(  # a bare number says which column it is: "τ = 260"
+                _fmt(v) if isinstance(v, str) else f"{_LABELS.get(c, c)} = {_fmt(v)}"
+                for c, v in zip(panel_by, panel, strict=True)
+                if v is not None
+            )
+            if title:
+                ax.set_title(title, fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
         for ax in axes[len(panels) :]:
             ax.set_visible(False)
@@ -238,20 +289,55 @@ def plot_results(
                 if lb not in labels:
                     handles.append(h)
                     labels.append(lb)
-        fig.legend(
-            handles, labels, loc="outside lower center", ncols=min(5, len(labels)), fontsize=8
-        )
-        what = ", ".join(
-            f"{_LABELS.get(c, c)} = {_fmt(v)}" for c, v in zip(figure_by, fig_key, strict=True)
-        )
+        fig.legend(handles, labels, loc="outside lower center", ncols=legend_cols, fontsize=8)
+        shown = [(c, v) for c, v in zip(figure_by, fig_key, strict=True) if v is not None]
+        what = ", ".join(f"{_LABELS.get(c, c)} = {_fmt(v)}" for c, v in shown)
         interval = "t-interval" if band_kind == "t" else "percentile band"
-        fig.suptitle(
-            f"{study}: {_LABELS.get(y, y)} vs {_LABELS.get(x, x)} ({what}); "
-            f"mean and 95% {interval} over {reps} repetition{'s' if reps != 1 else ''}",
-            fontsize=10,
-        )
-        name = "_".join([y, *(f"{c}-{_fmt(v)}" for c, v in zip(figure_by, fig_key, strict=True))])
+        title = f"{study}: " if study else ""
+        title += f"{_LABELS.get(y, y)} vs {_LABELS.get(x, x)}" + (f" ({what})" if what else "")
+        title += f"; mean and 95% {interval} over {reps} repetition{'s' if reps != 1 else ''}"
+        fig.suptitle(textwrap.fill(title, width=int(width * 12)), fontsize=10)
+        name = "_".join([y, *(f"{c}-{_fmt(v)}" for c, v in shown)])
         path = out_dir / f"{_slug(name)}.png"
         fig.savefig(path)
         paths.append(path)
+    if results_dir is not None:
+        store.record_figures(results_dir, paths)
+    return paths
+
+
+def plot_study(
+    results: str | Path, out: str | Path | None = None, *, band_kind: str = "t"
+) -> list[Path]:
+    """Every figure of a study, with its kind's defaults: what ``longldp plot`` draws.
+
+    The kind (the ``kind`` column) gives the layout (`kind_defaults`): its main plot, then
+    each of its ``linear_metrics`` (set-valued: precision, F1, NCR) on a linear axis.
+
+    Parameters
+    ----------
+    results : str or Path
+        ``results.parquet`` written by ``longldp run`` (or its folder).
+    out : str or Path, optional
+        Folder for the PNG files (default: ``plots/`` beside the results file).
+    band_kind : {"t", "percentile"}
+        How the 95% band over repetitions is computed (module docstring).
+
+    Returns
+    -------
+    list of Path
+        The PNG files written (also listed in the results folder's ``figures.json``).
+    """
+    from longldp.experiments.kinds import get_kind
+
+    table = read_results(results)
+    kinds = set(table.column("kind").to_pylist()) if "kind" in table.column_names else set()
+    if len(kinds) != 1:
+        raise ValueError(
+            f"plot: {str(results)!r} is not a results table of one study (kinds {sorted(kinds)})."
+        )
+    kind = get_kind(str(kinds.pop()))
+    paths = plot_results(results, out, band_kind=band_kind)
+    for metric in kind.linear_metrics:
+        paths += plot_results(results, out, y=metric, band_kind=band_kind, log_y=False)
     return paths

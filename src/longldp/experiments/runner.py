@@ -11,6 +11,8 @@ does not depend on the number of workers or on the order in which cells finished
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import time
 from collections.abc import Callable
@@ -96,6 +98,7 @@ def run_study(
     progress: bool = True,
     console: Console | None = None,
     on_cell_done: Callable[[Cell], None] | None = None,
+    force: bool = False,
 ) -> RunReport:
     """Run every unfinished cell of a study and write ``OUT/results.parquet``.
 
@@ -115,6 +118,9 @@ def run_study(
         Where the progress bar is drawn.
     on_cell_done : callable, optional
         Called with each cell after its part is saved (used by tests to interrupt a run).
+    force : bool, default=False
+        When ``out`` holds the results of another study (another name or kind), delete them
+        (table, parts, workloads, figures) and run; without it that is refused.
 
     Returns
     -------
@@ -123,7 +129,8 @@ def run_study(
     Raises
     ------
     ValueError
-        For a bad study file or ``workers < 1``.
+        For a bad study file, ``workers < 1``, or an ``out`` holding another study's results
+        (without ``force``).
     RuntimeError
         When a worker process dies or Dask is not installed; the parts saved so far are kept.
     KeyboardInterrupt
@@ -137,6 +144,15 @@ def run_study(
     nworkers = default_workers() if workers is None else workers
     if isinstance(nworkers, bool) or not isinstance(nworkers, int) or nworkers < 1:
         raise ValueError(f"run_study: 'workers' must be an integer >= 1; got {workers!r}.")
+    if store.check_owner(out_dir, study.name, study.kind):
+        if not force:
+            raise ValueError(
+                f"output folder {str(out_dir)!r} holds the results of study "
+                f"{store.owner(out_dir)}, not {study.name!r} (kind {study.kind}); choose "
+                "another --out, or pass --force to delete those results and run there."
+            )
+        store.clear(out_dir)
+    study = dataclasses.replace(study, out_dir=out_dir)
     cells = kind.cells(study)
     schema = store.schema_for(kind.columns)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -150,7 +166,8 @@ def run_study(
         "longldp_version": ll.__version__,
         "document": dict(study.document),
     }
-    store.write_json(out_dir / "study.json", meta)
+    before = store.read_json(out_dir / store.STUDY)
+    store.write_json(out_dir / store.STUDY, meta)
     todo = [c for c in cells if not store.part_path(out_dir, c.cell_id).exists()]
     resumed = len(cells) - len(todo)
     columns = (
@@ -185,6 +202,11 @@ def run_study(
             close = getattr(results, "close", None)
             if close is not None:
                 close()
+    same = isinstance(before, dict) and all(
+        before.get(k) == json.loads(json.dumps(meta[k], default=str)) for k in ("document", "cells")
+    )
+    if done or not same or not (out_dir / store.RESULTS).exists():
+        store.remove_figures(out_dir)  # drawn from a table that is about to change
     path = store.assemble(out_dir, [c.cell_id for c in cells], schema, meta)
     return RunReport(
         path=path,

@@ -6,6 +6,13 @@ Layout of an output folder::
       study.json          the study as read, with the library version
       parts/<cell_id>.parquet
       results.parquet     every row, in the study's cell order
+      figures.json        the figures drawn from results.parquet (`record_figures`)
+      workloads/          files a kind saves beside its results (felip)
+
+A folder holds one study: running another study into it is refused unless forced
+(`check_owner`, `clear`). The figures drawn from a table are listed in ``figures.json`` and
+deleted when the table changes (`remove_figures`), so that no stale figure stays beside new
+results.
 
 A part is written to a temporary file in ``parts/`` (a name starting with ``.``), flushed to
 disk and renamed onto ``<cell_id>.parquet``; the rename is atomic, so an interruption (Ctrl-C,
@@ -29,18 +36,28 @@ import pyarrow.parquet as pq
 __all__ = [
     "COMMON_HEAD",
     "COMMON_TAIL",
+    "FIGURES",
     "PARTS",
     "RESULTS",
+    "STUDY",
     "assemble",
+    "check_owner",
     "clean_temporaries",
+    "clear",
     "part_path",
+    "read_json",
     "read_results",
+    "record_figures",
+    "remove_figures",
     "schema_for",
     "write_part",
 ]
 
 PARTS = "parts"
 RESULTS = "results.parquet"
+STUDY = "study.json"
+FIGURES = "figures.json"
+WORKLOADS = "workloads"
 _TMP_PREFIX = ".tmp-"
 
 #: Columns before the kind's own.
@@ -140,3 +157,80 @@ def read_results(path: str | Path) -> pa.Table:
     if not p.is_file():
         raise ValueError(f"results file {str(p)!r} does not exist.")
     return pq.read_table(p)
+
+
+def read_json(path: Path) -> Any:
+    """The JSON in ``path``, or None when it is missing or not JSON."""
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+
+
+def check_owner(out_dir: Path, name: str, kind: str) -> bool:
+    """Whether ``out_dir`` holds the results of another study than (``name``, ``kind``).
+
+    Returns
+    -------
+    bool
+        True when its ``study.json`` names another study or kind; False when the folder is
+        new, empty or holds this study (a resume).
+    """
+    meta = read_json(out_dir / STUDY)
+    if not isinstance(meta, dict):
+        return False
+    return (meta.get("study"), meta.get("kind")) != (name, kind)
+
+
+def owner(out_dir: Path) -> str:
+    """``'<study>' (kind <kind>)`` of the results in ``out_dir``, for messages."""
+    meta = read_json(out_dir / STUDY) or {}
+    return f"{meta.get('study')!r} (kind {meta.get('kind')})"
+
+
+def clear(out_dir: Path) -> None:
+    """Delete a study's results from ``out_dir``: its table, parts, metadata, saved workloads
+    and the figures drawn from it. Other files are left alone."""
+    import shutil
+
+    remove_figures(out_dir)
+    for name in (RESULTS, STUDY):
+        with contextlib.suppress(FileNotFoundError):
+            (out_dir / name).unlink()
+    for name in (PARTS, WORKLOADS):
+        if (out_dir / name).is_dir():
+            shutil.rmtree(out_dir / name)
+
+
+def record_figures(results_dir: Path, paths: Iterable[Path]) -> None:
+    """Add ``paths`` to the list of figures drawn from the table in ``results_dir``."""
+    listed = read_json(results_dir / FIGURES)
+    known = list(listed) if isinstance(listed, list) else []
+    for p in paths:  # relative to the results folder: the folder can move (or be committed)
+        text = os.path.relpath(Path(p).resolve(), results_dir.resolve())
+        if text not in known:
+            known.append(text)
+    write_json_list(results_dir / FIGURES, known)
+
+
+def write_json_list(path: Path, items: Sequence[str]) -> None:
+    """Write a JSON list atomically."""
+    tmp = path.parent / f"{_TMP_PREFIX}{path.name}-{os.getpid()}"
+    tmp.write_text(json.dumps(list(items), indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def remove_figures(results_dir: Path) -> int:
+    """Delete the figures drawn from the table in ``results_dir`` (its ``figures.json``, and
+    the ``mse_avg*.png`` files of the default ``plots/`` folder); return how many."""
+    listed = read_json(results_dir / FIGURES)
+    paths = [results_dir / p for p in listed] if isinstance(listed, list) else []
+    paths += sorted((results_dir / "plots").glob("mse_avg*.png"))
+    removed = 0
+    for p in paths:
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+            removed += 1
+    with contextlib.suppress(FileNotFoundError):
+        (results_dir / FIGURES).unlink()
+    return removed

@@ -34,6 +34,8 @@ from longldp.server import db, tokens
 Z95 = 1.959963984540054
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_EPOCH = 2**32 - 1
+#: Largest domain a collection may have (support counts are stored per epoch).
+MAX_K = 1 << 20
 #: Ids looked up per query on SQLite (its limit on bound parameters is 32,766).
 SQLITE_IN_CHUNK = 5000
 #: The row insert of the SQLite path (also what benchmarks/bench_service.py times raw).
@@ -178,8 +180,14 @@ class Service:
             raise ClientError(
                 422, "'name' must be 1-64 characters of letters, digits, '_', '.', '-'."
             )
+        spec_in = body.get("protocol")
+        k_in = spec_in.get("params", {}).get("k") if isinstance(spec_in, dict) else None
+        if isinstance(spec_in, dict) and not isinstance(spec_in.get("params", {}), dict):
+            k_in = None
+        if isinstance(k_in, int) and k_in > MAX_K:
+            raise ClientError(422, f"'protocol': k must be at most {MAX_K:,} on this server.")
         try:
-            proto = codec.protocol_from_spec(body.get("protocol"))  # type: ignore[arg-type]
+            proto = codec.protocol_from_spec(spec_in)  # type: ignore[arg-type]
         except (ValueError, TypeError) as exc:
             raise ClientError(422, f"'protocol': {exc}") from None
         first = _int_field(body, "first_epoch", 0)

@@ -60,7 +60,7 @@ PHASE2_CODES = ("rank", "global")
 
 @dataclass(frozen=True)
 class GFIMParams:
-    """GFIM's options (docs/gfim.md §2); every one is recorded with each result.
+    """GFIM's options (docs/gfim.md); every one is recorded with each result.
 
     Parameters
     ----------

@@ -9,7 +9,9 @@ A kind is one small module that defines a module-level ``KIND = StudyKind(...)``
 - ``run_cell(cell) -> list[dict]``: the rows of one cell. It must be a module-level function
   (a worker process or a Dask worker imports it by name) and a pure function of the cell;
 - ``columns``: the Arrow fields of the kind's rows (the runner adds the common columns);
-- ``summary_by`` / ``pivot`` / ``metric``: how ``longldp run`` summarizes the table.
+- ``summary_by`` / ``pivot`` / ``metric``: how ``longldp run`` summarizes the table;
+- ``plot`` / ``linear_metrics``: how ``longldp plot`` draws it (the layout of
+  `longldp.experiments.plot.plot_results`, and more metrics on linear axes: `plot_study`).
 
 What the kinds share (the contract `Cell`/`StudyKind`, common keys, protocol entries, grid
 expansion and seeding, data over τ, skipped and post-processed rows, Arrow columns) is in

@@ -45,6 +45,7 @@ __all__ = [
     "EPS_PERM",
     "Cell",
     "GridSpec",
+    "PlainEntry",
     "ProtocolEntry",
     "SkipReasons",
     "StudyKind",
@@ -87,6 +88,7 @@ class StudyLike(Protocol):
     seed: int
     repetitions: int
     spec: Any
+    out_dir: Any  # pathlib.Path or None: the run's output folder
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,8 @@ class StudyKind:
     #: Defaults of `longldp.experiments.plot_results` for this kind's tables (``x``, ``y``,
     #: ``figure_by``, ``panel_by``, ``line_by``, ``log_y``); empty: the MSE_avg-vs-ε∞ plot.
     plot: Mapping[str, Any] = field(default_factory=dict)
+    #: More metrics ``longldp plot`` draws, each on a linear axis (set-valued: precision...).
+    linear_metrics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -172,6 +176,14 @@ def grid_values(values: Mapping[str, Any], datasets: tuple[Any, ...]) -> dict[st
         "datasets": datasets,
         **{k: values[k] for k in ("eps_perm", "alpha", "engine")},
     }
+
+
+class PlainEntry:
+    """Mixin of a frozen dataclass entry that enters a cell's parameters as `plain` JSON."""
+
+    def as_json(self) -> dict[str, Any]:
+        """JSON-serializable description (part of a cell's identity)."""
+        return plain(self)
 
 
 def plain(entry: Any, *drop: str) -> dict[str, Any]:

@@ -14,7 +14,7 @@ Study keys of this kind (besides ``name``, ``kind``, ``seed``, ``repetitions``):
     alpha = [0.1]                       # α = ε1/ε∞ grid, each in (0, 1) (chains only)
     lam = 3                             # λ, attributes per query
     n_queries = 100                     # queries of the workload
-    workload_dir = "results/felip/workloads"   # default: results/<study name>/workloads
+    workload_dir = "workloads/felip"    # default: <output folder of the run>/workloads
     datasets = [{name = "adult", tau = 260, label = "Adult"},
                 {name = "bms-pos", tau = 15, rows = 50000, label = "BMS-POS"}]
     oracles = [{oracle = "OLOLOHA", calibration = "paper", label = "OLOLOHA (paper)"},
@@ -38,7 +38,9 @@ not private at the level of the chains; it shows what the grids could do at that
 
 The workload is generated once per study and dataset, in the parent process, by
 `longldp.apps.felip.queries.generate_workload` with a seed drawn from the study's stream
-``(4, d)``, and saved as ``<workload_dir>/<dataset label>.json``. A later run (a resume) loads
+``(4, d)``, and saved as ``<workload_dir>/<dataset label>.json`` (default: the ``workloads``
+folder inside the run's output folder, ``longldp run --out``; listing the cells without a run
+saves nothing). A later run (a resume) loads
 that file instead of generating again, after checking that it fits the dataset (same
 attributes and domains, λ and number of queries); a file that does not fit is an error naming
 ``workload_dir``. The workload's JSON is part of each cell's parameters, so a changed workload
@@ -113,7 +115,7 @@ _ADAPTIVE = {
 
 
 @dataclass(frozen=True)
-class DatasetEntry:
+class DatasetEntry(base.PlainEntry):
     """A checked dataset entry (see the module docstring).
 
     Attributes
@@ -139,23 +141,15 @@ class DatasetEntry:
     max_domain: int | None = 50
     rows: int | None = None
 
-    def as_json(self) -> dict[str, Any]:
-        """JSON-serializable description (part of a cell's identity)."""
-        return base.plain(self)
-
 
 @dataclass(frozen=True)
-class OracleEntry:
+class OracleEntry(base.PlainEntry):
     """A checked oracle entry: label, `plan_felip` oracle name, calibration, chain or not."""
 
     label: str
     oracle: str
     calibration: str
     longitudinal: bool
-
-    def as_json(self) -> dict[str, Any]:
-        """JSON-serializable description (part of a cell's identity)."""
-        return base.plain(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -283,12 +277,14 @@ def _table(dataset: str) -> lldata.Table:
     )
 
 
-def workload_dir(study: Any) -> Path:
-    """Folder of a study's workloads: its ``workload_dir`` or ``results/<name>/workloads``."""
+def workload_dir(study: Any) -> Path | None:
+    """Folder of a study's workloads: its ``workload_dir`` key, else ``<out>/workloads`` in
+    the run's output folder; None when neither is known (cells listed without a run)."""
     spec: FelipStudySpec = study.spec
     if spec.workload_dir is not None:
         return Path(spec.workload_dir)
-    return Path("results") / study.name / "workloads"
+    out = getattr(study, "out_dir", None)
+    return None if out is None else Path(out) / "workloads"
 
 
 def _write_atomic(path: Path, text: str) -> None:
@@ -331,8 +327,9 @@ def study_workload(study: Any, d: int) -> tuple[Path, str]:
         raise sc.fail(
             study.name, "lam", f"at most the {schema.d} attributes of {ds.label!r}", spec.lam
         )
-    path = workload_dir(study) / f"{_slug(ds.label)}.json"
-    if path.is_file():
+    folder = workload_dir(study)
+    path = (folder if folder is not None else Path("workloads")) / f"{_slug(ds.label)}.json"
+    if folder is not None and path.is_file():
         text = path.read_text()
         try:
             saved = Workload.from_json(text)
@@ -360,7 +357,8 @@ def study_workload(study: Any, d: int) -> tuple[Path, str]:
         table, schema, lam=spec.lam, n_queries=spec.n_queries, seed=seed, dataset=ds.label
     )
     text = workload.to_json()
-    _write_atomic(path, text)
+    if folder is not None:
+        _write_atomic(path, text)
     return path, text
 
 
@@ -502,5 +500,6 @@ COLUMNS = base.columns(
 )
 
 KIND = StudyKind(
-    "felip", KEYS, parse, cells, run_cell, COLUMNS, summary_by=("dataset", "oracle", "alpha")
-)
+    "felip", KEYS, parse, cells, run_cell, COLUMNS, summary_by=("dataset", "oracle", "alpha"),
+    plot={"figure_by": ("alpha",), "panel_by": ("dataset",), "line_by": "oracle"},
+)  # fmt: skip

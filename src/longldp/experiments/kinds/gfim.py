@@ -336,4 +336,5 @@ KIND = StudyKind(
     metric="precision",
     plot={"x": "eps_perm", "y": "precision", "figure_by": ("alpha",),
           "panel_by": ("dataset", "k"), "line_by": "method", "log_y": False},
+    linear_metrics=("re", "re_zero"),
 )  # fmt: skip

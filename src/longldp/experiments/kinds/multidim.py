@@ -473,12 +473,12 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
     return base.postprocess_rows(row, prm["postprocess"], apply, score, time.perf_counter() - start)
 
 
-COLUMNS = base.columns(
-    "dataset:str dataset_name:str attribute:str d:int ks:[int] n:int tau:int protocol:str "
-    "solution:str chain:str calibration:str attribute_protocols:[str] eps_perm:float "
-    "alpha:float eps_1:float postprocess:str engine:str rep:int data_spawn_key:[int] "
-    "assignment_spawn_key:[int] mse_avg:float mse_per_attribute:[float] degenerate:int"
-)
+_DATASET = "dataset:str dataset_name:str attribute:str d:int ks:[int] n:int tau:int"
+_SOLUTION = "protocol:str solution:str chain:str calibration:str attribute_protocols:[str]"
+_POINT = "eps_perm:float alpha:float eps_1:float postprocess:str engine:str rep:int"
+_SEEDS = "data_spawn_key:[int] assignment_spawn_key:[int]"
+_METRICS = "mse_avg:float mse_per_attribute:[float] degenerate:int"
+COLUMNS = base.columns(" ".join((_DATASET, _SOLUTION, _POINT, _SEEDS, _METRICS)))
 
 KIND = StudyKind(
     "multidim", KEYS, parse, cells, run_cell, COLUMNS,

@@ -95,7 +95,7 @@ _PROBE_K = 64
 
 
 @dataclass(frozen=True)
-class SetDatasetSpec:
+class SetDatasetSpec(base.PlainEntry):
     """A checked dataset entry: where the sets come from, how many, and τ.
 
     Attributes
@@ -126,10 +126,6 @@ class SetDatasetSpec:
     seed: int = 0
     attributes: tuple[str, ...] | None = None
     exclude: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-
-    def as_json(self) -> dict[str, Any]:
-        """JSON-serializable description (part of a cell's identity)."""
-        return base.plain(self)
 
 
 #: A protocol entry of this kind: ``"adaptive"``, a one-shot oracle or a chain.
@@ -432,4 +428,6 @@ COLUMNS = base.columns(
 KIND = StudyKind(
     "setvalued", KEYS, parse, cells, run_cell, COLUMNS,
     summary_by=("dataset", "app", "target", "protocol", "alpha", "postprocess"),
+    plot={"figure_by": ("app", "target", "alpha", "postprocess"), "panel_by": ("dataset",)},
+    linear_metrics=("precision", "f1", "ncr"),
 )  # fmt: skip
