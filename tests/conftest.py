@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# pytest-xdist's workers inherit COLUMNS=80 / LINES=24 from execnet; the CLI honours COLUMNS off
+# a terminal, so a worker would draw 80-column tables where a serial run draws 160. Tests that
+# care about the width set COLUMNS themselves.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 @pytest.fixture(scope="session")

@@ -36,6 +36,7 @@ FAMILIES = {
     "grr": ("L-GRR", {"k": 20, "eps_perm": 2.0, "eps_1": 0.8}),
     "hashing": ("OLOLOHA", {"k": 20, "eps_perm": 2.0, "eps_1": 0.8}),
     "dbitflip": ("dBitFlipPM", {"k": 20, "eps_perm": 2.0, "d": 2, "b": 5}),
+    "rappor": ("RAPPOR", {"k": 16, "h": 2, "m": 4, "f": 0.5, "p": 0.5, "q": 0.75}),
 }
 
 
@@ -84,6 +85,14 @@ def test_local_and_dask_counts_are_identical_and_exact(tmp_path, cluster, family
             assert agg.n == 3000
             np.testing.assert_array_equal(agg.support_counts, direct.support_counts)
     assert truth["true_counts"].sum(axis=1).tolist() == [3000] * 3
+    cohorts = pq.read_table(path, columns=["cohort"]).column("cohort")
+    if family == "rappor":  # the cohort column holds each report's cohort (body bytes 0-1)
+        per_cohort = np.bincount(cohorts.to_numpy()[epochs == 0], minlength=4)
+        np.testing.assert_array_equal(per_cohort, local.by_epoch[0].support_counts[:, 0])
+        rows = local.estimates()
+        assert {r["cohort"] for r in rows} == {0, 1, 2, 3} and len(rows) == 3 * 4 * 16
+    else:
+        assert cohorts.null_count == len(cohorts)
 
 
 def test_estimates_equal_the_protocol_estimator(tmp_path):

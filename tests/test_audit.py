@@ -256,3 +256,12 @@ def test_boolean_rappor_is_at_most_its_claim():
     exact = exact_epsilons(proto)
     assert exact.single <= proto.single_report_epsilon() + 1e-9
     assert not audit_game(proto, 4000, tau=3, rng=12).violates
+
+
+def test_one_time_rappor_composes_per_report():
+    # One-time RAPPOR keeps no memo: τ reports cost τ·ε1 and the claim says so.
+    proto = ll.protocol("RAPPOR", k=4, h=1, m=1, f=0.0, p=0.5, q=0.75, one_time=True)
+    assert claimed_epsilon(proto, 5) == pytest.approx(5 * proto.single_report_epsilon())
+    assert exact_lifetime_epsilon(proto, 5) == pytest.approx(5 * exact_epsilons(proto).single)
+    res = audit_game(proto, 3000, tau=5, rng=13)
+    assert not res.violates and res.lower > proto.single_report_epsilon()

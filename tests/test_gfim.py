@@ -121,6 +121,17 @@ def test_gfim_finds_planted_items(combine: str, output: str) -> None:
     assert rec["L2"] == 6 and rec["ell"] == int(np.quantile(data.lengths, 0.9, method="higher"))
 
 
+def test_gfim_global_codes_and_min_padding() -> None:
+    """Phase 2 by global id (SH over d + 1 columns) and L2 = min(k_max, ℓ): same answer."""
+    data = planted_sets(6000, d=64, planted=(3, 9, 40), share=0.6, background=4, rng=1)
+    prm = GFIMParams(phase2_codes="global", phase2_pad="min", k_max=10)
+    res = GFIM(3, OracleSpec("SH", eps=4.0), prm).run(data, rng=2)
+    assert sorted(res.topk[0].items.tolist()) == [3, 9, 40]
+    ell = res.params["ell"]
+    assert res.params["L2"] == min(10, ell) and res.params["phase2_codes"] == "global"
+    assert res.mining.diagnostics[0]["phase2"]["fo_domain"] == 65
+
+
 def test_ldpminer_sh_finds_planted_items() -> None:
     data = planted_sets(6000, d=64, planted=(3, 9, 40), share=0.6, background=4, rng=1)
     for output in ("phase2", "thesis"):

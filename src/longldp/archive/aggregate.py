@@ -85,36 +85,70 @@ class ArchiveCounts:
         return cls(proto, state["collection"], by_epoch, int(state["slices"]))
 
     def estimates(self, postprocess: str | None = None, level: float = 0.95) -> list[dict]:
-        """One row per (epoch, value): count, estimate, standard error and interval.
+        """One row per (epoch, value), or per (epoch, cohort, bit) for RAPPOR's Bloom filters.
 
-        The standard error is the protocol's exact variance evaluated at the estimate, clipped
-        to [0, 1] only inside the variance formula (the estimate itself is never clipped).
+        Each row has the support count, the estimate, its standard error and a normal
+        interval. The standard error is the protocol's exact variance evaluated at the estimate
+        clipped to [0, 1] (the estimate itself is never clipped). For Bloom filters the
+        estimate is the share of the cohort's clients whose bit is set (the input of RAPPOR's
+        decoder, ``longldp rappor decode``), with the cohort's report count as n.
         """
         if not 0 < level < 1:
             raise ValueError(f"estimates: 'level' must be in (0, 1); got {level!r}.")
         z = _normal_quantile(0.5 + level / 2)
-        rows = []
+        rows: list[dict] = []
         for epoch in sorted(self.by_epoch):
             agg = self.by_epoch[epoch]
             support = np.asarray(agg.support_counts)
+            if support.ndim == 2:  # (cohorts, 1 + bits): google/rappor's counts matrix
+                if postprocess is not None:
+                    raise ValueError(
+                        "estimates: post-processing applies to frequency estimates, not to "
+                        "RAPPOR's per-bit shares; decode them with `longldp rappor decode`."
+                    )
+                shares = np.asarray(agg.estimate(), dtype=np.float64)
+                for cohort in range(support.shape[0]):
+                    n_j = int(support[cohort, 0])
+                    rows += _rows(
+                        {"epoch": epoch, "cohort": cohort},
+                        n_j,
+                        support[cohort, 1:],
+                        shares[cohort],
+                        self.protocol.variance(max(n_j, 1), np.clip(shares[cohort], 0, 1))
+                        if n_j
+                        else np.full(shares.shape[1], np.nan),
+                        z,
+                    )
+                continue
             est = np.asarray(agg.estimate(postprocess=postprocess), dtype=np.float64)
             var = self.protocol.variance(agg.n, np.clip(est, 0.0, 1.0))
-            se = np.sqrt(np.asarray(var, dtype=np.float64))
-            flat_support = support.reshape(-1) if support.size == est.size else None
-            for v in range(est.size):
-                rows.append(
-                    {
-                        "epoch": epoch,
-                        "value": v,
-                        "reports": int(agg.n),
-                        "support": None if flat_support is None else int(flat_support[v]),
-                        "estimate": float(est.flat[v]),
-                        "se": float(se.flat[v]),
-                        "lower": float(est.flat[v] - z * se.flat[v]),
-                        "upper": float(est.flat[v] + z * se.flat[v]),
-                    }
-                )
+            counts = support if support.size == est.size else np.full(est.size, -1)
+            rows += _rows({"epoch": epoch}, int(agg.n), counts, est, var, z)
         return rows
+
+
+def _rows(
+    where: dict[str, int],
+    n: int,
+    support: np.ndarray,
+    estimate: np.ndarray,
+    variance: np.ndarray,
+    z: float,
+) -> list[dict]:
+    se = np.sqrt(np.asarray(variance, dtype=np.float64))
+    return [
+        {
+            **where,
+            "value": v,
+            "reports": n,
+            "support": int(support[v]) if support[v] >= 0 else None,
+            "estimate": float(estimate[v]),
+            "se": float(se[v]),
+            "lower": float(estimate[v] - z * se[v]),
+            "upper": float(estimate[v] + z * se[v]),
+        }
+        for v in range(estimate.size)
+    ]
 
 
 def _normal_quantile(p: float) -> float:

@@ -49,6 +49,7 @@ def simulate_reports(
     change: float = 0.0,
     chunk_users: int = 1_000_000,
     collection: str = "simulated",
+    domain: int | None = None,
     rng: Any = None,
 ) -> dict[str, Any]:
     """Simulate ``n`` users reporting at ``epochs`` epochs and write their reports to ``path``.
@@ -71,13 +72,18 @@ def simulate_reports(
         Users simulated at once (the memory bound and the row-group size).
     collection : str, default="simulated"
         Collection name recorded in the archive.
+    domain : int, optional
+        Number of distinct values (default ``proto.k``). RAPPOR's Bloom encoder takes strings:
+        its users hold the strings ``"v1"`` … ``"v<domain>"`` (default 100), as in the RAPPOR
+        paper's §5.2 simulation.
     rng : Generator, int or None
         Simulation randomness (report ids included).
 
     Returns
     -------
     dict
-        ``reports`` written and the ``true_counts`` per epoch (epochs × domain).
+        ``reports`` written, the ``true_counts`` per epoch (epochs × domain) and, for strings,
+        the ``strings`` the values index.
     """
     if int(n) != n or n < 1:
         raise ValueError(f"simulate_reports: 'n' must be an integer >= 1; got {n!r}.")
@@ -90,25 +96,46 @@ def simulate_reports(
             f"simulate_reports: 'chunk_users' must be an integer >= 1; got {chunk_users!r}."
         )
     gen = np.random.default_rng(rng)
-    truth = np.zeros((int(epochs), proto.k), dtype=np.int64)
+    strings = _takes_strings(proto)
+    size_of_domain = int(domain) if domain is not None else (100 if strings else proto.k)
+    if size_of_domain < 1 or (not strings and size_of_domain > proto.k):
+        raise ValueError(
+            f"simulate_reports: 'domain' must be in [1, {proto.k}] for {proto.name}; "
+            f"got {domain!r}."
+        )
+    names = (
+        np.array([f"v{i + 1}" for i in range(size_of_domain)], dtype=object) if strings else None
+    )
+    truth = np.zeros((int(epochs), size_of_domain), dtype=np.int64)
     with ArchiveWriter(path, proto, collection) as writer:
         for start in range(0, int(n), int(chunk_users)):
             size = min(int(chunk_users), int(n) - start)
-            values = population_values(proto.k, size, distribution, gen)
+            values = population_values(size_of_domain, size, distribution, gen)
             memo = proto.new_memo(size)
             for epoch in range(int(epochs)):
                 if epoch and change > 0:
                     movers = gen.random(size) < change
                     values = values.copy()
                     values[movers] = population_values(
-                        proto.k, int(movers.sum()), distribution, gen
+                        size_of_domain, int(movers.sum()), distribution, gen
                     )
-                truth[epoch] += np.bincount(values, minlength=proto.k)
-                reports = proto.perturb(values, memo, gen)
+                truth[epoch] += np.bincount(values, minlength=size_of_domain)
+                held = names[values] if names is not None else values
+                reports = proto.perturb(held, memo, gen)
                 wire = proto.encode_reports(reports)
                 ids = gen.integers(0, 256, size=(size, REPORT_ID_BYTES), dtype=np.uint8)
-                writer.write(epoch, ids, _wire_rows(wire, proto.wire_size))
-    return {"reports": int(n) * int(epochs), "true_counts": truth}
+                fields = getattr(reports, "dtype", np.dtype(np.uint8)).names or ()
+                cohorts = reports["cohort"] if "cohort" in fields else None
+                writer.write(epoch, ids, _wire_rows(wire, proto.wire_size), cohorts)
+    result: dict[str, Any] = {"reports": int(n) * int(epochs), "true_counts": truth}
+    if names is not None:
+        result["strings"] = list(names)
+    return result
+
+
+def _takes_strings(proto: FrequencyOracle) -> bool:
+    """RAPPOR's Bloom encoder hashes strings; every other encoder takes integers in [0, k)."""
+    return getattr(proto, "encoder", None) == "bloom"
 
 
 def _wire_rows(wire: Any, width: int) -> NDArray[np.uint8]:

@@ -157,8 +157,11 @@ class _Tally:
             bucket = privacy.bucket_of(np.array([value]), proto.k, proto.n_buckets)[0]
             return reports["buckets"] == bucket
         if isinstance(proto, RAPPOR):
-            packed = proto.encode(value_batch(proto, value, n), reports["cohort"])
-            return np.unpackbits(packed, axis=1, count=proto.k).astype(bool)
+            # One encoding per cohort (every client here holds the same value).
+            cohorts = np.unique(reports["cohort"])
+            packed = proto.encode(value_batch(proto, value, cohorts.size), cohorts)
+            per_cohort = np.unpackbits(packed, axis=1, count=proto.k).astype(bool)
+            return per_cohort[np.searchsorted(cohorts, reports["cohort"])]
         if self.bits:
             return np.broadcast_to(np.arange(proto.k) == value, (n, proto.k))
         vals = np.full(n, value, dtype=np.int64)

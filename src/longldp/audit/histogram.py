@@ -26,7 +26,7 @@ from longldp import _validate as check
 from longldp.audit import stats
 from longldp.audit.channels import output_space_size
 from longldp.audit.game import CLIENTS, describe
-from longldp.protocols import FrequencyOracle
+from longldp.protocols import FrequencyOracle, SecureRandom
 
 #: Largest report space the histogram audit accepts.
 MAX_SPACE = 4096
@@ -71,7 +71,10 @@ def channel_bounds(
             f"{proto.name}: the histogram audit needs a report space of at most {MAX_SPACE} "
             f"outputs; this protocol has {size}."
         )
-    gen = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
+    if isinstance(rng, str) and rng == "secure":
+        gen: Any = SecureRandom()
+    else:
+        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     rows = []
     for x in range(proto.k):
         reporter = CLIENTS[clients](proto, trials, gen)

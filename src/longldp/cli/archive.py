@@ -111,13 +111,17 @@ def aggregate_cmd(
         title=f"{counts.protocol.name}: {counts.reports:,} reports in {elapsed:.2f} s "
         f"({counts.reports / max(elapsed, 1e-9):,.0f} reports/s)"
     )
-    for col in ("epoch", "value", "reports", "estimate", "se", "95% interval"):
+    per_cohort = bool(rows) and "cohort" in rows[0]  # RAPPOR: shares of Bloom bits per cohort
+    heads = ("epoch", "cohort", "bit") if per_cohort else ("epoch", "value")
+    for col in (*heads, "reports", "estimate", "se", "95% interval"):
         table.add_column(col, justify="right")
-    for epoch in sorted({r["epoch"] for r in rows}):
-        mine = sorted((r for r in rows if r["epoch"] == epoch), key=lambda r: -r["estimate"])
-        for r in mine[:top]:
+    groups = sorted({(r["epoch"], r.get("cohort")) for r in rows}, key=lambda g: (g[0], g[1] or 0))
+    for epoch, cohort in groups:
+        mine = [r for r in rows if r["epoch"] == epoch and r.get("cohort") == cohort]
+        for r in sorted(mine, key=lambda r: -r["estimate"])[:top]:
             table.add_row(
                 str(epoch),
+                *([str(cohort)] if per_cohort else []),
                 str(r["value"]),
                 f"{r['reports']:,}",
                 f"{r['estimate']:.5f}",
