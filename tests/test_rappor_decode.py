@@ -203,3 +203,31 @@ def test_association_em_recovers_a_dependent_joint():
     r3 = p2.perturb(b2.astype(np.int64), p2.new_memo(n), rng)
     ind = associate(p1, r1, ["x", "y"], p2, r3, ["FALSE", "TRUE"], shares1=[0.6, 0.4])
     assert ind.p_value > 1e-3
+
+
+def test_cli_decode_with_candidate_list_and_values_of_mixed_form(tmp_path):
+    proto = ll.protocol("RAPPOR", k=16, h=2, m=2, f=0.5, p=0.5, q=0.75)
+    C = proto.sample_counts(["é", "b"], np.array([30_000, 10_000]), np.random.default_rng(6))
+    files.write_params(proto, tmp_path / "params.csv")
+    files.write_counts(C, tmp_path / "counts.csv", proto)
+    (tmp_path / "cands.txt").write_text("é\nb\nzz\n", encoding="utf-8")
+    res = CliRunner().invoke(
+        app,
+        [
+            "rappor",
+            "decode",
+            "--counts",
+            str(tmp_path / "counts.csv"),
+            "--params",
+            str(tmp_path / "params.csv"),
+            "--candidates",
+            str(tmp_path / "cands.txt"),
+        ],
+        env={"COLUMNS": "160"},
+    )
+    assert res.exit_code == 0, res.output
+    assert "é" in res.output
+    # str and UTF-8 bytes of one value hash alike, whether given as a list or an object array
+    a = proto.encode(["é", b"b"], [0, 1])
+    b = proto.encode(np.array([b"\xc3\xa9", "b"], dtype=object), [0, 1])
+    np.testing.assert_array_equal(a, b)

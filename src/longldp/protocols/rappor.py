@@ -76,6 +76,14 @@ def bloom_indices(
     values: Sequence[str | bytes], cohorts: ArrayLike, h: int, k: int
 ) -> NDArray[np.int64]:
     """Bloom positions for many (value, cohort) pairs, shape (n, h); one MD5 per distinct pair."""
+    inv, table = _bloom_pairs(values, cohorts, h, k)
+    return table[inv]
+
+
+def _bloom_pairs(
+    values: Sequence[str | bytes], cohorts: ArrayLike, h: int, k: int
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """(index of each row's distinct (value, cohort) pair, (P, h) positions of the P pairs)."""
     coh = np.asarray(cohorts, dtype=np.int64)
     codes, uniq = _value_codes(values)
     pair = codes * MAX_COHORTS + coh
@@ -84,7 +92,7 @@ def bloom_indices(
         [bloom_bits(uniq[int(p // MAX_COHORTS)], int(p % MAX_COHORTS), h, k) for p in upairs],
         dtype=np.int64,
     ).reshape(-1, h)
-    return table[inv.ravel()]
+    return inv.ravel(), table
 
 
 def candidate_map(candidates: Sequence[str | bytes], h: int, k: int, m: int) -> NDArray[np.int64]:
@@ -101,7 +109,26 @@ def candidate_map(candidates: Sequence[str | bytes], h: int, k: int, m: int) -> 
 
 
 def _value_codes(values: Sequence[str | bytes]) -> tuple[NDArray[np.int64], list[bytes]]:
-    """Integer codes of values (by their UTF-8 bytes) and the distinct byte strings."""
+    """Integer codes of values (by their UTF-8 bytes) and the distinct byte strings.
+
+    Arrays of str or bytes (and object arrays of one of them) are coded by ``np.unique`` (no
+    Python loop over values); only the distinct values are converted one by one.
+    """
+    arr = np.asarray(values) if not isinstance(values, np.ndarray) else values
+    if arr.dtype.kind == "O":
+        try:  # noqa: SIM105  (all str or all bytes: a fixed-width array sorts in C)
+            arr = np.asarray(arr.tolist())
+        except (UnicodeError, ValueError):
+            pass
+    if arr.ndim == 1 and arr.dtype.kind in "USO":
+        try:
+            uniq, inv = np.unique(arr, return_inverse=True)
+        except TypeError:  # mixed types in an object array
+            uniq = None
+        if uniq is not None:
+            distinct = [_as_bytes("RAPPOR", v) for v in uniq.tolist()]
+            if len(set(distinct)) == len(distinct):  # str and bytes forms of one value differ
+                return inv.ravel().astype(np.int64), distinct
     seen: dict[bytes, int] = {}
     codes = np.empty(len(values), dtype=np.int64)
     for i, v in enumerate(values):
@@ -263,7 +290,10 @@ class RAPPOR(_UnaryEncoding):
         """Packed encodings (n, ⌈k/8⌉) of ``values`` for clients in ``cohorts``."""
         coh = self._check_cohorts(cohorts)
         if self.encoder == "bloom":
-            vals = list(values) if not isinstance(values, (str, bytes)) else [values]
+            if isinstance(values, (str, bytes)):
+                vals: Any = [values]
+            else:
+                vals = values if isinstance(values, np.ndarray) else list(values)
             if len(vals) != coh.size:
                 raise ValueError(
                     f"{self.name}: {len(vals)} values for {coh.size} cohorts; give one each."
@@ -320,7 +350,7 @@ class RAPPOR(_UnaryEncoding):
         self, values: Any, memo: PopulationMemo | None, users: ArrayLike | None, source: Any
     ) -> tuple[PopulationMemo, NDArray[np.int64], dict, NDArray[np.int64], NDArray[np.int64]]:
         if self.encoder == "bloom":
-            vals_list = list(values)
+            vals_list = values if isinstance(values, np.ndarray) else list(values)
             n = len(vals_list)
         else:
             ints = self._int_values(values)
@@ -335,18 +365,20 @@ class RAPPOR(_UnaryEncoding):
         state = self._ensure_state(memo, who, source)
         if self.onehot:
             return memo, who, state, ints, ints
+        coh = self._check_cohorts(state["cohort"])
         if self.encoder == "bloom":
-            packed = self.encode(vals_list, state["cohort"])
+            inv, table = _bloom_pairs(vals_list, coh, self.h, self.k)
+            upacked = _pack_indices(table, self.k)
         else:
-            packed = self.encode(ints, state["cohort"])
-        state["bloom"] = packed
+            inv = ints * self.m + coh  # boolean: (value, cohort) pairs, at most 2m
+            upacked = np.packbits(np.arange(2 * self.m)[:, None] // self.m == 1, axis=1)
         # Memo key: the id of the distinct Bloom pattern (equal filters share one PRR).
-        uniq, inv = np.unique(packed, axis=0, return_inverse=True)
         ids = np.array(
-            [memo.patterns.setdefault(row.tobytes(), len(memo.patterns)) for row in uniq],
+            [memo.patterns.setdefault(row.tobytes(), len(memo.patterns)) for row in upacked],
             dtype=np.int64,
         )
-        keys = ids[inv.ravel()]
+        state["bloom"] = upacked[inv]
+        keys = ids[inv]
         return memo, who, state, keys, keys
 
     def _round1(self, keys: NDArray[np.int64], state: dict, rng: RandomSource) -> NDArray:
