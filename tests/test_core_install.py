@@ -112,3 +112,14 @@ def test_core_install_in_a_fresh_venv(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+    # The command needs the `cli` extra: without it, one line that says so, not a traceback.
+    command = subprocess.run(
+        [str(venv / "bin" / "longldp"), "--help"],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        cwd=tmp_path,
+        check=False,
+    )
+    assert command.returncode == 2
+    assert command.stderr.count("\n") == 1 and "longldp[cli]" in command.stderr
