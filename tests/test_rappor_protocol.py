@@ -96,6 +96,11 @@ def test_google_python_client_vector_byte_for_byte():
     assert bits_to_int(prr, 16) == 57576
     assert bits_to_int(report, 16) == 64493
     assert client.realized_f == 0.5
+    q45 = ll.protocol("RAPPOR", k=16, h=2, m=1, f=0.45, p=0.39, q=0.61)
+    py = q45.client(CycleRandom(), secret=b"secret", cohort=0, prr_source="rappor-py")
+    assert py.realized_f == pytest.approx(58 / 128)  # ⌈128·0.45⌉/128 = 0.4531
+    eps_inf, eps_1 = py.realized_epsilons
+    assert eps_inf < q45.eps_perm and eps_1 < q45.eps_1  # the realized f is larger: safer
     body = proto.to_bytes(proto._make_reports(report, {"cohort": np.zeros(1, np.int64)}))[0]
     assert body[:2] == b"\x00\x00" and bits_to_int(np.frombuffer(body[2:], np.uint8), 16) == 64493
     wire = client.report_bytes("abc")  # header + body

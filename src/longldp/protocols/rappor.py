@@ -702,6 +702,16 @@ class RapporClient(Client):
             return math.ceil(self.oracle.f * 128) / 128
         return self.oracle.f
 
+    @property
+    def realized_epsilons(self) -> tuple[float, float]:
+        """(ε∞, ε1) at the realized f: never above the protocol's (the realized f ≥ f)."""
+        o = self.oracle
+        f = self.realized_f
+        eps_1 = privacy.round_up(privacy.rappor_eps_1(o.p, o.q, f, o.h))
+        if o.one_time:
+            return eps_1, eps_1
+        return privacy.round_up(privacy.rappor_eps_inf(f, o.h)), eps_1
+
     def export_memo(self) -> dict[bytes, bytes]:
         """The PRR memo (Bloom bytes → PRR bytes) to persist for ``prr_source="table"``."""
         return {key: val.tobytes() for key, val in self._memo.items()}
