@@ -22,3 +22,23 @@ def pg_cluster():
     cluster = PgCluster()
     yield cluster
     cluster.destroy()
+
+
+@pytest.fixture(scope="session")
+def dask_cluster():
+    """A real Dask cluster on loopback: two worker processes of one thread each.
+
+    ``distributed`` is imported here, not skipped: a run without Dask fails the tests that
+    use this fixture.
+    """
+    from distributed import LocalCluster
+
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        worker_dashboard_address=None,
+    ) as cluster:
+        yield cluster

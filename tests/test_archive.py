@@ -11,11 +11,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+import distributed  # noqa: F401  (without Dask this module fails to collect, never skips)
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from distributed import LocalCluster
 from typer.testing import CliRunner
 
 import longldp as ll
@@ -40,19 +40,6 @@ FAMILIES = {
 }
 
 
-@pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        worker_dashboard_address=None,
-    ) as local:
-        yield local
-
-
 def _all_reports(path: Path) -> tuple[np.ndarray, np.ndarray]:
     table = pq.read_table(path)
     width = table.schema.field("report").type.byte_width
@@ -63,7 +50,7 @@ def _all_reports(path: Path) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
-def test_local_and_dask_counts_are_identical_and_exact(tmp_path, cluster, family):
+def test_local_and_dask_counts_are_identical_and_exact(tmp_path, dask_cluster, family):
     name, params = FAMILIES[family]
     proto = ll.protocol(name, **params)
     path = tmp_path / f"{family}.parquet"
@@ -73,7 +60,7 @@ def test_local_and_dask_counts_are_identical_and_exact(tmp_path, cluster, family
     assert info.protocol.spec() == proto.spec()
 
     local = aggregate_archive(path)
-    on_dask = aggregate_archive(path, scheduler=cluster.scheduler_address)
+    on_dask = aggregate_archive(path, scheduler=dask_cluster.scheduler_address)
     sliced = aggregate_archive(path, slice_rows=250)  # many small slices
     assert sliced.slices > local.slices
     epochs, reports = _all_reports(path)

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import distributed  # noqa: F401  (without Dask this module fails to collect, never skips)
 import pyarrow.parquet as pq
 import pytest
-from distributed import LocalCluster
 
 from longldp.experiments import Cell, run_study, store
 from study_helpers import stable
@@ -20,31 +20,18 @@ TINY = Path(__file__).resolve().parents[1] / "experiments" / "tiny.toml"
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        worker_dashboard_address=None,
-    ) as local:
-        yield local
-
-
-@pytest.fixture(scope="module")
 def pool_result(tmp_path_factory):
     out = tmp_path_factory.mktemp("pool")
     return pq.read_table(run_study(TINY, out, workers=2, progress=False).path)
 
 
-def test_dask_results_equal_the_process_pool(tmp_path, cluster, pool_result):
-    report = run_study(TINY, tmp_path, scheduler=cluster.scheduler_address, progress=False)
+def test_dask_results_equal_the_process_pool(tmp_path, dask_cluster, pool_result):
+    report = run_study(TINY, tmp_path, scheduler=dask_cluster.scheduler_address, progress=False)
     assert report.computed == report.cells
     assert stable(pq.read_table(report.path)).equals(stable(pool_result))
 
 
-def test_dask_run_resumes_after_an_interrupt(tmp_path, cluster, pool_result):
+def test_dask_run_resumes_after_an_interrupt(tmp_path, dask_cluster, pool_result):
     seen: list[str] = []
 
     def stop_after_three(cell: Cell) -> None:
@@ -56,13 +43,13 @@ def test_dask_run_resumes_after_an_interrupt(tmp_path, cluster, pool_result):
         run_study(
             TINY,
             tmp_path,
-            scheduler=cluster.scheduler_address,
+            scheduler=dask_cluster.scheduler_address,
             progress=False,
             on_cell_done=stop_after_three,
         )
     saved = sorted(p.name for p in (tmp_path / store.PARTS).iterdir())
     assert saved == sorted(f"{c}.parquet" for c in seen)
-    report = run_study(TINY, tmp_path, scheduler=cluster.scheduler_address, progress=False)
+    report = run_study(TINY, tmp_path, scheduler=dask_cluster.scheduler_address, progress=False)
     assert report.resumed == 3
     assert report.computed == report.cells - 3
     assert stable(pq.read_table(report.path)).equals(stable(pool_result))
