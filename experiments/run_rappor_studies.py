@@ -1,7 +1,7 @@
 """Run the RAPPOR studies and write results, plots and a summary to experiments/results/rappor.
 
     nice -n 10 env PYTHONPATH=src python experiments/run_rappor_studies.py \
-        [--config experiments/rappor_studies.toml] [--out experiments/results/rappor] [--only 1,2]
+        [--config experiments/rappor/studies.toml] [--out experiments/results/rappor] [--only 1,2]
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def study4(cfg: dict, seed: int, out: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--config", type=Path, default=ROOT / "rappor_studies.toml")
+    ap.add_argument("--config", type=Path, default=ROOT / "rappor" / "studies.toml")
     ap.add_argument("--out", type=Path, default=ROOT / "results" / "rappor")
     ap.add_argument("--only", default="1,2,3,4")
     args = ap.parse_args()
