@@ -30,3 +30,21 @@ def test_non_contiguous_input():
     body = wide[:, 12:]
     expected = np.unpackbits(body, axis=1).sum(axis=0, dtype=np.int64)
     np.testing.assert_array_equal(packed_column_sums(body, 80), expected)
+
+
+@pytest.mark.parametrize("row_bytes", [1, 10, 16])
+def test_many_groups_flush_the_byte_lanes_exactly(monkeypatch, row_bytes):
+    # Tiny runs make thousands of groups per call: every 17 nibble sums the 8-bit lanes are
+    # flushed; all-ones rows put 255 in a lane just before each flush (the most it holds).
+    from longldp.protocols import _bitcount
+
+    monkeypatch.setattr(_bitcount, "_RUN_WORDS", 8)
+    monkeypatch.setattr(_bitcount, "_MIN_RUN_WORDS", 2)
+    rng = np.random.default_rng(row_bytes)
+    ones = np.full((50_003, row_bytes), 0xFF, dtype=np.uint8)
+    np.testing.assert_array_equal(
+        packed_column_sums(ones, 8 * row_bytes), np.full(8 * row_bytes, 50_003)
+    )
+    rows = rng.integers(0, 256, size=(50_003, row_bytes), dtype=np.uint8)
+    expected = np.unpackbits(rows, axis=1).sum(axis=0, dtype=np.int64)
+    np.testing.assert_array_equal(packed_column_sums(rows, 8 * row_bytes), expected)

@@ -7,19 +7,20 @@ them back; this module counts in place instead.
 
 Two kernels, one answer:
 
-- **Lane sums (large inputs).** The rows of a block are one contiguous byte stream; viewed as
-  64-bit words, byte ``o`` of a word always belongs to the same report column when the words
-  are grouped in runs whose length is a multiple of ``lcm(8, row_bytes) / 8``. For each bit
-  position ``j`` of a byte, ``(word >> j) & 0x0101010101010101`` leaves 0 or 1 in each of the
-  eight byte lanes, and up to 255 such words can be added lane-wise without a carry crossing a
-  lane. So up to 255 equally shaped runs are added elementwise (one long vectorized
-  reduction), and the eight lane totals are read back as bytes. Three passes per bit over the
-  input, all in cache-sized blocks, and no per-row or per-bit Python loop.
-- **Byte histogram (the rows after the last whole run).** One histogram of (byte position,
+- **Nibble lanes (large inputs).** The rows of a block are one contiguous byte stream; viewed
+  as 64-bit words, byte ``o`` of a word always belongs to the same report column when the words
+  are grouped in runs whose length is a multiple of ``lcm(8, row_bytes) / 8``. For a shift
+  ``s`` in 0..3, ``(word >> s) & 0x1111111111111111`` leaves, in each of the sixteen 4-bit
+  lanes, bit ``s`` or bit ``s + 4`` of one byte (0 or 1). Fifteen equally shaped runs are then
+  added elementwise (a lane holds at most 15), the low and high nibbles are split into 8-bit
+  lanes, and seventeen such sums are added before an 8-bit lane could reach 256. Three passes
+  per shift over the input, four shifts for the eight bits, all on cache-sized blocks, and no
+  per-row or per-bit Python loop.
+- **Byte histogram (the rows after the last whole group).** One histogram of (byte position,
   byte value) and a 256 × 8 table of the bits of each byte value give the counts exactly.
 
 Both are exact integer arithmetic; ``tests/test_bitcount.py`` checks them against
-``np.unpackbits``.
+``np.unpackbits`` (``benchmarks/bench_aggregate.py`` measures the ratio).
 """
 
 from __future__ import annotations
@@ -34,11 +35,16 @@ __all__ = ["BYTE_BITS", "packed_column_sums"]
 #: BYTE_BITS[b, j] = bit j (most significant first, numpy.packbits' order) of byte value b.
 BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
 
-_LANE_ONES = np.uint64(0x0101010101010101)
-#: A lane holds at most 255 before it would carry into its neighbour.
-_LANE_MAX = 255
-#: Target number of 64-bit words in one run; 255 runs (about 2 MB) stay in cache.
-_RUN_WORDS = 1024
+_NIBBLE_ONES = np.uint64(0x1111111111111111)
+_LOW_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
+#: Runs added per nibble sum (a 4-bit lane holds at most 15).
+_RUNS = 15
+#: Nibble sums added per 8-bit accumulation (17 × 15 = 255, the most a byte lane holds).
+_SUMS = 17
+#: Target number of 64-bit words in one run; 15 runs (about 2 MB) stay in cache.
+_RUN_WORDS = 16384
+#: Below this many words per run the histogram is as fast.
+_MIN_RUN_WORDS = 256
 
 
 def packed_column_sums(rows: NDArray[np.uint8], width: int) -> NDArray[np.int64]:
@@ -60,35 +66,59 @@ def packed_column_sums(rows: NDArray[np.uint8], width: int) -> NDArray[np.int64]
     totals = np.zeros(row_bytes * 8, dtype=np.int64)
     if n == 0 or row_bytes == 0:
         return totals[:width]
-    period = math.lcm(8, row_bytes) // 8  # words after which the byte-to-column map repeats
-    run = max(1, _RUN_WORDS // period) * period
-    rows_per_run = run * 8 // row_bytes
-    whole = (n // rows_per_run) * rows_per_run
-    if whole:
-        totals += _lane_sums(rows[:whole], row_bytes, run)
-    if whole < n:
-        totals += _histogram_sums(rows[whole:])
+    _add_counts(rows, row_bytes, _RUN_WORDS, totals)
     return totals[:width]
 
 
-def _lane_sums(rows: NDArray[np.uint8], row_bytes: int, run: int) -> NDArray[np.int64]:
-    """The lane-sum kernel on a whole number of runs (see the module docstring)."""
-    runs = rows.reshape(-1).view(np.uint64).reshape(-1, run)
-    shifted = np.empty((_LANE_MAX, run), dtype=np.uint64)
-    lanes = np.empty(run, dtype=np.uint64)
-    # by_offset[j, o]: ones at bit j (msb first) of byte o of a run, summed over blocks.
+def _add_counts(rows: NDArray[np.uint8], row_bytes: int, run_words: int, totals: NDArray) -> None:
+    """Add the bit counts of ``rows`` to ``totals``: nibble lanes on whole groups of runs,
+    then the same with shorter runs on what is left, and the histogram at the end."""
+    period = math.lcm(8, row_bytes) // 8  # words after which the byte-to-column map repeats
+    run = max(1, run_words // period) * period
+    rows_per_group = _RUNS * run * 8 // row_bytes
+    whole = (rows.shape[0] // rows_per_group) * rows_per_group
+    if whole:
+        totals += _nibble_sums(rows[:whole], row_bytes, run)
+    rest = rows[whole:]
+    if rest.shape[0] == 0:
+        return
+    if run_words > _MIN_RUN_WORDS:
+        _add_counts(rest, row_bytes, run_words // 4, totals)
+    else:
+        totals += _histogram_sums(rest)
+
+
+def _nibble_sums(rows: NDArray[np.uint8], row_bytes: int, run: int) -> NDArray[np.int64]:
+    """The nibble-lane kernel on whole groups of 15 runs (see the module docstring)."""
+    groups = rows.reshape(-1).view(np.uint64).reshape(-1, _RUNS, run)
+    shifted = np.empty((_RUNS, run), dtype=np.uint64)
+    nibbles = np.empty(run, dtype=np.uint64)
+    half = np.empty(run, dtype=np.uint64)
+    # byte_lanes[j]: ones at bit j (msb first) of each byte of a run, in 8-bit lanes.
+    byte_lanes = np.zeros((8, run), dtype=np.uint64)
+    # by_offset[j, o]: the same, flushed to int64, by byte offset o of a run.
     by_offset = np.zeros((8, run * 8), dtype=np.int64)
-    for first in range(0, runs.shape[0], _LANE_MAX):
-        block = runs[first : first + _LANE_MAX]  # at most 255 runs: no lane can carry
-        out = shifted[: block.shape[0]]
-        for j in range(8):
-            np.right_shift(block, np.uint64(7 - j), out=out)
-            np.bitwise_and(out, _LANE_ONES, out=out)
-            np.sum(out, axis=0, out=lanes)
-            by_offset[j] += lanes.view(np.uint8)
+    pending = 0
+    for group in groups:
+        for s in range(4):
+            np.right_shift(group, np.uint64(s), out=shifted)
+            np.bitwise_and(shifted, _NIBBLE_ONES, out=shifted)
+            np.sum(shifted, axis=0, out=nibbles)
+            # Low nibble: bit s of the byte (msb-first index 7 - s); high: bit s + 4 (3 - s).
+            np.bitwise_and(nibbles, _LOW_NIBBLES, out=half)
+            byte_lanes[7 - s] += half
+            np.right_shift(nibbles, np.uint64(4), out=half)
+            np.bitwise_and(half, _LOW_NIBBLES, out=half)
+            byte_lanes[3 - s] += half
+        pending += 1
+        if pending == _SUMS:
+            by_offset += byte_lanes.view(np.uint8).reshape(8, -1)
+            byte_lanes.fill(0)
+            pending = 0
+    by_offset += byte_lanes.view(np.uint8).reshape(8, -1)
     # A run holds a whole number of rows (run * 8 is a multiple of row_bytes): byte o of a run
-    # is byte o % row_bytes of its row. Words are read in native order; the lanes map to bytes
-    # through the same view, so the offsets are byte offsets whatever the endianness.
+    # is byte o % row_bytes of its row. Words are read in native order and the lanes are read
+    # back through the same view, so the offsets are byte offsets whatever the endianness.
     per_column = by_offset.reshape(8, -1, row_bytes).sum(axis=1)
     return per_column.T.reshape(-1)
 
