@@ -41,8 +41,8 @@ _LOW_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
 _RUNS = 15
 #: Nibble sums added per 8-bit accumulation (17 × 15 = 255, the most a byte lane holds).
 _SUMS = 17
-#: Target number of 64-bit words in one run; 15 runs (about 2 MB) stay in cache.
-_RUN_WORDS = 16384
+#: Target number of 64-bit words in one run; 15 runs (about 1 MB) stay in cache.
+_RUN_WORDS = 8192
 #: Below this many words per run the histogram is as fast.
 _MIN_RUN_WORDS = 256
 
@@ -96,8 +96,17 @@ def _nibble_sums(rows: NDArray[np.uint8], row_bytes: int, run: int) -> NDArray[n
     half = np.empty(run, dtype=np.uint64)
     # byte_lanes[j]: ones at bit j (msb first) of each byte of a run, in 8-bit lanes.
     byte_lanes = np.zeros((8, run), dtype=np.uint64)
-    # by_offset[j, o]: the same, flushed to int64, by byte offset o of a run.
-    by_offset = np.zeros((8, run * 8), dtype=np.int64)
+    # per_column[j, c]: the same, flushed to int64, by byte column c of a row. A run holds a
+    # whole number of rows (run * 8 is a multiple of row_bytes), so byte o of a run is byte
+    # o % row_bytes of its row. Words are read in native order and the lanes are read back
+    # through the same view, so the offsets are byte offsets whatever the endianness.
+    per_column = np.zeros((8, row_bytes), dtype=np.int64)
+
+    def flush() -> None:
+        lanes = byte_lanes.view(np.uint8).reshape(8, -1, row_bytes)
+        per_column[...] += lanes.sum(axis=1, dtype=np.int64)
+        byte_lanes.fill(0)
+
     pending = 0
     for group in groups:
         for s in range(4):
@@ -112,14 +121,10 @@ def _nibble_sums(rows: NDArray[np.uint8], row_bytes: int, run: int) -> NDArray[n
             byte_lanes[3 - s] += half
         pending += 1
         if pending == _SUMS:
-            by_offset += byte_lanes.view(np.uint8).reshape(8, -1)
-            byte_lanes.fill(0)
+            flush()
             pending = 0
-    by_offset += byte_lanes.view(np.uint8).reshape(8, -1)
-    # A run holds a whole number of rows (run * 8 is a multiple of row_bytes): byte o of a run
-    # is byte o % row_bytes of its row. Words are read in native order and the lanes are read
-    # back through the same view, so the offsets are byte offsets whatever the endianness.
-    per_column = by_offset.reshape(8, -1, row_bytes).sum(axis=1)
+    if pending:
+        flush()
     return per_column.T.reshape(-1)
 
 
