@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 import longldp as ll
+from longldp.archive import aggregate_archive
 from longldp.server import Limits, build_app, db
 from server_helpers import ADMIN, bearer, db_url, new_ids, records, wire_reports
 
@@ -135,7 +136,7 @@ def test_token_matrix(backend):
     assert a["read_token"] not in dump and a["ingest_token"] not in dump
 
 
-def test_ingest_is_idempotent_and_estimates_are_exact(backend):
+def test_ingest_is_idempotent_and_estimates_are_exact(backend, tmp_path):
     client = make_client(backend)
     col = create(client, postprocess="norm-sub")
     tok, rd = col["ingest_token"], col["read_token"]
@@ -212,14 +213,19 @@ def test_ingest_is_idempotent_and_estimates_are_exact(backend):
             f"/v1/collections/c1/epochs/{e}/reports.parquet", headers=bearer(rd)
         ).content
         table = pq.read_table(io.BytesIO(blob))
-        assert table.column_names == ["collection", "epoch", "cohort", "report_id", "report"]
+        assert table.column_names == ["epoch", "cohort", "report_id", "report"]
         assert sorted(table.column("report_id").to_pylist()) == sorted(ids[sel])
         assert set(table.column("epoch").to_pylist()) == {e}
         agg2 = proto.aggregator()
         agg2.add(proto.from_bytes([w[12:] for w in table.column("report").to_pylist()]))
         assert agg2.support_counts.tolist() == agg.support_counts.tolist()
-        meta = table.schema.metadata
-        assert json.loads(meta[b"longldp.protocol"]) == col["protocol"]
+        meta = json.loads(table.schema.metadata[b"longldp.archive"])
+        assert meta["protocol"] == col["protocol"] and meta["collection"] == "c1"
+        exported = tmp_path / f"epoch-{e}.parquet"  # the export is an archive: aggregate it
+        exported.write_bytes(blob)
+        archived = aggregate_archive(exported).by_epoch[e]
+        assert archived.n == 1000
+        assert archived.support_counts.tolist() == agg.support_counts.tolist()
         cohorts = table.column("cohort").to_pylist()
         assert (cohorts.count(None) == 1000) == (e != 1)
     series = client.get("/v1/collections/c1/series?postprocess=none", headers=bearer(rd)).json()

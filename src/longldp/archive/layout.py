@@ -207,13 +207,7 @@ def report_table(
     ep = np.broadcast_to(np.asarray(epochs), (n,))
     if ep.dtype.kind not in "iu" or (n and (ep.min() < 0 or ep.max() > 0xFFFFFFFF)):
         raise ValueError("archive: 'epochs' must be integers in [0, 2**32).")
-    if cohorts is None:
-        cohort_col = pa.nulls(n, pa.uint16())
-    else:
-        coh = np.broadcast_to(np.asarray(cohorts), (n,))
-        if coh.dtype.kind not in "iu" or (n and (coh.min() < 0 or coh.max() > 0xFFFF)):
-            raise ValueError("archive: 'cohorts' must be integers in [0, 2**16).")
-        cohort_col = pa.array(coh.astype(np.uint16))
+    cohort_col = _cohort_column(cohorts, n)
     return pa.table(
         {
             "epoch": pa.array(ep.astype(np.uint32)),
@@ -223,6 +217,23 @@ def report_table(
         },
         schema=schema,
     )
+
+
+def _cohort_column(cohorts: ArrayLike | None, n: int) -> pa.Array:
+    """The nullable uint16 cohort column: None (all null), integers, or integers and Nones."""
+    if cohorts is None:
+        return pa.nulls(n, pa.uint16())
+    raw = np.asarray(cohorts, dtype=object if not hasattr(cohorts, "dtype") else None)
+    raw = np.broadcast_to(raw, (n,))
+    known = raw[np.array([c is not None for c in raw], dtype=bool)] if raw.dtype == object else raw
+    values = np.asarray(known.tolist() if raw.dtype == object else known)
+    if values.size and (
+        values.dtype.kind not in "iu" or values.min() < 0 or values.max() > 0xFFFF
+    ):
+        raise ValueError("archive: 'cohorts' must be integers in [0, 2**16) or None.")
+    if raw.dtype == object:
+        return pa.array(raw.tolist(), type=pa.uint16())
+    return pa.array(raw.astype(np.uint16))
 
 
 def archive_bytes(
@@ -257,7 +268,7 @@ class RowGroup:
     row_group: int
     first_row: int
     epochs: NDArray[np.uint32]
-    cohorts: NDArray[np.int64] | None
+    cohorts: NDArray[np.int64] | None  # -1 where a report has none; None if no report has one
     reports: NDArray[np.uint8]
 
 
@@ -313,7 +324,11 @@ def _slice(path: Path, group: int, start: int, batch: pa.RecordBatch, width: int
     offset = report.offset * width
     reports = np.frombuffer(buf, dtype=np.uint8, count=len(report) * width, offset=offset)
     cohort = batch.column("cohort")
-    cohorts = None if cohort.null_count == len(cohort) else cohort.to_numpy(zero_copy_only=False)
+    cohorts = (
+        None
+        if cohort.null_count == len(cohort)
+        else cohort.cast(pa.int64()).fill_null(-1).to_numpy()  # -1: no cohort sent
+    )
     return RowGroup(
         path=path,
         row_group=group,

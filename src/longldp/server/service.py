@@ -9,7 +9,6 @@ an unreachable or busy database raises :class:`~longldp.server.db.DatabaseUnavai
 
 from __future__ import annotations
 
-import io
 import json
 import math
 import re
@@ -591,9 +590,8 @@ class Service:
         return len(wires), codec.support_of_rows(col.proto, rows)
 
     def export_parquet(self, col: Collection, epoch: int) -> bytes:
-        """One epoch's reports as Parquet: collection, epoch, cohort, report_id, report."""
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+        """One epoch's reports as a report archive (``docs/scale-out.md`` §1), by report id."""
+        from longldp.archive import archive_bytes
 
         r = db.reports
         with db.transaction(self.engine, write=False) as conn:
@@ -602,34 +600,18 @@ class Service:
                 .where(r.c.collection_id == col.id, r.c.epoch == epoch)
                 .order_by(r.c.report_id)
             ).all()
-        schema = pa.schema(
-            [
-                pa.field("collection", pa.string(), nullable=False),
-                pa.field("epoch", pa.uint32(), nullable=False),
-                pa.field("cohort", pa.int32()),
-                pa.field("report_id", pa.binary(16), nullable=False),
-                pa.field("report", pa.binary(), nullable=False),
-            ],
-            metadata={
-                "longldp.protocol": json.dumps(col.spec, sort_keys=True),
-                "longldp.fingerprint": col.fingerprint.hex(),
-                "longldp.wire_version": "1",
-            },
+        n = len(rows)
+        ids = np.frombuffer(b"".join(bytes(row.report_id) for row in rows), np.uint8)
+        wires = np.frombuffer(b"".join(bytes(row.wire) for row in rows), np.uint8)
+        cohorts = [row.cohort for row in rows]
+        return archive_bytes(
+            col.proto,
+            col.name,
+            epoch,
+            ids.reshape(n, 16),
+            wires.reshape(n, col.proto.wire_size),
+            None if all(c is None for c in cohorts) else cohorts,
         )
-        table = pa.table(
-            {
-                "collection": [col.name] * len(rows),
-                "epoch": [epoch] * len(rows),
-                "cohort": [row.cohort for row in rows],
-                "report_id": [bytes(row.report_id) for row in rows],
-                "report": [bytes(row.wire) for row in rows],
-            },
-            schema=schema,
-        )
-        sink = io.BytesIO()
-        pq.write_table(table, sink)
-        return sink.getvalue()
-
 
 def estimate_payload(
     proto: FrequencyOracle, support: NDArray[np.int64], n: int, postprocess: str | None
