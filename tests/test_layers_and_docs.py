@@ -31,6 +31,8 @@ ALLOWED = {
         "apps",
     },
     "audit": {"_validate", "privacy", "postprocess", "metrics", "protocols", "simulate", "audit"},
+    # Report archives (Parquet layout, aggregation, simulated writers) sit on the protocols.
+    "archive": {"_validate", "privacy", "postprocess", "protocols", "archive", "__init__"},
     "experiments": {
         "audit",
         "_validate",
@@ -46,8 +48,17 @@ ALLOWED = {
     },
     # Interfaces: the device client sits on the protocols only (small dependencies).
     "client": {"_validate", "privacy", "postprocess", "protocols", "client", "__init__"},
-    # Interfaces: the collection server sits on the protocols; nothing imports it back.
-    "server": {"_validate", "privacy", "postprocess", "protocols", "server", "__init__"},
+    # Interfaces: the collection server sits on the protocols (and exports report archives);
+    # nothing imports it back.
+    "server": {
+        "_validate",
+        "privacy",
+        "postprocess",
+        "protocols",
+        "archive",
+        "server",
+        "__init__",
+    },
 }
 
 
