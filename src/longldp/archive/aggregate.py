@@ -77,10 +77,17 @@ class ArchiveCounts:
         }
 
     @classmethod
-    def from_state(cls, state: dict[str, Any]) -> ArchiveCounts:
+    def from_state(
+        cls, state: dict[str, Any], protocol: FrequencyOracle | None = None
+    ) -> ArchiveCounts:
+        """Rebuild counts from `to_state`; ``protocol`` (checked against the state's spec)
+        saves rebuilding the protocol object for every partial result."""
         import longldp as ll
 
-        proto = ll.protocol_from_spec(state["protocol"])
+        if protocol is not None and protocol.spec() == state["protocol"]:
+            proto = protocol
+        else:
+            proto = ll.protocol_from_spec(state["protocol"])
         by_epoch = {int(e): proto.aggregator_from_state(s) for e, s in state["by_epoch"].items()}
         return cls(proto, state["collection"], by_epoch, int(state["slices"]))
 
@@ -231,7 +238,7 @@ def _count_group(path: str, group: int, max_rows: int | None) -> dict[str, Any]:
     """Count one row group of one file (a Dask task); returns an ArchiveCounts state."""
     info = read_info(path)
     counts = ArchiveCounts(info.protocol, info.collection)
-    for piece in row_groups(path, max_rows=max_rows, groups=[group]):
+    for piece in row_groups(info, max_rows=max_rows, groups=[group]):
         part = ArchiveCounts(info.protocol, info.collection, count_slice(info.protocol, piece), 1)
         counts.merge(part)
     return counts.to_state()
@@ -276,7 +283,7 @@ def aggregate_archive(
     total = ArchiveCounts(first.protocol, first.collection)
     if scheduler is None:
         for info in infos:
-            for piece in row_groups(info.path, max_rows=_max_rows(info, memory_limit, slice_rows)):
+            for piece in row_groups(info, max_rows=_max_rows(info, memory_limit, slice_rows)):
                 part = count_slice(first.protocol, piece)
                 total.merge(ArchiveCounts(first.protocol, first.collection, part, 1))
         return total
@@ -316,7 +323,7 @@ def _aggregate_on_dask(
             for g in range(info.num_row_groups)
         ]
         for future in as_completed(futures):
-            total.merge(ArchiveCounts.from_state(future.result()))
+            total.merge(ArchiveCounts.from_state(future.result(), total.protocol))
     finally:
         if owns_client:
             client.close()

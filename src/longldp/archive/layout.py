@@ -273,14 +273,18 @@ class RowGroup:
 
 
 def row_groups(
-    path: str | Path, *, max_rows: int | None = None, groups: list[int] | None = None
+    path: str | Path | ArchiveInfo,
+    *,
+    max_rows: int | None = None,
+    groups: list[int] | None = None,
 ) -> Iterator[RowGroup]:
     """Yield the archive's reports slice by slice (at most ``max_rows`` rows each).
 
-    Only the ``epoch``, ``cohort`` and ``report`` columns are read; the reports come as a
-    zero-copy (n, wire_size) view of Arrow's buffer.
+    ``path`` may be an `ArchiveInfo` already read. Only the ``epoch``, ``cohort`` and
+    ``report`` columns are read; the reports come as a zero-copy (n, wire_size) view of
+    Arrow's buffer.
     """
-    info = read_info(path)
+    info = path if isinstance(path, ArchiveInfo) else read_info(path)
     width = info.protocol.wire_size
     # With a row bound, read pages through a small buffer instead of whole column chunks.
     file = (
@@ -294,7 +298,10 @@ def row_groups(
         step = max(1, rows_in_group if max_rows is None else int(max_rows))
         start = 0
         batches = file.iter_batches(
-            batch_size=step, row_groups=[g], columns=["epoch", "cohort", "report"]
+            batch_size=step,
+            row_groups=[g],
+            columns=["epoch", "cohort", "report"],
+            use_threads=False,  # one slice, one core: parallelism comes from the map (Dask)
         )
         while True:
             try:
