@@ -400,3 +400,35 @@ def test_dashboard_renders_in_headless_chromium(tmp_path):
     img = np.asarray(Image.open(shot).convert("RGB")).astype(int)
     blue = np.abs(img - np.array([0x1F, 0x77, 0xB4])).sum(axis=2) < 30
     assert blue.sum() > 50
+
+
+def test_serve_demo_script_runs(tmp_path):
+    """`make serve-demo`'s script, shrunk: server, collection, devices, dashboard URL."""
+    import os
+    import sys
+
+    from server_helpers import ROOT, free_port
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TMPDIR": str(tmp_path)}
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "serve_demo.py"),
+            "--devices",
+            "60",
+            "--epochs",
+            "2",
+            "--exit",
+            "--port",
+            str(free_port()),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=True,
+    ).stdout
+    assert "60 devices × 2 epochs" in out and "0 reports left in queues" in out
+    assert re.search(
+        r"dashboard: http://127\.0\.0\.1:\d+/collections/app-usage/dashboard\?token=ll_read_", out
+    )
