@@ -231,3 +231,38 @@ def test_cli_decode_with_candidate_list_and_values_of_mixed_form(tmp_path):
     a = proto.encode(["é", b"b"], [0, 1])
     b = proto.encode(np.array([b"\xc3\xa9", "b"], dtype=object), [0, 1])
     np.testing.assert_array_equal(a, b)
+
+
+def test_procedure_b_solver_meets_google_rappor_constraints():
+    # β ≥ 0, Σβ ≤ 1, Xβ ≤ cap: the solver's answer matches an independent SLSQP solve and
+    # satisfies every constraint (to the solver's tolerance), on problems where they bind.
+    from scipy.optimize import minimize
+
+    from longldp.apps.rappor.decode import constrained_least_squares
+
+    rng = np.random.default_rng(0)
+    binding = {"sum": 0, "cap": 0}
+    for _ in range(6):
+        n, rows = 6, 20
+        A = rng.normal(size=(rows, n))
+        X = rng.random((rows, n))
+        b = A @ rng.random(n) * 0.5 + rng.normal(0, 0.1, rows)
+        cap = rng.uniform(0.5, 1.5, rows)
+        got = constrained_least_squares(A, b, X, cap)
+        constraints = [
+            {"type": "ineq", "fun": lambda x: 1 - x.sum()},
+            {"type": "ineq", "fun": lambda x, X=X, cap=cap: cap - X @ x},
+        ]
+        ref = minimize(
+            lambda x, A=A, b=b: ((A @ x - b) ** 2).sum(),
+            np.zeros(n),
+            bounds=[(0, None)] * n,
+            constraints=constraints,
+            method="SLSQP",
+            options={"ftol": 1e-14, "maxiter": 1000},
+        ).x
+        assert np.abs(got - ref).max() < 1e-5
+        assert got.min() >= 0 and got.sum() <= 1 + 1e-6 and (X @ got - cap).max() <= 1e-6
+        binding["sum"] += got.sum() > 1 - 1e-5
+        binding["cap"] += (X @ got - cap).max() > -1e-5
+    assert binding["sum"] and binding["cap"]

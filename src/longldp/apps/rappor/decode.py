@@ -7,11 +7,11 @@ standard error √(σ²[(XᵀX)⁻¹]_ss), one-sided p-value → Bonferroni, Ben
 correction → detected strings with counts, proportions and 95% intervals; plus the explained,
 noise and missing shares of the variance of Y.
 
-Procedure B (google/rappor's current R decoder, simplified; ``procedure="B"``): Y in
-fractions with plug-in standard deviations, non-negative LASSO support when candidates
-outnumber 0.8·len(Y), weighted least squares with β ≥ 0 (``scipy.optimize.lsq_linear``), five
-fits (Y and four noisy copies): estimate N·mean, SE N·sd, reported iff estimate > 2·SE. The
-reference's extra constraints (Σβ ≤ 1, Xβ ≤ Y + 3sd per bit) are not applied.
+Procedure B (google/rappor's current R decoder; ``procedure="B"``): Y in fractions with
+plug-in standard deviations, non-negative LASSO support when candidates outnumber 0.8·len(Y),
+weighted least squares under the reference's constraints β ≥ 0, Σβ ≤ 1 and Xβ ≤ Y + 3sd per
+bit (clamped to [0.01, 1]; :func:`constrained_least_squares`), five fits (Y and four noisy
+copies): estimate N·mean, SE N·sd, reported iff estimate > 2·SE.
 """
 
 from __future__ import annotations
@@ -387,8 +387,6 @@ def _procedure_b(
     correction: str,
     seed: int,
 ) -> DecodeResult:
-    from scipy.optimize import lsq_linear
-
     nl = n_j[live][:, None]
     Y = (t / nl).ravel()
     sd = (np.sqrt(var) / nl).ravel()
@@ -409,11 +407,15 @@ def _procedure_b(
     w = np.minimum(w, 2 * np.median(w))
     w = w / w.mean()
     Xs = X[:, cols].toarray() * w[:, None]
+    Xc = X[:, cols].toarray()
     rng = np.random.default_rng(seed)
     fits = []
     for rep in range(5):
         y = Y if rep == 0 else Y + rng.normal(0, sd * math.sqrt(2))
-        fits.append(lsq_linear(Xs, y * w, bounds=(0, 1)).x)
+        # google/rappor's constraints: β ≥ 0, Σβ ≤ 1, and no bit overshoots its target by more
+        # than 3 SD (the bound clamped to [0.01, 1]).
+        cap = np.clip(y + 3 * sd, 0.01, 1.0)
+        fits.append(constrained_least_squares(Xs, y * w, Xc, cap))
     fits = np.array(fits)
     N = float(n_j.sum())
     est = np.zeros(M)
@@ -425,6 +427,57 @@ def _procedure_b(
     p = np.ones(M)  # procedure B has no p-values (the reference's are commented out)
     summary = {"lasso": float(M > 0.8 * Y.size), "kept": float(cols.size)}
     return DecodeResult(cands, est, se, p, detected, int(N), "two-se", alpha, kept, summary)
+
+
+def constrained_least_squares(
+    A: NDArray[np.float64],
+    b: NDArray[np.float64],
+    X: NDArray[np.float64],
+    cap: NDArray[np.float64],
+    *,
+    tol: float = 1e-7,
+    max_iter: int = 5000,
+) -> NDArray[np.float64]:
+    """argmin ||Aβ − b||² subject to β ≥ 0, Σβ ≤ 1 and Xβ ≤ cap (google/rappor's LSEI problem).
+
+    Solved by the operator-splitting iteration of OSQP (Stellato et al., Math. Prog. Comp.
+    2020, Algorithm 1) on the constraints l ≤ Mβ ≤ u with M = [I; 1ᵀ; X]: one Cholesky factor
+    of PᵀP-sized system, then matrix-vector products only. Stops when the primal and dual
+    residuals fall below ``tol`` (relative), and returns β projected onto β ≥ 0.
+    """
+    n = A.shape[1]
+    if n == 0:
+        return np.zeros(0)
+    M = np.vstack([np.eye(n), np.ones((1, n)), X])
+    lower = np.concatenate([np.zeros(n), [-np.inf], np.full(X.shape[0], -np.inf)])
+    upper = np.concatenate([np.full(n, np.inf), [1.0], cap])
+    P = A.T @ A
+    q = -(A.T @ b)
+    sigma, alpha = 1e-6, 1.6
+    rho = 0.1 * max(1.0, float(np.trace(P)) / n)
+    K = P + sigma * np.eye(n) + rho * (M.T @ M)
+    chol = np.linalg.cholesky(K)
+
+    def solve(rhs: NDArray) -> NDArray:
+        return np.linalg.solve(chol.T, np.linalg.solve(chol, rhs))
+
+    beta = np.zeros(n)
+    z = np.clip(M @ beta, lower, upper)
+    y = np.zeros(M.shape[0])
+    scale = max(1.0, float(np.abs(q).max()))
+    for _ in range(max_iter):
+        beta_t = solve(sigma * beta - q + M.T @ (rho * z - y))
+        z_t = M @ beta_t
+        beta = alpha * beta_t + (1 - alpha) * beta
+        z_relaxed = alpha * z_t + (1 - alpha) * z
+        z_new = np.clip(z_relaxed + y / rho, lower, upper)
+        y = y + rho * (z_relaxed - z_new)
+        z = z_new
+        primal = float(np.abs(M @ beta - z).max())
+        dual = float(np.abs(P @ beta + q + M.T @ y).max())
+        if primal <= tol * max(1.0, float(np.abs(z).max())) and dual <= tol * scale:
+            break
+    return np.maximum(beta, 0.0)
 
 
 def decode_boolean(proto: RAPPOR, counts: ArrayLike) -> dict[str, float]:
