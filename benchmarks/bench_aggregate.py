@@ -27,12 +27,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from distributed import LocalCluster
 
 import longldp as ll
 from longldp.archive import (
     ArchiveWriter,
     aggregate_archive,
+    local_cluster,
     read_info,
     row_groups,
     simulate_reports,
@@ -112,14 +112,7 @@ def packed_kernel_time(path: Path) -> float:
 
 
 def dask_time(path: Path, workers: int) -> float:
-    with LocalCluster(
-        n_workers=workers,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        worker_dashboard_address=None,
-    ) as cluster:
+    with local_cluster(workers) as cluster:
         aggregate_archive(path, scheduler=cluster)  # warm-up: imports on the workers
         _, seconds = timed(lambda: aggregate_archive(path, scheduler=cluster))
     return seconds

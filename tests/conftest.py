@@ -31,14 +31,9 @@ def dask_cluster():
     ``distributed`` is imported here, not skipped: a run without Dask fails the tests that
     use this fixture.
     """
-    from distributed import LocalCluster
+    import distributed  # noqa: F401  (missing Dask fails here, loudly)
 
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-        worker_dashboard_address=None,
-    ) as cluster:
+    from longldp.archive import local_cluster
+
+    with local_cluster(2) as cluster:
         yield cluster

@@ -1,14 +1,15 @@
 """Report archives: a Parquet layout for stored reports, a simulated-population writer, and
 aggregation of archives of any size, locally (bounded memory) or on a Dask cluster.
 
-See ``docs/scale-out.md``. This package needs the ``archive`` extra (pyarrow; ``distributed``
-for Dask).
+See ``docs/scale-out.md``. This package needs pyarrow (the ``data`` or ``dask`` extra); Dask needs
+``distributed`` (the ``dask`` extra).
 """
 
 from longldp.archive.aggregate import (
     ArchiveCounts,
     aggregate_archive,
     archive_files,
+    local_cluster,
     write_estimates,
 )
 from longldp.archive.layout import (
@@ -29,6 +30,7 @@ __all__ = [
     "archive_bytes",
     "archive_files",
     "archive_schema",
+    "local_cluster",
     "population_values",
     "read_info",
     "row_groups",

@@ -29,7 +29,13 @@ import numpy as np
 from longldp.archive.layout import ArchiveInfo, RowGroup, read_info, row_groups
 from longldp.protocols import FrequencyOracle, wire
 
-__all__ = ["ArchiveCounts", "aggregate_archive", "archive_files", "write_estimates"]
+__all__ = [
+    "ArchiveCounts",
+    "aggregate_archive",
+    "archive_files",
+    "local_cluster",
+    "write_estimates",
+]
 
 #: Bytes of working memory per report beyond its wire bytes (body copy, header check, ids).
 _WORKING_FACTOR = 4
@@ -288,6 +294,27 @@ def aggregate_archive(
                 total.merge(ArchiveCounts(first.protocol, first.collection, part, 1))
         return total
     return _aggregate_on_dask(infos, total, memory_limit, slice_rows, scheduler)
+
+
+def local_cluster(workers: int = 2) -> Any:
+    """A Dask ``LocalCluster`` on loopback: ``workers`` processes of one thread each, no
+    dashboards (use it as a context manager; needs the ``dask`` extra)."""
+    if int(workers) != workers or workers < 1:
+        raise ValueError(f"local_cluster: 'workers' must be an integer >= 1; got {workers!r}.")
+    try:
+        from distributed import LocalCluster
+    except ImportError:
+        raise RuntimeError(
+            "a local Dask cluster needs the 'distributed' package (pip install 'longldp[dask]')."
+        ) from None
+    return LocalCluster(
+        n_workers=int(workers),
+        threads_per_worker=1,
+        processes=True,
+        host="127.0.0.1",
+        dashboard_address=None,
+        worker_dashboard_address=None,
+    )
 
 
 def _aggregate_on_dask(

@@ -90,16 +90,12 @@ def aggregate_cmd(
     top: Annotated[int, typer.Option(help="Rows per epoch shown in the table.")] = 10,
 ) -> None:
     """Support counts, estimates and 95% intervals per epoch of a report archive."""
-    from longldp.archive import aggregate_archive, write_estimates
+    from longldp.archive import aggregate_archive, local_cluster, write_estimates
 
     limit = None if memory_limit is None else parse_bytes(memory_limit)
     start = time.perf_counter()
     if scheduler == "local":
-        from distributed import LocalCluster
-
-        with LocalCluster(
-            n_workers=workers, threads_per_worker=1, dashboard_address=None, host="127.0.0.1"
-        ) as cluster:
+        with local_cluster(workers) as cluster:
             counts = aggregate_archive(archive, memory_limit=limit, scheduler=cluster)
     else:
         counts = aggregate_archive(archive, memory_limit=limit, scheduler=scheduler)
