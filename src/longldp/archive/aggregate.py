@@ -16,12 +16,12 @@ protocol's aggregator, and bit-packed unary reports are counted without unpackin
 from __future__ import annotations
 
 import json
-import math
 import os
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -108,7 +108,7 @@ class ArchiveCounts:
         """
         if not 0 < level < 1:
             raise ValueError(f"estimates: 'level' must be in (0, 1); got {level!r}.")
-        z = _normal_quantile(0.5 + level / 2)
+        z = NormalDist().inv_cdf(0.5 + level / 2)
         rows: list[dict] = []
         for epoch in sorted(self.by_epoch):
             agg = self.by_epoch[epoch]
@@ -162,18 +162,6 @@ def _rows(
         }
         for v in range(estimate.size)
     ]
-
-
-def _normal_quantile(p: float) -> float:
-    """Φ⁻¹(p) by bisection on erf (the core install has no SciPy requirement)."""
-    lo, hi = -10.0, 10.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        if 0.5 * (1 + math.erf(mid / math.sqrt(2))) < p:
-            lo = mid
-        else:
-            hi = mid
-    return (lo + hi) / 2
 
 
 def archive_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
