@@ -1,0 +1,201 @@
+"""The exact law of an honest memoized device's τ reports, for the memo-consistency defence.
+
+An honest device of a two-round chain that holds one value keeps one round-1 state (memo,
+hash function, Hadamard row) and re-randomizes it at every report (docs/math.md §3). Given the
+memo the τ reports are independent (docs/math.md §1.4), so their statistics have a known law
+(docs/attacks.md §7.1):
+
+- **one-symbol reports** (L-GRR over K = k symbols; LOLOHA and L-SH over their K = g buckets):
+  the histogram (N_1..N_K) of the τ reports is Multinomial(τ; p2 at the memo, q2 = (1 − p2)/(K − 1)
+  elsewhere), whatever the memo is. The defence reads its largest count M and its runner-up R2.
+- **unary reports** (UE chains): bit i of the τ reports sums to X_i ~ Bin(τ, p2) if memo bit i
+  is 1, Bin(τ, q2) if 0, independently over i; the memo bit of the device's value is 1 with p1,
+  every other with q1. The defence reads M = max_i X_i.
+
+Multinomial events are computed exactly by Poissonization: with independent N_i ~ Poisson(τπ_i),
+Pr_multinomial[E] = Pr[E, Σ N_i = τ] / Pr[Σ N_i = τ]; an event that is a product over cells (or a
+sum of such products) is a convolution of truncated Poisson pmfs of length τ + 1 (the K − 1
+alike cells by repeated squaring).
+
+The *kept law* (who survives the test and how their reports read) is what makes the defended
+estimate unbiased: the keep probability κ does not depend on the device's value (every value
+has one memo cell or one value bit), and a kept device's report supports v with P1' (holder) or
+P0' (non-holder), computed here from the same generating functions (docs/attacks.md §7.2).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.stats import binom, poisson
+
+#: Tail probabilities below this are treated as 0 when choosing thresholds (float noise).
+_TINY = 1e-15
+
+
+def _conv(a: NDArray[np.float64], b: NDArray[np.float64], size: int) -> NDArray[np.float64]:
+    return np.convolve(a, b)[:size]
+
+
+def _power(a: NDArray[np.float64], e: int, size: int) -> NDArray[np.float64]:
+    out = np.zeros(size)
+    out[0] = 1.0
+    sq = a.copy()
+    while e:
+        if e & 1:
+            out = _conv(out, sq, size)
+        e >>= 1
+        if e:
+            sq = _conv(sq, sq, size)
+    return out
+
+
+@dataclass(frozen=True)
+class SymbolLaw:
+    """Multinomial(τ; p2 at the memo, q2 at each of the K − 1 other symbols) and its tests.
+
+    The thresholds flag a history when M ≥ x_hi (too concentrated: a replayed report), M ≤ x_lo
+    (too spread: reports cycling over targets), or R2 ≥ y (a second symbol far above a
+    non-memo symbol's share), each chosen with tail ≤ α/3, so the false-positive rate is
+    ≤ α by the union bound; :attr:`fpr` is its exact value.
+    """
+
+    tau: int
+    K: int
+    p2: float
+    alpha: float
+    x_lo: int
+    x_hi: int
+    y: int
+    fpr: float
+    keep_memo_share: float  # a = E[N_memo | kept]/τ
+
+    @staticmethod
+    @functools.lru_cache(maxsize=512)
+    def build(tau: int, K: int, p2: float, alpha: float) -> SymbolLaw:
+        q2 = (1.0 - p2) / (K - 1)
+        size = tau + 1
+        j = np.arange(size)
+        memo_pmf = poisson.pmf(j, tau * p2)
+        other_pmf = poisson.pmf(j, tau * q2)
+        norm = poisson.pmf(tau, tau)
+
+        def window(pmf: NDArray[np.float64], lo: int, hi: int) -> NDArray[np.float64]:
+            """pmf restricted to lo <= j < hi."""
+            out = pmf.copy()
+            out[(j < lo) | (j >= hi)] = 0.0
+            return out
+
+        def prob(memo: NDArray[np.float64], others: NDArray[np.float64]) -> float:
+            return float(_conv(memo, _power(others, K - 1, size), size)[tau] / norm)
+
+        def all_below(x: int, mark: bool = False) -> float:
+            memo = window(memo_pmf, 0, x) * (j if mark else 1)
+            return prob(memo, window(other_pmf, 0, x))
+
+        def at_most_one_at_least(y: int, x: int, mark: bool = False) -> float:
+            """Pr[all cells < x and at most one cell >= y] (y <= x)."""
+            w = j if mark else 1
+            a0, b0 = window(memo_pmf, 0, y) * w, window(memo_pmf, y, x) * w
+            aq, bq = window(other_pmf, 0, y), window(other_pmf, y, x)
+            rest = _power(aq, K - 2, size)
+            total = _conv(a0 + b0, _conv(aq, rest, size), size)[tau]
+            total += (K - 1) * _conv(_conv(a0, bq, size), rest, size)[tau]
+            return float(total / norm)
+
+        cut = alpha / 3.0
+        # M >= x_hi: the smallest x with Pr[M >= x] <= α/3 (τ + 1: never flag).
+        x_hi = _first(1, tau + 1, lambda x: 1.0 - all_below(x) <= cut + _TINY)
+        # M <= x_lo: the largest x with Pr[M <= x] <= α/3 (−1: never flag).
+        x_lo = _first(0, tau + 1, lambda x: all_below(x + 1) > cut) - 1
+        # R2 >= y: the smallest y with Pr[R2 >= y] <= α/3, above x_lo.
+        y = _first(1, tau + 1, lambda yy: 1.0 - at_most_one_at_least(yy, tau + 1) <= cut + _TINY)
+        y = max(y, x_lo + 1)
+        kept = at_most_one_at_least(y, x_hi) - all_below(x_lo + 1)
+        kept_marked = at_most_one_at_least(y, x_hi, mark=True) - all_below(x_lo + 1, mark=True)
+        share = kept_marked / (tau * kept) if kept > 0 else p2
+        return SymbolLaw(tau, K, p2, alpha, x_lo, x_hi, y, 1.0 - kept, share)
+
+    @property
+    def keep(self) -> float:
+        """κ: the probability that an honest device passes."""
+        return 1.0 - self.fpr
+
+
+@dataclass(frozen=True)
+class UnaryLaw:
+    """Bit counts of τ unary reports; flags M = max_i X_i ≥ x_hi (tail ≤ α, exact FPR)."""
+
+    tau: int
+    k: int
+    x_hi: int
+    fpr: float
+    value_bit_share: float  # E[X_v 1(kept)] / (τ Pr[X_v < x_hi]) for the value's bit
+    other_bit_share: float
+
+    @staticmethod
+    @functools.lru_cache(maxsize=512)
+    def build(
+        tau: int, k: int, p1: float, q1: float, p2: float, q2: float, alpha: float
+    ) -> UnaryLaw:
+        j = np.arange(tau + 1)
+        on, off = binom.pmf(j, tau, p2), binom.pmf(j, tau, q2)
+        value_pmf = p1 * on + (1 - p1) * off
+        other_pmf = q1 * on + (1 - q1) * off
+        v_cdf, o_cdf = np.cumsum(value_pmf), np.cumsum(other_pmf)
+
+        def keep(x: int) -> float:  # Pr[M < x]
+            if x <= 0:
+                return 0.0
+            return float(v_cdf[x - 1] * o_cdf[x - 1] ** (k - 1))
+
+        x_hi = _first(1, tau + 1, lambda x: 1.0 - keep(x) <= alpha + _TINY)
+        below = j < x_hi
+        pv, po = float(value_pmf[below].sum()), float(other_pmf[below].sum())
+        vs = float((j * value_pmf)[below].sum() / (tau * pv)) if pv > 0 else p1 * p2
+        os_ = float((j * other_pmf)[below].sum() / (tau * po)) if po > 0 else q1 * p2
+        return UnaryLaw(tau, k, x_hi, 1.0 - keep(x_hi), vs, os_)
+
+    @property
+    def keep(self) -> float:
+        return 1.0 - self.fpr
+
+
+def _first(lo: int, hi: int, ok: Callable[[int], bool]) -> int:
+    """The smallest x in [lo, hi) with ok(x), for ok monotone (False then True); hi if none."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def kept_support(
+    kind: str, law: SymbolLaw | UnaryLaw, p1: float, q1: float, K: int, P0: float
+) -> tuple[float, float]:
+    """(P1', P0'): support probabilities of a kept honest device's report (docs/attacks.md §7.2).
+
+    One-symbol reports: a = E[N_memo | kept]/τ; the memo is the value's symbol with p1, so
+    P1' = p1·a + (1 − p1)(1 − a)/(K − 1), and P0' likewise with q1 (L-GRR), or 1/g for hashing
+    (a non-holder's hash is independent of its memo). Unary: P1' and P0' are the kept shares of
+    the value bit and of another bit.
+    """
+    if isinstance(law, UnaryLaw):
+        return law.value_bit_share, law.other_bit_share
+    a = law.keep_memo_share
+    rest = (1.0 - a) / (K - 1)
+    p1_kept = p1 * a + (1.0 - p1) * rest
+    if kind == "symbol":
+        return p1_kept, q1 * a + (1.0 - q1) * rest
+    return p1_kept, P0
+
+
+def log10_or_none(x: float) -> float | None:
+    return math.log10(x) if x > 0 else None
