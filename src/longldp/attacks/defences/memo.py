@@ -14,7 +14,8 @@ Statistics (vectorized over devices, no Python loop per device or per report):
   runner-up R2 (dense (devices × K) counts, or a sort of (device, symbol) keys when that table
   would be large); hashing chains also flag a device whose hash function (or Hadamard row)
   changes, which an honest client never does;
-- UE chains: per-bit counts X (ones of the unpacked reports keyed by (device, bit)) and M = max X.
+- UE chains: per-bit counts X (ones of the unpacked reports keyed by (device, bit)) and their
+  C largest values (the c-th largest against its threshold x_c).
 
 One-shot oracles memoize nothing and dBitFlipPM's reports *are* its memos (an honest device
 repeats itself), so the defence does not apply to them (ValueError).
@@ -30,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp.attacks import kinds
-from longldp.attacks.defences.memo_law import SymbolLaw, UnaryLaw, kept_support
+from longldp.attacks.defences.memo_law import UNARY_ORDERS, SymbolLaw, UnaryLaw, kept_support
 from longldp.protocols import FrequencyOracle
 
 OWNER = "memo_consistency"
@@ -79,7 +80,7 @@ class MemoVerdict:
     devices: NDArray[Any]  # the distinct device ids, in index order
     index: NDArray[np.int64]  # each report's device index
     n_reports: NDArray[np.int64]
-    top: NDArray[np.int64]  # M
+    top: NDArray[np.int64]  # M (one-symbol chains) or the C largest bit counts (UE chains)
     runner_up: NDArray[np.int64]  # R2 (one-symbol chains; 0 otherwise)
     changed_hash: NDArray[np.bool_]
     flagged: NDArray[np.bool_]
@@ -138,7 +139,7 @@ def memo_consistency(
     changed = np.zeros(n_dev, dtype=bool)
     runner = np.zeros(n_dev, dtype=np.int64)
     if kind == "unary":
-        top = _max_bit_count(proto, idx, rec, n_dev)
+        top = _top_bit_counts(proto, idx, rec, n_dev)
     else:
         K = _symbols(proto, kind)
         if kind == "symbol":
@@ -154,7 +155,8 @@ def memo_consistency(
         laws[int(tau)] = law
         sel = n_rep == tau
         if isinstance(law, UnaryLaw):
-            flagged[sel] |= top[sel] >= law.x_hi
+            for c, x in enumerate(law.thresholds):
+                flagged[sel] |= top[sel, c] >= x
         else:
             flagged[sel] |= (
                 (top[sel] >= law.x_hi) | (top[sel] <= law.x_lo) | (runner[sel] >= law.y)
@@ -198,13 +200,14 @@ def _top_two(
     return top, second
 
 
-def _max_bit_count(
+def _top_bit_counts(
     proto: FrequencyOracle, idx: NDArray[np.int64], rec: NDArray[Any], n: int
 ) -> NDArray[np.int64]:
-    """M = max_i X_i with X_i the ones of bit i over a device's reports."""
+    """The C largest X_i per device, X_i the ones of bit i over its reports: (n, C)."""
     bits = kinds.unary_bits(proto, rec)
     k = proto.k
-    top = np.zeros(n, dtype=np.int64)
+    orders = min(UNARY_ORDERS, k)
+    top = np.zeros((n, orders), dtype=np.int64)
     # Devices in blocks so that the (devices × k) counts stay small; reports of a block are
     # found by one sort-free mask per block when there are few blocks.
     block = max(1, _DENSE_CELLS // (4 * k))
@@ -214,8 +217,10 @@ def _max_bit_count(
         rows = np.unpackbits(bits[sel], axis=1, count=k)
         r, c = np.nonzero(rows)
         local = idx[sel][r] - start
-        counts = np.bincount(local * k + c, minlength=(stop - start) * k)
-        top[start:stop] = counts.reshape(stop - start, k).max(axis=1)
+        counts = np.bincount(local * k + c, minlength=(stop - start) * k).reshape(-1, k)
+        if orders < k:
+            counts = np.partition(counts, k - orders, axis=1)[:, k - orders :]
+        top[start:stop] = -np.sort(-counts, axis=1)
     return top
 
 

@@ -10,7 +10,7 @@ memo the τ reports are independent (docs/math.md §1.4), so their statistics ha
   elsewhere), whatever the memo is. The defence reads its largest count M and its runner-up R2.
 - **unary reports** (UE chains): bit i of the τ reports sums to X_i ~ Bin(τ, p2) if memo bit i
   is 1, Bin(τ, q2) if 0, independently over i; the memo bit of the device's value is 1 with p1,
-  every other with q1. The defence reads M = max_i X_i.
+  every other with q1. The defence reads the C largest X_i (order statistics).
 
 Multinomial events are computed exactly by Poissonization: with independent N_i ~ Poisson(τπ_i),
 Pr_multinomial[E] = Pr[E, Σ N_i = τ] / Pr[Σ N_i = τ]; an event that is a product over cells (or a
@@ -127,16 +127,27 @@ class SymbolLaw:
         return 1.0 - self.fpr
 
 
+#: Order statistics of the bit counts tested by :class:`UnaryLaw`.
+UNARY_ORDERS = 3
+
+
 @dataclass(frozen=True)
 class UnaryLaw:
-    """Bit counts of τ unary reports; flags M = max_i X_i ≥ x_hi (tail ≤ α, exact FPR)."""
+    """Bit counts X_i of τ unary reports; flags the c-th largest X ≥ x_c for c = 1..C.
+
+    With S_x = #{i : X_i ≥ x} = Bern(t_v(x)) + Bin(k − 1, t_o(x)) (the value's bit and the
+    others, independent), x_c is the smallest x with Pr[S_x ≥ c] ≤ α/C, so the FPR is ≤ α by
+    the union bound; :attr:`fpr` is its exact value. A fake device whose r target bits are on
+    at every epoch has S_τ ≥ r, which an honest memo reaches only when r of its memo bits are
+    set and each survives τ rounds of p2.
+    """
 
     tau: int
     k: int
-    x_hi: int
+    thresholds: tuple[int, ...]  # x_1 >= x_2 >= ... >= x_C
     fpr: float
-    value_bit_share: float  # E[X_v 1(kept)] / (τ Pr[X_v < x_hi]) for the value's bit
-    other_bit_share: float
+    value_bit_share: float  # E[X_v | kept]/τ for the value's bit: P1'
+    other_bit_share: float  # E[X_w | kept]/τ for another bit: P0'
 
     @staticmethod
     @functools.lru_cache(maxsize=512)
@@ -147,23 +158,82 @@ class UnaryLaw:
         on, off = binom.pmf(j, tau, p2), binom.pmf(j, tau, q2)
         value_pmf = p1 * on + (1 - p1) * off
         other_pmf = q1 * on + (1 - q1) * off
-        v_cdf, o_cdf = np.cumsum(value_pmf), np.cumsum(other_pmf)
+        v_tail = np.cumsum(value_pmf[::-1])[::-1]  # Pr[X >= x], x = 0..τ
+        o_tail = np.cumsum(other_pmf[::-1])[::-1]
+        orders = min(UNARY_ORDERS, k)
 
-        def keep(x: int) -> float:  # Pr[M < x]
-            if x <= 0:
+        def tail(x: int, c: int) -> float:  # Pr[S_x >= c]
+            if x > tau:
                 return 0.0
-            return float(v_cdf[x - 1] * o_cdf[x - 1] ** (k - 1))
+            tv, to = float(v_tail[x]), float(o_tail[x])
+            return tv * float(binom.sf(c - 2, k - 1, to)) + (1 - tv) * float(
+                binom.sf(c - 1, k - 1, to)
+            )
 
-        x_hi = _first(1, tau + 1, lambda x: 1.0 - keep(x) <= alpha + _TINY)
-        below = j < x_hi
-        pv, po = float(value_pmf[below].sum()), float(other_pmf[below].sum())
-        vs = float((j * value_pmf)[below].sum() / (tau * pv)) if pv > 0 else p1 * p2
-        os_ = float((j * other_pmf)[below].sum() / (tau * po)) if po > 0 else q1 * p2
-        return UnaryLaw(tau, k, x_hi, 1.0 - keep(x_hi), vs, os_)
+        cut = alpha / orders
+        xs = tuple(
+            _first(1, tau + 1, lambda x, c=c: tail(x, c) <= cut + _TINY)
+            for c in range(1, orders + 1)
+        )
+        kept, marked_v, marked_o = _unary_kept(xs, value_pmf, other_pmf, k)
+        vs = marked_v / (tau * kept) if kept > 0 else p1 * p2
+        os_ = marked_o / (tau * kept) if kept > 0 else q1 * p2
+        return UnaryLaw(tau, k, xs, 1.0 - kept, vs, os_)
 
     @property
     def keep(self) -> float:
         return 1.0 - self.fpr
+
+
+def _unary_kept(
+    xs: tuple[int, ...], value_pmf: NDArray, other_pmf: NDArray, k: int
+) -> tuple[float, float, float]:
+    """Pr[kept], E[X_value·1(kept)], E[X_other·1(kept)] for the order-statistic test.
+
+    A bit's band is b(X) = #{c : X ≥ x_c} in 0..C; the device is kept when, for every c,
+    fewer than c bits reach x_c, i.e. #{bits with b ≥ C − c + 1} ≤ c − 1. Bits are independent,
+    so a dynamic program over the bits, whose state is the number of bits in each band 1..C
+    (few states: at most C − 1 bits above band 0), gives the exact probabilities.
+    """
+    C = len(xs)
+    j = np.arange(value_pmf.size)
+    band = np.zeros(j.size, dtype=np.int64)
+    for x in xs:
+        band += j >= x
+
+    def weights(pmf: NDArray, mark: bool) -> NDArray:
+        w = pmf * (j if mark else 1)
+        return np.bincount(band, weights=w, minlength=C + 1)
+
+    def ok(state: tuple[int, ...]) -> bool:  # state[b - 1] = bits in band b
+        above = 0
+        for b in range(C, 0, -1):
+            above += state[b - 1]
+            if above > C - b:
+                return False
+        return True
+
+    def add(dist: dict, w: NDArray) -> dict:
+        out: dict = {}
+        for state, prob in dist.items():
+            for b in range(C + 1):
+                if w[b] == 0:
+                    continue
+                new = state if b == 0 else tuple(s + (i == b - 1) for i, s in enumerate(state))
+                if ok(new):
+                    out[new] = out.get(new, 0.0) + prob * w[b]
+        return out
+
+    empty = {tuple([0] * C): 1.0}
+    others = empty
+    for _ in range(k - 2):
+        others = add(others, weights(other_pmf, False))
+    wv, wv_m = weights(value_pmf, False), weights(value_pmf, True)
+    wo, wo_m = weights(other_pmf, False), weights(other_pmf, True)
+    kept = sum(add(add(others, wo), wv).values())
+    marked_v = sum(add(add(others, wo), wv_m).values())
+    marked_o = sum(add(add(others, wv), wo_m).values())
+    return float(kept), float(marked_v), float(marked_o)
 
 
 def _first(lo: int, hi: int, ok: Callable[[int], bool]) -> int:

@@ -1,0 +1,199 @@
+"""Poisoning attacks: simulated gains against the closed forms (docs/attacks.md §3–§5)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import longldp as ll
+from longldp import attacks as A
+from longldp.attacks import gains
+
+K = 8
+N = 1000
+F = np.array([0.3, 0.2, 0.15, 0.1, 0.1, 0.08, 0.05, 0.02])
+VALUES = np.repeat(np.arange(K), (F * N).astype(int))
+TARGETS = [5, 6, 7]
+SEEDS = 120
+#: Hash functions searched per fake user in the per-user MGA against OLH (kept small: fast).
+TRIALS = 8
+
+
+def build(cls: type, k: int = K) -> ll.protocols.FrequencyOracle:
+    """Any registry class at a small k with ε = 1 (one-shot) or (ε∞, ε1) = (2, 1)."""
+    fields = set(cls.__dataclass_fields__)
+    kw: dict = {"k": k}
+    if "eps" in fields:
+        kw["eps"] = 1.0
+    elif "eps_1" in fields:
+        kw.update(eps_perm=2.0, eps_1=1.0)
+    elif "eps_perm" in fields:
+        kw["eps_perm"] = 2.0
+    return cls(**kw)
+
+
+def attackable() -> list[ll.protocols.FrequencyOracle]:
+    out = []
+    for cls in ll.protocols.REGISTRY.values():
+        proto = build(cls)
+        try:
+            A.report_kind(proto)
+        except ValueError:
+            continue
+        out.append(proto)
+    return out
+
+
+def simulated(proto, attack, engine, seeds=SEEDS, trials=TRIALS, variant="per-epoch", tau=1):
+    threat = A.ThreatModel(targets=TARGETS, beta=0.05)
+    values = np.tile(VALUES, (tau, 1))
+    g = [
+        A.run_attack(
+            proto, threat, attack, values=values, engine=engine, rng=s, hash_trials=trials,
+            variant=variant,
+        ).time_average_gain
+        for s in range(seeds)
+    ]
+    return float(np.mean(g)), float(np.std(g, ddof=1) / math.sqrt(seeds)), threat
+
+
+@pytest.mark.parametrize("engine", ["count-level", "per-user"])
+@pytest.mark.parametrize("attack", A.ATTACKS)
+@pytest.mark.parametrize("name", ["GRR", "OUE", "OLH"])
+def test_gain_matches_closed_form(name, attack, engine):
+    """Mean gain over 120 seeds within 3 SE of β(Σ_T φ_t − f_T) (G.1), both engines."""
+    proto = ll.protocol(name, k=K, eps=1.0)
+    mean, se, threat = simulated(proto, attack, engine)
+    forecast = A.expected_gain(
+        proto, attack, TARGETS, threat.share(N), proto.true_frequencies(VALUES),
+        hash_trials=TRIALS,
+    )
+    assert se > 0
+    assert abs(mean - forecast.total) <= 3 * se, (mean, se, forecast.total)
+
+
+@pytest.mark.parametrize("proto", attackable(), ids=lambda p: p.name)
+def test_every_protocol_mga_count_level(proto):
+    """Every attackable protocol of the registry: MGA and RIA at count level match (G.1)."""
+    for attack in ("MGA", "RIA"):
+        mean, se, threat = simulated(proto, attack, "count-level", seeds=100)
+        forecast = A.expected_gain(
+            proto, attack, TARGETS, threat.share(N), proto.true_frequencies(VALUES),
+            hash_trials=TRIALS,
+        )
+        assert abs(mean - forecast.total) <= 3 * se, (attack, mean, se, forecast.total)
+
+
+@pytest.mark.parametrize("name", ["L-GRR", "L-OSUE", "OLOLOHA", "dBitFlipPM"])
+def test_longitudinal_chains_per_user(name):
+    """Chains on the per-user engine (memos kept over τ = 3 epochs) match (G.2) for MGA."""
+    cls = ll.protocols.get_protocol_class(name)
+    proto = build(cls)
+    mean, se, threat = simulated(proto, "MGA", "per-user", seeds=100, tau=3)
+    truth = np.tile(proto.true_frequencies(VALUES), (3, 1))
+    forecast = A.expected_time_average_gain(proto, "MGA", threat, N, truth, hash_trials=TRIALS)
+    assert abs(mean - forecast.total) <= 3 * se, (mean, se, forecast.total)
+
+
+@pytest.mark.parametrize("name", ["L-GRR", "L-SUE", "BiLOLOHA"])
+def test_memo_mimic_gain(name):
+    """Crafted memo + honest round 2: E[support] = q2 + (p2 − q2)·Pr[memo points at v]."""
+    proto = build(ll.protocols.get_protocol_class(name))
+    mean, se, threat = simulated(proto, "MGA", "per-user", seeds=100, tau=2, variant="memo-mimic")
+    truth = np.tile(proto.true_frequencies(VALUES), (2, 1))
+    forecast = A.expected_time_average_gain(
+        proto, "MGA", threat, N, truth, variant="memo-mimic", hash_trials=TRIALS
+    )
+    assert abs(mean - forecast.total) <= 3 * se, (mean, se, forecast.total)
+    plain = A.expected_time_average_gain(proto, "MGA", threat, N, truth, hash_trials=TRIALS)
+    assert forecast.total < plain.total  # mimicry costs gain: p2 < 1
+
+
+def test_join_epoch_and_report_rate():
+    """Fake users joining at epoch 2 of 4 and reporting half the time: (G.2) with E[M/(n+M)]."""
+    proto = ll.protocol("L-GRR", k=K, eps_perm=2.0, eps_1=1.0)
+    threat = A.ThreatModel(targets=TARGETS, beta=0.05, join_epoch=2, report_rate=0.5)
+    values = np.tile(VALUES, (4, 1))
+    g = [
+        A.run_attack(proto, threat, "MGA", values=values, engine="per-user", rng=s).time_average_gain
+        for s in range(100)
+    ]
+    truth = np.tile(proto.true_frequencies(VALUES), (4, 1))
+    forecast = A.expected_time_average_gain(proto, "MGA", threat, N, truth)
+    se = np.std(g, ddof=1) / 10
+    assert abs(np.mean(g) - forecast.total) <= 3 * se
+    assert forecast.total < 0.5 * A.expected_time_average_gain(
+        proto, "MGA", A.ThreatModel(targets=TARGETS, beta=0.05), N, truth
+    ).total
+
+
+@pytest.mark.parametrize("attack", A.ATTACKS)
+@pytest.mark.parametrize("name", ["GRR", "OUE", "OLH"])
+def test_reproduces_cao_table1(name, attack):
+    """(G.1) equals [CJG21] Table 1 where the paper's assumptions hold: ε = ln 3 makes OLH's
+    g = e^ε + 1 = 4 an integer, and MGA-OLH's ideal search gathers all r targets."""
+    eps = math.log(3.0)
+    proto = ll.protocol(name, k=K, eps=eps)
+    f = proto.true_frequencies(VALUES)
+    ours = A.expected_gain(proto, attack, TARGETS, 0.05, f, hash_trials=TRIALS)
+    if name == "OLH" and attack == "MGA":
+        assert proto.g == 4
+        ideal = np.where(np.isin(np.arange(K), TARGETS), 1.0, 1.0 / proto.g)
+        total = 0.05 * (A.reading(proto, ideal)[TARGETS] - f[TARGETS]).sum()
+        assert ours.total < total  # a finite search gathers fewer than r targets
+    else:
+        total = ours.total
+    paper = gains.cao_table1(name, attack, 0.05, len(TARGETS), f[TARGETS].sum(), eps, K)
+    assert total == pytest.approx(paper, rel=1e-12, abs=1e-12)
+
+
+def test_occupancy_law_against_enumeration():
+    """Pr[M ≤ x] of r = 3 items in g = 3 buckets, by enumerating the 27 assignments."""
+    from itertools import product
+
+    from longldp.attacks import occupancy
+
+    cdf = occupancy.max_occupancy_cdf(3, 3)
+    tops = [max(np.bincount(a, minlength=3)) for a in product(range(3), repeat=3)]
+    for x in range(4):
+        assert cdf[x] == pytest.approx(np.mean(np.array(tops) <= x))
+    assert occupancy.expected_best(3, 3, 1) == pytest.approx(np.mean(tops))
+
+
+# ---------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("beta", [0.0, 1.0, -0.1, 1.5, float("nan"), "x"])
+def test_bad_beta(beta):
+    with pytest.raises(ValueError, match="'beta' must be a finite number in \\(0, 1\\)"):
+        A.ThreatModel(targets=[1], beta=beta)
+
+
+@pytest.mark.parametrize("targets", [[], [K], [-1], [1, 1]])
+def test_bad_targets(targets):
+    proto = ll.protocol("GRR", k=K, eps=1.0)
+    with pytest.raises(ValueError, match="targets"):
+        A.run_attack(proto, A.ThreatModel(targets=targets, beta=0.1), "MGA", values=VALUES)
+
+
+def test_bad_threat_and_attack():
+    with pytest.raises(ValueError, match="exactly one of 'beta'"):
+        A.ThreatModel(targets=[1])
+    with pytest.raises(ValueError, match="'report_rate' must be in \\(0, 1\\]"):
+        A.ThreatModel(targets=[1], beta=0.1, report_rate=1.5)
+    proto = ll.protocol("GRR", k=K, eps=1.0)
+    with pytest.raises(ValueError, match="'attack' must be one of RPA, RIA, MGA"):
+        A.expected_gain(proto, "XYZ", [1], 0.1, F)
+    with pytest.raises(ValueError, match="'tau' must be"):
+        A.ThreatModel(targets=[1], beta=0.1).active(0)
+    with pytest.raises(ValueError, match="one-shot"):
+        A.craft_memos(proto, [1], 3)
+    with pytest.raises(ValueError, match="memo-mimic"):
+        A.run_attack(proto, A.ThreatModel(targets=[1], beta=0.1), "RPA", values=VALUES,
+                     variant="memo-mimic")
+
+
+def test_bloom_rappor_is_refused():
+    proto = ll.protocol("RAPPOR", k=16)
+    with pytest.raises(ValueError, match="promote_string"):
+        A.expected_gain(proto, "MGA", [1], 0.1, np.full(16, 1 / 16))
