@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import longldp as ll
-from longldp import attacks as A
+from longldp import attacks as atk
 from longldp.attacks import gains
 
 K = 8
@@ -39,7 +39,7 @@ def attackable() -> list[ll.protocols.FrequencyOracle]:
     for cls in ll.protocols.REGISTRY.values():
         proto = build(cls)
         try:
-            A.report_kind(proto)
+            atk.report_kind(proto)
         except ValueError:
             continue
         out.append(proto)
@@ -47,10 +47,10 @@ def attackable() -> list[ll.protocols.FrequencyOracle]:
 
 
 def simulated(proto, attack, engine, seeds=SEEDS, trials=TRIALS, variant="per-epoch", tau=1):
-    threat = A.ThreatModel(targets=TARGETS, beta=0.05)
+    threat = atk.ThreatModel(targets=TARGETS, beta=0.05)
     values = np.tile(VALUES, (tau, 1))
     g = [
-        A.run_attack(
+        atk.run_attack(
             proto, threat, attack, values=values, engine=engine, rng=s, hash_trials=trials,
             variant=variant,
         ).time_average_gain
@@ -60,13 +60,13 @@ def simulated(proto, attack, engine, seeds=SEEDS, trials=TRIALS, variant="per-ep
 
 
 @pytest.mark.parametrize("engine", ["count-level", "per-user"])
-@pytest.mark.parametrize("attack", A.ATTACKS)
+@pytest.mark.parametrize("attack", atk.ATTACKS)
 @pytest.mark.parametrize("name", ["GRR", "OUE", "OLH"])
 def test_gain_matches_closed_form(name, attack, engine):
     """Mean gain over 120 seeds within 3 SE of β(Σ_T φ_t − f_T) (G.1), both engines."""
     proto = ll.protocol(name, k=K, eps=1.0)
     mean, se, threat = simulated(proto, attack, engine)
-    forecast = A.expected_gain(
+    forecast = atk.expected_gain(
         proto, attack, TARGETS, threat.share(N), proto.true_frequencies(VALUES),
         hash_trials=TRIALS,
     )
@@ -79,7 +79,7 @@ def test_every_protocol_mga_count_level(proto):
     """Every attackable protocol of the registry: MGA and RIA at count level match (G.1)."""
     for attack in ("MGA", "RIA"):
         mean, se, threat = simulated(proto, attack, "count-level", seeds=100)
-        forecast = A.expected_gain(
+        forecast = atk.expected_gain(
             proto, attack, TARGETS, threat.share(N), proto.true_frequencies(VALUES),
             hash_trials=TRIALS,
         )
@@ -93,7 +93,7 @@ def test_longitudinal_chains_per_user(name):
     proto = build(cls)
     mean, se, threat = simulated(proto, "MGA", "per-user", seeds=100, tau=3)
     truth = np.tile(proto.true_frequencies(VALUES), (3, 1))
-    forecast = A.expected_time_average_gain(proto, "MGA", threat, N, truth, hash_trials=TRIALS)
+    forecast = atk.expected_time_average_gain(proto, "MGA", threat, N, truth, hash_trials=TRIALS)
     assert abs(mean - forecast.total) <= 3 * se, (mean, se, forecast.total)
 
 
@@ -103,33 +103,35 @@ def test_memo_mimic_gain(name):
     proto = build(ll.protocols.get_protocol_class(name))
     mean, se, threat = simulated(proto, "MGA", "per-user", seeds=100, tau=2, variant="memo-mimic")
     truth = np.tile(proto.true_frequencies(VALUES), (2, 1))
-    forecast = A.expected_time_average_gain(
+    forecast = atk.expected_time_average_gain(
         proto, "MGA", threat, N, truth, variant="memo-mimic", hash_trials=TRIALS
     )
     assert abs(mean - forecast.total) <= 3 * se, (mean, se, forecast.total)
-    plain = A.expected_time_average_gain(proto, "MGA", threat, N, truth, hash_trials=TRIALS)
+    plain = atk.expected_time_average_gain(proto, "MGA", threat, N, truth, hash_trials=TRIALS)
     assert forecast.total < plain.total  # mimicry costs gain: p2 < 1
 
 
 def test_join_epoch_and_report_rate():
     """Fake users joining at epoch 2 of 4 and reporting half the time: (G.2) with E[M/(n+M)]."""
     proto = ll.protocol("L-GRR", k=K, eps_perm=2.0, eps_1=1.0)
-    threat = A.ThreatModel(targets=TARGETS, beta=0.05, join_epoch=2, report_rate=0.5)
+    threat = atk.ThreatModel(targets=TARGETS, beta=0.05, join_epoch=2, report_rate=0.5)
     values = np.tile(VALUES, (4, 1))
     g = [
-        A.run_attack(proto, threat, "MGA", values=values, engine="per-user", rng=s).time_average_gain
+        atk.run_attack(
+            proto, threat, "MGA", values=values, engine="per-user", rng=s
+        ).time_average_gain
         for s in range(100)
     ]
     truth = np.tile(proto.true_frequencies(VALUES), (4, 1))
-    forecast = A.expected_time_average_gain(proto, "MGA", threat, N, truth)
+    forecast = atk.expected_time_average_gain(proto, "MGA", threat, N, truth)
     se = np.std(g, ddof=1) / 10
     assert abs(np.mean(g) - forecast.total) <= 3 * se
-    assert forecast.total < 0.5 * A.expected_time_average_gain(
-        proto, "MGA", A.ThreatModel(targets=TARGETS, beta=0.05), N, truth
+    assert forecast.total < 0.5 * atk.expected_time_average_gain(
+        proto, "MGA", atk.ThreatModel(targets=TARGETS, beta=0.05), N, truth
     ).total
 
 
-@pytest.mark.parametrize("attack", A.ATTACKS)
+@pytest.mark.parametrize("attack", atk.ATTACKS)
 @pytest.mark.parametrize("name", ["GRR", "OUE", "OLH"])
 def test_reproduces_cao_table1(name, attack):
     """(G.1) equals [CJG21] Table 1 where the paper's assumptions hold: ε = ln 3 makes OLH's
@@ -137,11 +139,11 @@ def test_reproduces_cao_table1(name, attack):
     eps = math.log(3.0)
     proto = ll.protocol(name, k=K, eps=eps)
     f = proto.true_frequencies(VALUES)
-    ours = A.expected_gain(proto, attack, TARGETS, 0.05, f, hash_trials=TRIALS)
+    ours = atk.expected_gain(proto, attack, TARGETS, 0.05, f, hash_trials=TRIALS)
     if name == "OLH" and attack == "MGA":
         assert proto.g == 4
         ideal = np.where(np.isin(np.arange(K), TARGETS), 1.0, 1.0 / proto.g)
-        total = 0.05 * (A.reading(proto, ideal)[TARGETS] - f[TARGETS]).sum()
+        total = 0.05 * (atk.reading(proto, ideal)[TARGETS] - f[TARGETS]).sum()
         assert ours.total < total  # a finite search gathers fewer than r targets
     else:
         total = ours.total
@@ -166,34 +168,34 @@ def test_occupancy_law_against_enumeration():
 @pytest.mark.parametrize("beta", [0.0, 1.0, -0.1, 1.5, float("nan"), "x"])
 def test_bad_beta(beta):
     with pytest.raises(ValueError, match="'beta' must be a finite number in \\(0, 1\\)"):
-        A.ThreatModel(targets=[1], beta=beta)
+        atk.ThreatModel(targets=[1], beta=beta)
 
 
 @pytest.mark.parametrize("targets", [[], [K], [-1], [1, 1]])
 def test_bad_targets(targets):
     proto = ll.protocol("GRR", k=K, eps=1.0)
     with pytest.raises(ValueError, match="targets"):
-        A.run_attack(proto, A.ThreatModel(targets=targets, beta=0.1), "MGA", values=VALUES)
+        atk.run_attack(proto, atk.ThreatModel(targets=targets, beta=0.1), "MGA", values=VALUES)
 
 
 def test_bad_threat_and_attack():
     with pytest.raises(ValueError, match="exactly one of 'beta'"):
-        A.ThreatModel(targets=[1])
+        atk.ThreatModel(targets=[1])
     with pytest.raises(ValueError, match="'report_rate' must be in \\(0, 1\\]"):
-        A.ThreatModel(targets=[1], beta=0.1, report_rate=1.5)
+        atk.ThreatModel(targets=[1], beta=0.1, report_rate=1.5)
     proto = ll.protocol("GRR", k=K, eps=1.0)
     with pytest.raises(ValueError, match="'attack' must be one of RPA, RIA, MGA"):
-        A.expected_gain(proto, "XYZ", [1], 0.1, F)
+        atk.expected_gain(proto, "XYZ", [1], 0.1, F)
     with pytest.raises(ValueError, match="'tau' must be"):
-        A.ThreatModel(targets=[1], beta=0.1).active(0)
+        atk.ThreatModel(targets=[1], beta=0.1).active(0)
     with pytest.raises(ValueError, match="one-shot"):
-        A.craft_memos(proto, [1], 3)
+        atk.craft_memos(proto, [1], 3)
     with pytest.raises(ValueError, match="memo-mimic"):
-        A.run_attack(proto, A.ThreatModel(targets=[1], beta=0.1), "RPA", values=VALUES,
+        atk.run_attack(proto, atk.ThreatModel(targets=[1], beta=0.1), "RPA", values=VALUES,
                      variant="memo-mimic")
 
 
 def test_bloom_rappor_is_refused():
     proto = ll.protocol("RAPPOR", k=16)
     with pytest.raises(ValueError, match="promote_string"):
-        A.expected_gain(proto, "MGA", [1], 0.1, np.full(16, 1 / 16))
+        atk.expected_gain(proto, "MGA", [1], 0.1, np.full(16, 1 / 16))

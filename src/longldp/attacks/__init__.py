@@ -35,7 +35,7 @@ from longldp.attacks.gains import (
     fake_reading,
 )
 from longldp.attacks.kinds import KINDS, report_kind
-from longldp.attacks.runner import ENGINES, AttackRun, ReportLog, run_attack
+from longldp.attacks.runner import ENGINES, AttackRun, ReportLog, collect_reports, run_attack
 from longldp.attacks.threat import ThreatModel, fake_count
 
 __all__ = [
@@ -49,6 +49,7 @@ __all__ = [
     "ReportLog",
     "ThreatModel",
     "cao_table1",
+    "collect_reports",
     "craft_memos",
     "craft_reports",
     "expected_gain",

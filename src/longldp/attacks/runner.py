@@ -186,6 +186,20 @@ def run_attack(
     return AttackRun(proto, T, n, m, before, after, truth, fake_counts, gs, fs, log)
 
 
+def collect_reports(proto: FrequencyOracle, values: ArrayLike, rng: Any = None) -> ReportLog:
+    """The stored reports of n honest devices over τ epochs (``values`` (τ, n)): each device
+    memoizes as the real client does (``perturb`` with one population memo)."""
+    vals, _ = _population(proto, values, None, "reports")
+    assert vals is not None
+    gen = np.random.default_rng(rng)
+    memo = proto.new_memo(vals.shape[1])
+    parts = [
+        _log(np.arange(vals.shape[1]), t, proto.perturb(vals[t], memo, gen), fake=False)
+        for t in range(vals.shape[0])
+    ]
+    return ReportLog.concat(parts)
+
+
 def _population(
     proto: FrequencyOracle, values: ArrayLike | None, counts: ArrayLike | None, engine: str
 ) -> tuple[NDArray[np.int64] | None, NDArray[np.int64]]:
