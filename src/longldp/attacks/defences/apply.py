@@ -86,10 +86,18 @@ def defend(
     if defence == "recover":
         targets = T if suspected is None else suspected
 
-        def rec(rows: NDArray) -> NDArray:
-            return np.stack([recovery.recover(proto, r, targets=targets).frequencies for r in rows])
+        def rec(rows: NDArray, sizes: NDArray) -> NDArray:
+            return np.stack(
+                [
+                    recovery.recover(proto, r, targets=targets, n_reports=int(s)).frequencies
+                    for r, s in zip(rows, sizes, strict=True)
+                ]
+            )
 
-        return Defended(rec(run.before), rec(run.after), T)
+        tau = run.before.shape[0]
+        return Defended(
+            rec(run.before, np.full(tau, run.n)), rec(run.after, run.n + run.fake_reports), T
+        )
     log = run.log
     assert log is not None
     honest = _subset(log, ~log.fake)

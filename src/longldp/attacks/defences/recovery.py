@@ -20,14 +20,19 @@ least-squares constrained inference). The statistics come from
   (i) Σ_v E f̂_v = 1, so when Σ_v φ_v ≠ 1 (hashing: MGA inflates the sum) η̂ = (Σ f̂ − 1)/(Σ φ − 1);
   (ii) otherwise (one-symbol and unary reports, where MGA pushes every non-target down by η·φ_nt
   < 0) the lower quartile of the non-target estimates is anchored at zero genuine frequency:
-  η̂ = q_{1/4}(f̂_{v∉T̂})/φ_nt, which assumes (as on Zipf-like data) that at least a quarter of
-  the non-target items are rare.
+  η̂ = q_{ρ/2}(f̂_{v∉T̂})/φ_nt with ρ = ``rare_share`` (default ¼): if the lowest share ρ of the
+  non-target items are rare (genuine frequency ≈ 0), the ρ/2-quantile of all is the median of
+  the rare items' estimates, i.e. their common shift η·φ_nt plus noise of median 0 (more rare
+  items than ρ over-estimate η, fewer under-estimate it).
+
+(i) is used when its standard error √d·√V*/|Σφ − 1| is below that of (ii), √V*/|φ_nt|.
 
 Either way η̂ is clipped to [0, ``max_share``].
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,9 +65,15 @@ def recover(
     fake_share: float | None = None,
     fake_reading: ArrayLike | None = None,
     max_share: float = 0.5,
+    n_reports: int | None = None,
+    rare_share: float = 0.25,
     hash_trials: int = crafting.HASH_TRIALS,
 ) -> Recovery:
-    """(R.1) solved for the genuine frequencies, then projected onto the simplex."""
+    """(R.1) solved for the genuine frequencies, then projected onto the simplex.
+
+    ``n_reports`` (N) sets the noise level σ = √V* that decides between the two ways of
+    learning η; ``rare_share`` is the share ρ of non-target items the anchor assumes rare.
+    """
     f = np.asarray(estimates, dtype=np.float64)
     d = proto.estimate_size
     if f.shape != (d,) or not np.all(np.isfinite(f)):
@@ -84,22 +95,35 @@ def recover(
         eta = min(check.positive_float(OWNER, "fake_share", fake_share, upper=1.0), max_share)
         how = "given"
     else:
-        eta, how = _learn_share(f, phi, targets, d)
+        noise = 0.0 if n_reports is None else math.sqrt(proto.approx_variance(n_reports))
+        eta, how = _learn_share(f, phi, targets, d, noise, rare_share)
         eta = float(np.clip(eta, 0.0, max_share))
     genuine = (f - eta * phi) / (1.0 - eta)
     return Recovery(pp.norm_sub(genuine, 1.0), eta, phi, how)
 
 
 def _learn_share(
-    f: NDArray[np.float64], phi: NDArray[np.float64], targets: ArrayLike | None, d: int
+    f: NDArray[np.float64],
+    phi: NDArray[np.float64],
+    targets: ArrayLike | None,
+    d: int,
+    noise: float,
+    rare_share: float,
 ) -> tuple[float, str]:
+    """η̂ from the sum (when Σφ ≠ 1) or from the rare-item anchor, whichever is less noisy:
+    SE(sum) ≈ √d·σ/|Σφ − 1| (σ² = V*), SE(anchor) ≈ σ/|φ_nt|."""
     excess = float(phi.sum() - 1.0)
-    if abs(excess) > 1e-6:
-        return (float(f.sum()) - 1.0) / excess, "sum"
     others = np.ones(d, dtype=bool)
     if targets is not None:
         others[np.asarray(targets, dtype=np.int64)] = False
     phi_nt = float(np.median(phi[others]))
-    if phi_nt >= 0:
-        return 0.0, "tail"
-    return float(np.quantile(f[others], 0.25)) / phi_nt, "tail"
+    sigma = noise if noise > 0 else 1.0
+    se_sum = math.sqrt(d) * sigma / abs(excess) if abs(excess) > 1e-12 else math.inf
+    se_tail = sigma / abs(phi_nt) if phi_nt < 0 else math.inf
+    if se_sum <= se_tail and math.isfinite(se_sum):
+        return (float(f.sum()) - 1.0) / excess, "sum"
+    if not math.isfinite(se_tail):
+        return 0.0, "none"
+    # The lowest share ρ of the non-targets are taken to be the rare items; the median of the
+    # rare items' estimates (the ρ/2-quantile of all) is their shift η·φ_nt plus median noise 0.
+    return float(np.quantile(f[others], rare_share / 2)) / phi_nt, "tail"
