@@ -33,7 +33,22 @@ ALLOWED = {
     "audit": {"_validate", "privacy", "postprocess", "metrics", "protocols", "simulate", "audit"},
     # Report archives (Parquet layout, aggregation, simulated writers) sit on the protocols.
     "archive": {"_validate", "privacy", "postprocess", "protocols", "archive", "__init__"},
+    # Poisoning attacks and defences: they attack the applications and run defences on stored
+    # reports (archives); the experiments and interfaces sit above them.
+    "attacks": {
+        "_validate",
+        "privacy",
+        "postprocess",
+        "metrics",
+        "protocols",
+        "data",
+        "simulate",
+        "apps",
+        "archive",
+        "attacks",
+    },
     "experiments": {
+        "attacks",
         "audit",
         "_validate",
         "privacy",

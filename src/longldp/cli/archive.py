@@ -88,25 +88,37 @@ def aggregate_cmd(
         Path | None, typer.Option(help="Write the estimates to this .csv or .json file.")
     ] = None,
     top: Annotated[int, typer.Option(help="Rows per epoch shown in the table.")] = 10,
+    defence: Annotated[
+        str | None,
+        typer.Option(help="Poisoning defence: memo, detect or normalize (docs/attacks.md §9)."),
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="False-positive budget of --defence.")] = 0.01,
 ) -> None:
     """Support counts, estimates and 95% intervals per epoch of a report archive."""
     from longldp.archive import aggregate_archive, local_cluster, write_estimates
 
     limit = None if memory_limit is None else parse_bytes(memory_limit)
     start = time.perf_counter()
-    if scheduler == "local":
+    if defence is not None:  # report-level defences read whole device histories in memory
+        from longldp.attacks.archive import defended_rows
+
+        proto, rows, summary = defended_rows(archive, defence, alpha=alpha)
+        title = f"{proto.name} with defence {defence!r}: {summary}"
+    elif scheduler == "local":
         with local_cluster(workers) as cluster:
             counts = aggregate_archive(archive, memory_limit=limit, scheduler=cluster)
     else:
         counts = aggregate_archive(archive, memory_limit=limit, scheduler=scheduler)
     elapsed = time.perf_counter() - start
-    rows = counts.estimates(postprocess=postprocess)
+    if defence is None:
+        rows = counts.estimates(postprocess=postprocess)
+        title = (
+            f"{counts.protocol.name}: {counts.reports:,} reports in {elapsed:.2f} s "
+            f"({counts.reports / max(elapsed, 1e-9):,.0f} reports/s)"
+        )
     if out is not None:
         write_estimates(rows, out)
-    table = Table(
-        title=f"{counts.protocol.name}: {counts.reports:,} reports in {elapsed:.2f} s "
-        f"({counts.reports / max(elapsed, 1e-9):,.0f} reports/s)"
-    )
+    table = Table(title=title)
     per_cohort = bool(rows) and "cohort" in rows[0]  # RAPPOR: shares of Bloom bits per cohort
     heads = ("epoch", "cohort", "bit") if per_cohort else ("epoch", "value")
     for col in (*heads, "reports", "estimate", "se", "95% interval"):
