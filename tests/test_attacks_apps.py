@@ -29,7 +29,7 @@ def test_promote_string_mga_beats_ria(pets):
     p-value, and RIA clients (honest reports of the target) reach a larger one."""
     names, counts = pets
     proto = ll.protocols.RAPPOR(k=128, h=2, m=16, f=0.5, p=0.5, q=0.75)
-    cands = names[:200] + ["Zorglub"]
+    cands = [*names[:200], "Zorglub"]
     mga = apps.promote_string(proto, names, counts, "Zorglub", 0.05, candidates=cands, rng=1,
                               selection="lasso-sigma")
     ria = apps.promote_string(proto, names, counts, "Zorglub", 0.05, attack="RIA",
