@@ -204,3 +204,28 @@ def test_bad_input():
         law_for(proto, 5, 1.5)
     with pytest.raises(ValueError, match="one report per device id"):
         memo_consistency(proto, np.arange(3), np.zeros(2, dtype=np.int64))
+
+
+@pytest.mark.parametrize(
+    "name, tau", [("L-OSUE", 6), ("L-OSUE", 260), ("L-GRR", 6), ("OLOLOHA", 6)]
+)
+def test_counting_paths_agree_with_a_direct_count(name, tau):
+    """Epoch-by-epoch layout, shuffled reports and long histories (≥ 256 reports, no byte
+    lanes) all give the statistics of a direct per-device count."""
+    proto = ll.protocol(name, k=K, eps_perm=2.0, eps_1=1.0)
+    log = atk.collect_reports(proto, stable(60, tau), rng=7)
+    n = int(log.device.max()) + 1
+    tiled = memo_consistency(proto, log.device, log.records)
+    perm = np.random.default_rng(8).permutation(log.device.size)
+    shuffled = memo_consistency(proto, log.device[perm], log.records[perm])
+    assert np.array_equal(tiled.top, shuffled.top)
+    assert np.array_equal(tiled.flagged, shuffled.flagged)
+    for u in range(n):
+        mine = log.records[log.device == u]
+        if memo.check_applies(proto) == "unary":
+            x = np.unpackbits(mine, axis=1, count=K).sum(axis=0)
+            assert tiled.top[u] == x.max()
+        else:
+            sym = mine if mine.dtype.names is None else mine["bucket"]
+            c = np.sort(np.bincount(sym))[::-1]
+            assert tiled.top[u] == c[0] and tiled.runner_up[u] == (c[1] if c.size > 1 else 0)

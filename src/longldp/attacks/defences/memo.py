@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp.attacks import kinds
-from longldp.attacks.defences.memo_law import UNARY_ORDERS, SymbolLaw, UnaryLaw, kept_support
+from longldp.attacks.defences.memo_law import SymbolLaw, UnaryLaw, kept_support
 from longldp.protocols import FrequencyOracle
 
 OWNER = "memo_consistency"
@@ -80,7 +80,7 @@ class MemoVerdict:
     devices: NDArray[Any]  # the distinct device ids, in index order
     index: NDArray[np.int64]  # each report's device index
     n_reports: NDArray[np.int64]
-    top: NDArray[np.int64]  # M (one-symbol chains) or the C largest bit counts (UE chains)
+    top: NDArray[np.int64]  # M: the largest symbol count, or the largest bit count (UE)
     runner_up: NDArray[np.int64]  # R2 (one-symbol chains; 0 otherwise)
     changed_hash: NDArray[np.bool_]
     flagged: NDArray[np.bool_]
@@ -102,6 +102,8 @@ def device_index(device: ArrayLike) -> tuple[NDArray[Any], NDArray[np.int64]]:
         raise ValueError(f"{OWNER}: 'device' must be 1-D (one id per report); got {dev.shape}.")
     if dev.size and np.issubdtype(dev.dtype, np.integer) and dev.min() >= 0:
         top = int(dev.max()) + 1
+        if dev.size % top == 0 and dev[0] == 0 and _epoch_major(dev, top):
+            return np.arange(top), dev.astype(np.int64, copy=False)
         if top <= 2 * dev.size + 16:
             present = np.bincount(dev, minlength=top) > 0
             if present.all():
@@ -138,8 +140,10 @@ def memo_consistency(
     n_rep = np.bincount(idx, minlength=n_dev).astype(np.int64)
     changed = np.zeros(n_dev, dtype=bool)
     runner = np.zeros(n_dev, dtype=np.int64)
+    bit_counts = None
     if kind == "unary":
-        top = _top_bit_counts(proto, idx, rec, n_dev)
+        bit_counts = _bit_counts(proto, idx, rec, n_dev)
+        top = bit_counts.max(axis=0).astype(np.int64)
     else:
         K = _symbols(proto, kind)
         if kind == "symbol":
@@ -150,13 +154,17 @@ def memo_consistency(
         top, runner = _top_two(idx, sym, n_dev, K)
     flagged = changed.copy()
     laws: dict[int, SymbolLaw | UnaryLaw] = {}
-    for tau in np.unique(n_rep):
+    present = np.flatnonzero(np.bincount(n_rep))
+    for tau in present:
         law = law_for(proto, int(tau), alpha)
         laws[int(tau)] = law
-        sel = n_rep == tau
+        sel = slice(None) if present.size == 1 else n_rep == tau
         if isinstance(law, UnaryLaw):
-            for c, x in enumerate(law.thresholds):
-                flagged[sel] |= top[sel, c] >= x
+            assert bit_counts is not None
+            block = bit_counts if isinstance(sel, slice) else bit_counts[:, sel]
+            for c, x in enumerate(law.thresholds):  # the (c+1)-th largest X reaches x_c
+                if x <= tau:
+                    flagged[sel] |= (block >= x).sum(axis=0) >= c + 1
         else:
             flagged[sel] |= (
                 (top[sel] >= law.x_hi) | (top[sel] <= law.x_lo) | (runner[sel] >= law.y)
@@ -173,16 +181,45 @@ def _hash_changes(idx: NDArray[np.int64], hash_id: NDArray[np.int64], n: int) ->
     return changed
 
 
+def _count_dtype(tau: int) -> type:
+    return np.uint8 if tau < 255 else np.uint16 if tau < 65535 else np.int64
+
+
+def _top_two_columns(counts: NDArray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Largest and second-largest entry of each *column* of a (K, n) table (ties repeated).
+    Reductions run across the K rows, elementwise over the n devices."""
+    top = counts.max(axis=0)
+    if counts.shape[0] == 1:
+        return top.astype(np.int64), np.zeros(counts.shape[1], dtype=np.int64)
+    eq = counts == top
+    rest = np.where(eq, 0, counts).max(axis=0)
+    second = np.where(eq.sum(axis=0) >= 2, top, rest)
+    return top.astype(np.int64), second.astype(np.int64)
+
+
+#: spread[v]: the 8 bits of byte v (most significant first, as numpy.packbits writes them)
+#: in the 8 byte lanes of a little-endian uint64, so that summing up to 255 spread bytes
+#: counts each bit position in its own lane.
+_SPREAD = np.array(
+    [sum(((v >> (7 - p)) & 1) << (8 * p) for p in range(8)) for v in range(256)], dtype=np.uint64
+)
+
+
 def _top_two(
     idx: NDArray[np.int64], sym: NDArray[np.int64], n: int, K: int
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Largest and second-largest symbol count per device."""
+    tau = _epoch_major(idx, n)
+    if tau and n * K <= _DENSE_CELLS:
+        # One report per device and epoch: scatter-add epoch by epoch into a small table
+        # (keys are distinct within an epoch, so fancy-index increments are exact).
+        counts = np.zeros(K * n, dtype=_count_dtype(tau))  # (K, n): symbol-major
+        base = np.arange(n, dtype=np.int64)
+        for block in sym.reshape(tau, n):
+            counts[block * n + base] += 1
+        return _top_two_columns(counts.reshape(K, n))
     if n * K <= _DENSE_CELLS:
-        counts = np.bincount(idx * K + sym, minlength=n * K).reshape(n, K)
-        if K == 1:
-            return counts[:, 0], np.zeros(n, dtype=np.int64)
-        part = -np.partition(-counts, 1, axis=1)
-        return part[:, 0].astype(np.int64), part[:, 1].astype(np.int64)
+        return _top_two_columns(np.bincount(sym * n + idx, minlength=n * K).reshape(K, n))
     keys, cnt = np.unique(idx * K + sym, return_counts=True)
     dev = keys // K
     order = np.lexsort((-cnt, dev))
@@ -200,28 +237,54 @@ def _top_two(
     return top, second
 
 
-def _top_bit_counts(
+def _epoch_major(idx: NDArray[np.int64], n: int) -> int:
+    """τ when the reports are τ blocks each holding devices 0..n−1 in order (how simulations
+    and per-epoch exports lay them out), else 0."""
+    if n == 0 or idx.size % n:
+        return 0
+    tau = idx.size // n
+    grid = np.broadcast_to(np.arange(n), (tau, n))
+    return tau if np.array_equal(idx.reshape(tau, n), grid) else 0
+
+
+def _bit_counts(
     proto: FrequencyOracle, idx: NDArray[np.int64], rec: NDArray[Any], n: int
-) -> NDArray[np.int64]:
-    """The C largest X_i per device, X_i the ones of bit i over its reports: (n, C)."""
-    bits = kinds.unary_bits(proto, rec)
+) -> NDArray:
+    """X[i, u]: the ones of bit i over device u's reports, a (k, n) table.
+
+    Each packed byte is spread into 8 one-byte lanes (:data:`_SPREAD`) and a device's spread
+    bytes are summed, which counts every bit position at once while a device has < 256
+    reports. Reports laid out epoch by epoch are summed in place; otherwise each half (four
+    lanes, < 2³² per report) is summed per device by a weighted bincount, exact in float64.
+    Devices with 256 reports or more: the bits are unpacked and summed after a stable sort."""
+    bits = np.ascontiguousarray(kinds.unary_bits(proto, rec))
     k = proto.k
-    orders = min(UNARY_ORDERS, k)
-    top = np.zeros((n, orders), dtype=np.int64)
-    # Devices in blocks so that the (devices × k) counts stay small; reports of a block are
-    # found by one sort-free mask per block when there are few blocks.
-    block = max(1, _DENSE_CELLS // (4 * k))
-    for start in range(0, n, block):
-        stop = min(n, start + block)
-        sel = (idx >= start) & (idx < stop) if (start or stop < n) else slice(None)
-        rows = np.unpackbits(bits[sel], axis=1, count=k)
-        r, c = np.nonzero(rows)
-        local = idx[sel][r] - start
-        counts = np.bincount(local * k + c, minlength=(stop - start) * k).reshape(-1, k)
-        if orders < k:
-            counts = np.partition(counts, k - orders, axis=1)[:, k - orders :]
-        top[start:stop] = -np.sort(-counts, axis=1)
-    return top
+    nb = bits.shape[1]
+    tau = _epoch_major(idx, n)
+    per = np.bincount(idx, minlength=n)
+    if int(per.max(initial=0)) >= 256:
+        order = np.argsort(idx, kind="stable")
+        starts = np.concatenate([[0], np.cumsum(per)[:-1]])
+        rows = np.unpackbits(bits[order], axis=1, count=k)
+        return np.ascontiguousarray(np.add.reduceat(rows, starts, axis=0, dtype=np.int64).T)
+    out = np.empty((k, n), dtype=np.uint8)
+    if not tau:
+        summed = np.zeros((n, nb), dtype=np.uint64)
+        low, high = np.uint64(0xFFFFFFFF), np.uint64(32)
+        for j in range(nb):
+            spread = _SPREAD[bits[:, j]]
+            lo = np.bincount(idx, weights=(spread & low).astype(np.float64), minlength=n)
+            hi = np.bincount(idx, weights=(spread >> high).astype(np.float64), minlength=n)
+            summed[:, j] = lo.astype(np.uint64) | (hi.astype(np.uint64) << high)
+        out[:] = summed.view(np.uint8).reshape(n, 8 * nb)[:, :k].T
+        return out
+    blocks = bits.reshape(tau, n, nb)
+    step = max(1, (1 << 21) // (8 * nb * tau))  # blocks that stay in cache
+    for start in range(0, n, step):
+        stop = min(n, start + step)
+        summed = _SPREAD[blocks[:, start:stop]].sum(axis=0, dtype=np.uint64)
+        out[:, start:stop] = summed.view(np.uint8).reshape(stop - start, 8 * nb)[:, :k].T
+    return out
 
 
 # ---------------------------------------------------------------------- defended estimate
