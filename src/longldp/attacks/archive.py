@@ -31,7 +31,7 @@ from longldp.protocols import FrequencyOracle, wire
 
 OWNER = "defended aggregate"
 #: Defences ``longldp aggregate --defence`` runs over an archive.
-ARCHIVE_DEFENCES = ("memo", "detect", "normalize")
+ARCHIVE_DEFENCES = ("memo", "memo-replay", "detect", "normalize")
 DEVICE_COLUMN = "device"
 
 
@@ -110,7 +110,9 @@ def defended_rows(
     """Estimates per (epoch, value) after ``defence``, in the rows of ``longldp aggregate``.
 
     Returns (protocol, rows, summary). ``memo``: devices flagged by memo consistency are
-    dropped and the rest read with the kept law; ``detect``: devices with a report in a flagged
+    dropped and the rest read with the kept law; ``memo-replay``: the same with the replay test
+    only (for populations whose values change, docs/attacks.md §7.1); ``detect``: devices with a
+    report in a flagged
     itemset are dropped; ``normalize``: [CJG21]'s normalization of each epoch's estimate (no
     device column needed).
     """
@@ -122,9 +124,10 @@ def defended_rows(
     proto, dev, ep, rec = read_device_reports(paths, device_column)
     epochs = np.unique(ep)
     rows: list[dict] = []
-    if defence == "memo":
+    if defence in ("memo", "memo-replay"):
         memo.check_applies(proto, OWNER)
-        verdict = memo.memo_consistency(proto, dev, rec, alpha=alpha)
+        tests = "replay" if defence == "memo-replay" else "one-value"
+        verdict = memo.memo_consistency(proto, dev, rec, alpha=alpha, tests=tests)
         est = memo.defended_estimates(proto, verdict, ep, rec, epochs)
         kept_report = verdict.kept[verdict.index]
         summary = {
@@ -139,7 +142,7 @@ def defended_rows(
             total = int(at.sum())
             for tau in np.unique(taus):
                 n_g = int((taus == tau).sum())
-                _, p1k, p0k = memo.kept_law(proto, int(tau), alpha)
+                _, p1k, p0k = memo.kept_law(proto, int(tau), alpha, tests)
                 f = np.clip(est[i], 0, 1)
                 var += (n_g / total) ** 2 * (
                     (f * p1k * (1 - p1k) + (1 - f) * p0k * (1 - p0k)) / (n_g * (p1k - p0k) ** 2)

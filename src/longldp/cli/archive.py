@@ -90,7 +90,8 @@ def aggregate_cmd(
     top: Annotated[int, typer.Option(help="Rows per epoch shown in the table.")] = 10,
     defence: Annotated[
         str | None,
-        typer.Option(help="Poisoning defence: memo, detect or normalize (docs/attacks.md §9)."),
+        typer.Option(help="Poisoning defence: memo, memo-replay, detect or normalize "
+                     "(docs/attacks.md §9)."),
     ] = None,
     alpha: Annotated[float, typer.Option(help="False-positive budget of --defence.")] = 0.01,
 ) -> None:

@@ -37,6 +37,9 @@ from longldp.protocols import FrequencyOracle
 OWNER = "memo_consistency"
 #: Default false-positive budget per honest device.
 ALPHA = 0.01
+#: One-symbol chains: the full test of a one-value history, or only the replay (M) test, which
+#: devices whose value changes also pass (docs/attacks.md §7.1).
+TESTS = ("one-value", "replay")
 #: Largest (devices × symbols) table counted densely.
 _DENSE_CELLS = 1 << 26
 
@@ -61,14 +64,18 @@ def _symbols(proto: FrequencyOracle, kind: str) -> int:
     return proto.k if kind == "symbol" else kinds.hash_range(proto)
 
 
-def law_for(proto: FrequencyOracle, tau: int, alpha: float) -> SymbolLaw | UnaryLaw:
-    """The honest law and thresholds of a history of ``tau`` reports."""
+def law_for(
+    proto: FrequencyOracle, tau: int, alpha: float, tests: str = "one-value"
+) -> SymbolLaw | UnaryLaw:
+    """The honest law and thresholds of a history of ``tau`` reports (``tests``: see
+    :data:`TESTS` and :class:`~longldp.attacks.defences.memo_law.SymbolLaw`)."""
     kind = check_applies(proto)
     tau = check.integer(OWNER, "tau", tau, minimum=1)
     alpha = check.positive_float(OWNER, "alpha", alpha, upper=1.0)
     if kind == "unary":
         return UnaryLaw.build(tau, proto.k, proto.p1, proto.q1, proto.p2, proto.q2, alpha)
-    return SymbolLaw.build(tau, _symbols(proto, kind), float(proto.p2), alpha)
+    tests = check.choice(OWNER, "tests", tests, TESTS)
+    return SymbolLaw.build(tau, _symbols(proto, kind), float(proto.p2), alpha, tests)
 
 
 @dataclass
@@ -85,6 +92,7 @@ class MemoVerdict:
     changed_hash: NDArray[np.bool_]
     flagged: NDArray[np.bool_]
     laws: dict[int, SymbolLaw | UnaryLaw] = field(default_factory=dict)
+    tests: str = "one-value"
 
     @property
     def kept(self) -> NDArray[np.bool_]:
@@ -113,7 +121,12 @@ def device_index(device: ArrayLike) -> tuple[NDArray[Any], NDArray[np.int64]]:
 
 
 def memo_consistency(
-    proto: FrequencyOracle, device: ArrayLike, records: ArrayLike, *, alpha: float = ALPHA
+    proto: FrequencyOracle,
+    device: ArrayLike,
+    records: ArrayLike,
+    *,
+    alpha: float = ALPHA,
+    tests: str = "one-value",
 ) -> MemoVerdict:
     """Score every device's history and flag the ones outside the honest law (FPR ≤ α).
 
@@ -126,6 +139,10 @@ def memo_consistency(
         The reports (as ``proto.perturb`` returns them, or decoded from the wire format).
     alpha : float in (0, 1)
         False-positive budget of an honest device holding one value.
+    tests : {"one-value", "replay"}
+        One-symbol chains: the full test of a device holding one value (largest count too
+        high or too low, runner-up too high), or the replay test only (largest count too high),
+        for populations whose values change (docs/attacks.md §7.1).
     """
     kind = check_applies(proto)
     alpha = check.positive_float(OWNER, "alpha", alpha, upper=1.0)
@@ -156,7 +173,7 @@ def memo_consistency(
     laws: dict[int, SymbolLaw | UnaryLaw] = {}
     present = np.flatnonzero(np.bincount(n_rep))
     for tau in present:
-        law = law_for(proto, int(tau), alpha)
+        law = law_for(proto, int(tau), alpha, tests)
         laws[int(tau)] = law
         sel = slice(None) if present.size == 1 else n_rep == tau
         if isinstance(law, UnaryLaw):
@@ -169,7 +186,9 @@ def memo_consistency(
             flagged[sel] |= (
                 (top[sel] >= law.x_hi) | (top[sel] <= law.x_lo) | (runner[sel] >= law.y)
             )
-    return MemoVerdict(proto, alpha, ids, idx, n_rep, top, runner, changed, flagged, laws)
+    return MemoVerdict(
+        proto, alpha, ids, idx, n_rep, top, runner, changed, flagged, laws, tests
+    )
 
 
 def _hash_changes(idx: NDArray[np.int64], hash_id: NDArray[np.int64], n: int) -> NDArray:
@@ -288,10 +307,12 @@ def _bit_counts(
 
 
 # ---------------------------------------------------------------------- defended estimate
-def kept_law(proto: FrequencyOracle, tau: int, alpha: float) -> tuple[float, float, float]:
+def kept_law(
+    proto: FrequencyOracle, tau: int, alpha: float, tests: str = "one-value"
+) -> tuple[float, float, float]:
     """(κ, P1', P0') of an honest device with ``tau`` reports (docs/attacks.md §7.2)."""
     kind = check_applies(proto)
-    law = law_for(proto, tau, alpha)
+    law = law_for(proto, tau, alpha, tests)
     K = _symbols(proto, kind) if kind != "unary" else proto.k
     p1k, p0k = kept_support(kind, law, proto.p1, proto.q1, K, proto.P0)
     return law.keep, p1k, p0k
@@ -325,7 +346,7 @@ def defended_estimates(
             raise ValueError(f"{OWNER}: no kept report at epoch {int(t)}.")
         for tau in np.unique(tau_of_report[at]):
             sel = at & (tau_of_report == tau)
-            _, p1k, p0k = kept_law(proto, int(tau), verdict.alpha)
+            _, p1k, p0k = kept_law(proto, int(tau), verdict.alpha, verdict.tests)
             support = np.asarray(proto.support_counts(rec[sel]), dtype=np.float64)
             n_sel = int(sel.sum())
             out[i] += (n_sel / total) * (support / n_sel - p0k) / (p1k - p0k)

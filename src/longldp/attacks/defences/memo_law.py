@@ -59,10 +59,13 @@ def _power(a: NDArray[np.float64], e: int, size: int) -> NDArray[np.float64]:
 class SymbolLaw:
     """Multinomial(τ; p2 at the memo, q2 at each of the K − 1 other symbols) and its tests.
 
-    The thresholds flag a history when M ≥ x_hi (too concentrated: a replayed report), M ≤ x_lo
-    (too spread: reports cycling over targets), or R2 ≥ y (a second symbol far above a
-    non-memo symbol's share), each chosen with tail ≤ α/3, so the false-positive rate is
-    ≤ α by the union bound; :attr:`fpr` is its exact value.
+    ``tests="one-value"`` flags a history when M ≥ x_hi (too concentrated: a replayed report),
+    R2 ≥ y (a second symbol far above a non-memo symbol's share) or M ≤ x_lo (too spread:
+    reports cycling over targets), each tail ≤ α/3; ``tests="replay"`` only M ≥ x_hi, tail ≤ α.
+    The false-positive rate is ≤ α by the union bound and :attr:`fpr` is its exact value for a
+    device that holds one value. A device whose value changes holds several memos and spreads
+    its reports like a cycling attacker, which only the "replay" test tolerates
+    (docs/attacks.md §7.1).
     """
 
     tau: int
@@ -77,7 +80,7 @@ class SymbolLaw:
 
     @staticmethod
     @functools.lru_cache(maxsize=512)
-    def build(tau: int, K: int, p2: float, alpha: float) -> SymbolLaw:
+    def build(tau: int, K: int, p2: float, alpha: float, tests: str = "one-value") -> SymbolLaw:
         q2 = (1.0 - p2) / (K - 1)
         size = tau + 1
         j = np.arange(size)
@@ -101,6 +104,7 @@ class SymbolLaw:
         def at_most_one_at_least(y: int, x: int, mark: bool = False) -> float:
             """Pr[all cells < x and at most one cell >= y] (y <= x)."""
             w = j if mark else 1
+            y = min(y, x)
             a0, b0 = window(memo_pmf, 0, y) * w, window(memo_pmf, y, x) * w
             aq, bq = window(other_pmf, 0, y), window(other_pmf, y, x)
             rest = _power(aq, K - 2, size)
@@ -108,18 +112,23 @@ class SymbolLaw:
             total += (K - 1) * _conv(_conv(a0, bq, size), rest, size)[tau]
             return float(total / norm)
 
-        cut = alpha / 3.0
-        # M >= x_hi: the smallest x with Pr[M >= x] <= α/3 (τ + 1: never flag).
+        full = tests == "one-value"
+        cut = alpha / 3.0 if full else alpha
+        # M >= x_hi: the smallest x with Pr[M >= x] <= cut (τ + 1: never flag).
         x_hi = _first(1, tau + 1, lambda x: 1.0 - all_below(x) <= cut + _TINY)
-        # M <= x_lo: the largest x with Pr[M <= x] <= α/3 (−1: never flag).
-        x_lo = _first(0, tau + 1, lambda x: all_below(x + 1) > cut) - 1
-        # R2 >= y: the smallest y with Pr[R2 >= y] <= α/3, above x_lo.
-        y = _first(1, tau + 1, lambda yy: 1.0 - at_most_one_at_least(yy, tau + 1) <= cut + _TINY)
-        y = max(y, x_lo + 1)
-        kept = at_most_one_at_least(y, x_hi) - all_below(x_lo + 1)
-        kept_marked = at_most_one_at_least(y, x_hi, mark=True) - all_below(x_lo + 1, mark=True)
+        # M <= x_lo: the largest x with Pr[M <= x] <= cut (−1: never flag).
+        x_lo = _first(0, tau + 1, lambda x: all_below(x + 1) > cut) - 1 if full else -1
+        # R2 >= y: the smallest y with Pr[R2 >= y] <= cut, above x_lo (τ + 1: never flag).
+        y = tau + 1
+        if full:
+            y = _first(1, tau + 1, lambda v: 1.0 - at_most_one_at_least(v, tau + 1) <= cut + _TINY)
+            y = max(y, x_lo + 1)
+        kept = at_most_one_at_least(y, x_hi) - (all_below(x_lo + 1) if x_lo >= 0 else 0.0)
+        kept_marked = at_most_one_at_least(y, x_hi, mark=True) - (
+            all_below(x_lo + 1, mark=True) if x_lo >= 0 else 0.0
+        )
         share = kept_marked / (tau * kept) if kept > 0 else p2
-        return SymbolLaw(tau, K, p2, alpha, x_lo, x_hi, y, 1.0 - kept, share)
+        return SymbolLaw(tau, K, p2, alpha, x_lo, x_hi, y, max(0.0, 1.0 - kept), share)
 
     @property
     def keep(self) -> float:
@@ -178,7 +187,7 @@ class UnaryLaw:
         kept, marked_v, marked_o = _unary_kept(xs, value_pmf, other_pmf, k)
         vs = marked_v / (tau * kept) if kept > 0 else p1 * p2
         os_ = marked_o / (tau * kept) if kept > 0 else q1 * p2
-        return UnaryLaw(tau, k, xs, 1.0 - kept, vs, os_)
+        return UnaryLaw(tau, k, xs, max(0.0, 1.0 - kept), vs, os_)
 
     @property
     def keep(self) -> float:
