@@ -158,7 +158,8 @@ def report(cells: list[dict], memos: list[dict], meta: dict) -> str:
         f"Machine: {meta['cpus']} CPUs, load average {meta['load']}, Python {meta['python']}, "
         f"NumPy {meta['numpy']}. Medians of {meta['repeats']} runs.",
         "",
-        "## One attack study cell (count level, n = 10⁶, τ = 100, k = 74, β = 0.05, MGA)",
+        f"## One attack study cell (count level, n = {cells[0]['n']:,}, τ = 100, k = 74, "
+        "β = 0.05, MGA)",
         "",
         "| protocol | cell (s) | per-user loop (s, extrap.) | loop µs/report | ratio | gain | "
         "gain after normalize / Norm-Sub / recover |",
@@ -173,7 +174,8 @@ def report(cells: list[dict], memos: list[dict], meta: dict) -> str:
         )
     lines += [
         "",
-        "## Memo-consistency defence (10⁶ device histories of τ = 10 reports, k = 16)",
+        f"## Memo-consistency defence ({memos[0]['devices']:,} device histories of τ = 10 "
+        "reports, k = 16)",
         "",
         "| protocol | epoch-major (histories/s) | shuffled (histories/s) | per-device loop "
         "(histories/s) | ratio (epoch-major / shuffled) | flagged | stated FPR |",

@@ -64,12 +64,13 @@ def defend(
     *,
     alpha: float = memo.ALPHA,
     suspected: NDArray[np.int64] | None = None,
+    tests: str = "one-value",
 ) -> Defended:
     """Run ``defence`` on both sides of ``run``.
 
     ``suspected`` are the items a recovery defence models as targets (default: the attack's
     true targets, an upper bound on what recovery can do; ``detect+recover`` uses the detected
-    reports instead).
+    reports instead). ``tests`` chooses the memo-consistency tests (docs/attacks.md §7.1).
     """
     proto = run.proto
     defence = check_defence(proto, defence)
@@ -103,8 +104,10 @@ def defend(
     honest = _subset(log, ~log.fake)
     epochs = np.unique(log.epoch)
     if defence == "memo":
-        v_all = memo.memo_consistency(proto, log.device, log.records, alpha=alpha)
-        v_hon = memo.memo_consistency(proto, honest.device, honest.records, alpha=alpha)
+        v_all = memo.memo_consistency(proto, log.device, log.records, alpha=alpha, tests=tests)
+        v_hon = memo.memo_consistency(
+            proto, honest.device, honest.records, alpha=alpha, tests=tests
+        )
         after = memo.defended_estimates(proto, v_all, log.epoch, log.records, epochs)
         before = memo.defended_estimates(proto, v_hon, honest.epoch, honest.records, epochs)
         fake_dev = v_all.devices >= run.n

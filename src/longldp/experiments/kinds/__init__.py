@@ -44,6 +44,7 @@ BUILTIN_KINDS: dict[str, str] = {
     "felip": "longldp.experiments.kinds.felip",
     "setvalued": "longldp.experiments.kinds.setvalued",
     "gfim": "longldp.experiments.kinds.gfim",
+    "attacks": "longldp.experiments.kinds.attacks",
 }
 
 _REGISTERED: dict[str, StudyKind] = {}
