@@ -199,3 +199,16 @@ def test_bloom_rappor_is_refused():
     proto = ll.protocol("RAPPOR", k=16)
     with pytest.raises(ValueError, match="promote_string"):
         atk.expected_gain(proto, "MGA", [1], 0.1, np.full(16, 1 / 16))
+
+
+@pytest.mark.parametrize("proto", attackable(), ids=lambda p: p.name)
+def test_fake_reports_are_wire_records(proto):
+    """Crafted reports are what a client sends: they encode to the wire format, decode back
+    and are counted by the server's aggregator."""
+    for attack in atk.ATTACKS:
+        rec = atk.craft_reports(proto, attack, TARGETS, 50, rng=1, hash_trials=TRIALS)
+        back = proto.decode_reports(proto.encode_reports(rec))
+        assert np.array_equal(back, rec)
+        agg = proto.aggregator()
+        agg.add(rec)
+        assert agg.n == 50
