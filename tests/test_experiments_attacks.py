@@ -37,6 +37,8 @@ def test_tiny_rows(tiny) -> None:
     assert any("memo mimicry crafts a memo with MGA only" in s for s in skipped)
     assert any("one-shot" in s for s in skipped)  # memo consistency on GRR
     assert any("supports one item" in s for s in skipped)  # detection on GRR, L-GRR
+    # Every protocol runs at ε1 per report: one-shot oracles at ε = α·ε∞ (same budget).
+    assert all(abs(r["eps_report"] - r["eps_1"]) < 1e-6 for r in ok)
     # Undefended MGA gains are near their closed form, and positive.
     for r in ok:
         if r["defence"] == "none" and r["attack"] == "MGA":

@@ -171,7 +171,10 @@ def cells(study: Any) -> list[Cell]:
             zip(v["dataset"].attributes, v["dataset"].domain_sizes, strict=True)
         ),
         "rep": range(study.repetitions),
-        **base.budget_axes("protocol", spec.protocols, spec, lambda p: p.takes_eps_1),
+        # one-shot oracles run at ε = α·ε∞, so they follow the α grid too
+        **base.budget_axes(
+            "protocol", spec.protocols, spec, lambda p: p.takes_eps_1 or not p.longitudinal
+        ),
         "beta": spec.beta,
         "attack": spec.attacks,
         "variant": spec.variants,
