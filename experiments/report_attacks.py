@@ -127,6 +127,36 @@ def count_tables(rows: list[dict]) -> list[str]:
     return out
 
 
+def equal_total_budget() -> list[str]:
+    """Closed form (G.1) at the same *total* budget ε∞ per user over τ = 20 epochs: a chain at
+    (ε∞, ε1 = ε∞/2) spends at most ε∞ (one value), a one-shot oracle must report at ε∞/τ."""
+    import longldp as ll
+    from longldp import attacks as atk
+    from longldp.data import zipf_probabilities
+
+    k, tau, r = 100, 20, 3
+    f = zipf_probabilities(k, 1.0)
+    targets = [k - 3, k - 2, k - 1]
+    out = [
+        f"#### MGA at the same total budget (closed form (G.1), Zipf k = {k}, r = {r} rarest "
+        f"items, β = 0.05, τ = {tau})",
+        "",
+        "| ε∞ per user | "
+        + " | ".join(f"{o} (ε = ε∞/τ) | {c} (ε1 = ε∞/2)" for o, c in ONE_SHOT_PAIRS) + " |",
+        "|---|" + "---|---|" * len(ONE_SHOT_PAIRS),
+    ]
+    for eps in (1.0, 2.0, 4.0):
+        cells = []
+        for one, chain in ONE_SHOT_PAIRS:
+            po = ll.protocol(one, k=k, eps=eps / tau)
+            pc = ll.protocol(chain, k=k, eps_perm=eps, eps_1=eps / 2)
+            go = atk.expected_gain(po, "MGA", targets, 0.05, f).total
+            gc = atk.expected_gain(pc, "MGA", targets, 0.05, f).total
+            cells += [f"{go:.2f}", f"{gc:.2f}"]
+        out.append(f"| {eps:g} | " + " | ".join(cells) + " |")
+    return [*out, ""]
+
+
 def reports_tables(rows: list[dict]) -> list[str]:
     out = []
     by = group(rows, "dataset", "protocol", "variant", "defence", "beta", "eps_perm")
@@ -248,6 +278,7 @@ def main() -> None:
     reports = load(args.results / "reports" / "results.parquet")
     lines = ["# Poisoning studies: summary", "", "### Count level (`attacks_count.toml`)", ""]
     lines += count_tables(count)
+    lines += equal_total_budget()
     lines += ["### Stored reports (`attacks_reports.toml`)", ""]
     lines += reports_tables(reports)
     lines += best_defended(reports)

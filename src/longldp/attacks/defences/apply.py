@@ -112,10 +112,15 @@ def defend(
         before = memo.defended_estimates(proto, v_hon, honest.epoch, honest.records, epochs)
         fake_dev = v_all.devices >= run.n
         return Defended(before, after, T, _rates(v_all.flagged, fake_dev, v_all.stated_fpr()))
-    flag_all, _ = detection.detect_over_epochs(proto, log.device, log.epoch, log.records,
-                                               alpha=alpha)
-    flag_hon, _ = detection.detect_over_epochs(proto, honest.device, honest.epoch,
-                                               honest.records, alpha=alpha)
+    key = ("detect", alpha)
+    if key not in run.extra:  # detect and detect+recover share one detection per run
+        run.extra[key] = (
+            detection.detect_over_epochs(proto, log.device, log.epoch, log.records, alpha=alpha)[0],
+            detection.detect_over_epochs(
+                proto, honest.device, honest.epoch, honest.records, alpha=alpha
+            )[0],
+        )
+    flag_all, flag_hon = run.extra[key]
     after = _estimates_without(proto, log, flag_all, epochs, recover=defence != "detect")
     before = _estimates_without(proto, honest, flag_hon, epochs, recover=defence != "detect")
     dev_flag = _device_flags(log, flag_all)

@@ -25,6 +25,7 @@ itemset I that costs about R·Π_{v∈I} P0 honest reports (docs/attacks.md §8.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -103,7 +104,8 @@ def detect_fake_reports(
     if R == 0:
         return Detection([], np.zeros(0, dtype=bool), np.zeros((k, k)), np.inf)
     Sf = S.astype(np.float32)
-    C = (Sf.T @ Sf).astype(np.float64)
+    with _one_blas_thread():  # a (k × k) product: threads cost more than they save
+        C = (Sf.T @ Sf).astype(np.float64)
     p = np.diag(C) / R
     excess = C - R * np.outer(p, p)
     sd = np.sqrt(R * np.outer(p * (1 - p), p * (1 - p)))
@@ -119,6 +121,14 @@ def detect_fake_reports(
         need = max(min_size, int(np.ceil(min_share * cols.size - 1e-9)))
         flagged |= S[:, cols].sum(axis=1) >= need
     return Detection(itemsets, flagged, z, threshold)
+
+
+def _one_blas_thread() -> contextlib.AbstractContextManager:
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        return contextlib.nullcontext()
+    return threadpool_limits(1, user_api="blas")
 
 
 def _cliques(adj: NDArray[np.bool_], z: NDArray[np.float64], min_size: int) -> list[tuple]:
