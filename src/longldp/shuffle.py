@@ -611,9 +611,7 @@ def collection_bound(
             how += f" at δ0 = {per_memo.per_mechanism_delta:.3g}, composed over {memos} memos"
         routes.append(Route("memo", per_memo.epsilon, delta, how))
     tuple_eps = clones_epsilon(eps_local, n, delta)
-    routes.append(
-        Route("tuple", tuple_eps, delta, f"shuffled device tuple, ε_L = {eps_local:.4g}")
-    )
+    routes.append(Route("tuple", tuple_eps, delta, f"shuffled device tuple, ε_L = {eps_local:.4g}"))
     best = min(routes, key=lambda r: r.epsilon)
     return CollectionBound(best.epsilon, delta, best.name, tuple(routes))
 
@@ -668,15 +666,17 @@ def central_summary(
     and for the whole collection of ``epochs`` epochs at ``n`` devices (docs/math.md §17).
 
     ``proto`` is a protocol object (``longldp.protocol(...)``); its ε0 are read from its exact
-    channels: ``single_report_epsilon()`` per report and, for longitudinal protocols,
-    ``first_round_epsilon()`` per memo. ``memos``: distinct memos per device (1 when values
+    channels: ``single_report_epsilon()`` per report and, for memoizing protocols,
+    ``first_round_epsilon()`` per memo (one-shot oracles and one-time RAPPOR keep no memo:
+    their clients are stateless). ``memos``: distinct memos per device (1 when values
     never change). A protocol without a finite ε0 is refused with ``ValueError``.
     """
     owner = "central_summary"
     name = getattr(proto, "name", type(proto).__name__)
     try:
         eps_report = float(proto.single_report_epsilon())
-        longitudinal = bool(proto.longitudinal)
+        # One-time RAPPOR is a longitudinal class whose client keeps no memo: stateless.
+        longitudinal = bool(proto.longitudinal) and not getattr(proto, "one_time", False)
         eps_memo = float(proto.first_round_epsilon()) if longitudinal else None
     except AttributeError:
         raise ValueError(

@@ -50,6 +50,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rappor",
     "audit",
     "archive",
+    "privacy",
 )
 
 app = typer.Typer(
