@@ -176,3 +176,27 @@ def test_bad_input_is_one_line(kwargs, match):
     with pytest.raises(ValueError, match=match) as err:
         pp.mle(**kwargs)
     assert "\n" not in str(err.value)
+
+
+# ----------------------------------------------------------------------------- the demo table
+
+
+def test_demo_adds_the_mle_column_without_changing_its_rows(monkeypatch):
+    """`longldp demo` gains an MLE column computed from the same raw estimates: its other
+    columns are what the simulation without post-processing gives, draw for draw."""
+    from longldp.data import to_longitudinal, zipf
+    from longldp.experiments import demo
+    from longldp.simulate import simulate
+
+    monkeypatch.setattr(demo, "N_USERS", 2000)
+    monkeypatch.setattr(demo, "PROTOCOLS", (demo.PROTOCOLS[0], demo.PROTOCOLS[-1]))
+    monkeypatch.setattr(demo, "EPS_PERM", (1.0, 4.0))
+    rows = demo.run_demo(7)
+    data_seed, *cell_seeds = np.random.SeedSequence(7).spawn(1 + 4)
+    data_rng = np.random.default_rng(data_seed)
+    values = to_longitudinal(zipf(2000, demo.K, rng=data_rng), demo.TAU, data_rng)
+    cells = [(p, e) for p in demo.PROTOCOLS for e in demo.EPS_PERM]
+    for row, ((_, name, extra), eps_perm), seed in zip(rows, cells, cell_seeds, strict=True):
+        sim = simulate(demo.make_proto(name, extra, eps_perm), values, np.random.default_rng(seed))
+        assert row.mse_avg == sim.mse_avg
+        assert 0 < row.mse_avg_mle < np.inf

@@ -563,12 +563,13 @@ def _mle_multinomial(obs: FloatArray, P0: float, gap: float) -> FloatArray:
     return np.maximum(obs / mu_star - P0, 0.0) / gap
 
 
-def _composite_theta(mu: float, obs: FloatArray, P0: float, gap: float) -> FloatArray:
-    """θ(μ) of the composite-likelihood KKT conditions: π_v solves o/π − (1 − o)/(1 − π) = μ.
+def _composite_theta(mu: float, obs: FloatArray, P0: float, gap: float) -> tuple[FloatArray, float]:
+    """θ(μ) of the composite-likelihood KKT conditions, and dΣθ/dμ.
 
-    The root in [0, 1] of μπ² − (μ + 1)π + o = 0, in the form that avoids cancellation:
-    2o/((μ + 1) + √D) when μ + 1 ≥ 0, ((μ + 1) − √D)/(2μ) otherwise, D = (μ + 1)² − 4μo;
-    then θ_v = max(0, (π_v − P0)/gap).
+    π_v solves o/π − (1 − o)/(1 − π) = μ: the root in [0, 1] of μπ² − (μ + 1)π + o = 0, in the
+    form that avoids cancellation, 2o/((μ + 1) + √D) when μ + 1 ≥ 0 and ((μ + 1) − √D)/(2μ)
+    otherwise, D = (μ + 1)² − 4μo; then θ_v = max(0, (π_v − P0)/gap). Where θ_v > 0,
+    dθ_v/dμ = 1/(gap·h'(π_v)) with h'(π) = −o/π² − (1 − o)/(1 − π)².
     """
     b = mu + 1.0
     root = np.sqrt(np.maximum(b * b - 4.0 * mu * obs, 0.0))
@@ -577,37 +578,50 @@ def _composite_theta(mu: float, obs: FloatArray, P0: float, gap: float) -> Float
         pi = np.divide(2.0 * obs, denom, out=np.zeros_like(obs), where=denom > 0.0)
     else:
         pi = (b - root) / (2.0 * mu)
-    return np.maximum(pi - P0, 0.0) / gap
+    theta = np.maximum(pi - P0, 0.0) / gap
+    live = (theta > 0.0) & (pi < 1.0)
+    p = pi[live]
+    slope = float(np.sum(-1.0 / (gap * (obs[live] / p**2 + (1.0 - obs[live]) / (1.0 - p) ** 2))))
+    return theta, slope
 
 
 def _mle_composite(obs: FloatArray, P0: float, gap: float) -> FloatArray:
     """argmax over the simplex of Σ_v o_v ln π_v + (1 − o_v) ln(1 − π_v), π_v = P0 + gap·θ_v.
 
     The KKT conditions give θ as a decreasing function of one multiplier μ
-    (:func:`_composite_theta`); μ with Σθ = 1 is found by bisection (docs/math.md §5.3).
+    (:func:`_composite_theta`); μ with Σθ = 1 is found by Newton's method inside a bisection
+    bracket (docs/math.md §5.3).
     """
 
-    def total(mu: float) -> float:
-        return float(_composite_theta(mu, obs, P0, gap).sum())
+    def excess(mu: float) -> tuple[float, float]:
+        theta, slope = _composite_theta(mu, obs, P0, gap)
+        return float(theta.sum()) - 1.0, slope
 
-    lo, hi = 0.0, 0.0
-    if total(0.0) >= 1.0:
-        hi = 1.0
-        while total(hi) > 1.0:
+    # Bracket the root of Σθ(μ) − 1 (decreasing in μ): lo has excess > 0, hi has excess ≤ 0.
+    mu, (value, slope) = 0.0, excess(0.0)
+    if value > 0.0:
+        lo, hi = 0.0, 1.0
+        while excess(hi)[0] > 0.0:
             lo, hi = hi, 2.0 * hi
     else:
-        lo = -1.0
-        while total(lo) < 1.0:
-            hi, lo = lo, 2.0 * lo
+        lo, hi = -1.0, 0.0
+        while excess(lo)[0] <= 0.0:
+            lo, hi = 2.0 * lo, lo
+        if value == 0.0:
+            lo = hi = 0.0
     for _ in range(200):
-        mid = 0.5 * (lo + hi)
-        if mid in (lo, hi):
-            break
-        if total(mid) > 1.0:
-            lo = mid
+        if value > 0.0:
+            lo = mu
         else:
-            hi = mid
-    theta = _composite_theta(0.5 * (lo + hi), obs, P0, gap)
+            hi = mu
+        if abs(value) <= 1e-14 or hi - lo <= 1e-15 * max(1.0, abs(hi)):
+            break
+        nxt = mu - value / slope if slope < 0.0 else math.nan
+        if not lo < nxt < hi:
+            nxt = 0.5 * (lo + hi)
+        mu = nxt
+        value, slope = excess(mu)
+    theta = _composite_theta(mu, obs, P0, gap)[0]
     return theta / theta.sum()
 
 
