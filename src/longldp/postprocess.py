@@ -646,7 +646,10 @@ def mle(
       by its KKT conditions and a one-dimensional bisection.
 
     Returns total·θ̂: non-negative, summing to ``total``. When the unbiased estimates are
-    already a distribution with every entry positive (GRR-type), θ̂ equals them.
+    already a distribution with every entry positive (GRR-type), θ̂ equals them. A supporting
+    fraction outside [0, 1] by less than 2.5/√n (five binomial standard deviations; non-GRR
+    channels only, for dBitFlipPM's equivalent channel) counts as the end of the interval;
+    further out is a ``ValueError``.
 
     Source: [P26] derive the GRR closed form (hharcolezi/multi-freq-ldpy implements it); the
     composite likelihood is ours. Both derivations: docs/math.md §5.3.
@@ -668,12 +671,18 @@ def mle(
     k = f.size
     gap = ch.P1 - ch.P0
     obs = ch.P0 + (f / t) * gap
-    if obs.min() < -_OBS_ATOL or obs.max() > 1.0 + _OBS_ATOL:
+    # A supporting fraction is in [0, 1]; estimators that divide by a random count (dBitFlipPM
+    # by its samplers, seen here through an equivalent channel) can step past the ends by
+    # sampling noise. Up to 5 standard deviations of a binomial fraction (0.5/√n at most) is
+    # taken as the end itself; anything further means the estimates do not fit this channel.
+    slack = _OBS_ATOL if ch.grr_type else _OBS_ATOL + 2.5 / math.sqrt(ch.n)
+    if obs.min() < -slack or obs.max() > 1.0 + slack:
         raise _fail(
             "mle",
             "estimates",
             f"in [-P0/(P1-P0), (1-P0)/(P1-P0)] = [{-ch.P0 / gap!r}, {(1 - ch.P0) / gap!r}] "
-            "each, times total (the supporting fraction P0 + est (P1-P0) must be in [0, 1])",
+            "each, times total (the supporting fraction P0 + est (P1-P0) must be in [0, 1], "
+            f"to within {slack:.3g})",
             _short(f),
         )
     np.clip(obs, 0.0, 1.0, out=obs)
