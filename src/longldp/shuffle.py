@@ -213,13 +213,14 @@ def _half_binomial_cdf_below(kappa: NDArray, c: NDArray) -> NDArray:
 def _clone_terms(eps: float, eps0: float, c: NDArray) -> tuple[NDArray, NDArray]:
     """Per clone count c: the hockey-stick h_c(ε) of the clone pair and Q_c of its set.
 
-    Given c clones, the first coordinate is A + Δ under P and A + 1 − Δ under Q, with
-    A ~ Binomial(c, 1/2) and Δ ~ Bernoulli(α), α = e^{ε0}/(e^{ε0} + 1). P(a)/Q(a) decreases in
-    a, so {P ≥ e^ε Q} = {a ≤ κ}, κ = ⌊(c + 1)/(1 + R)⌋, R = (e^ε − e^{−ε0})/(1 − e^{ε−ε0}), and
+    Given c clones, track the count a = c − A + 1 − Δ of (17.2), with A ~ Binomial(c, 1/2) and
+    Δ ~ Bernoulli(α), α = e^{ε0}/(e^{ε0} + 1): its law is P(a) = α·b_c(a) + (1 − α)·b_c(a − 1)
+    under P and Q(a) = (1 − α)·b_c(a) + α·b_c(a − 1) under Q. P(a)/Q(a) decreases in a, so
+    {P ≥ e^ε Q} = {a ≤ κ}, κ = ⌊(c + 1)/(1 + R)⌋, R = (e^ε − e^{−ε0})/(1 − e^{ε−ε0}), and
 
         h_c = Σ_{a≤κ} P(a) − e^ε Q(a) = (α − e^ε(1 − α))·b_c(κ) − (e^ε − 1)·F_c(κ − 1)
 
-    with b_c, F_c the pmf and cdf of A (docs/math.md §17.2). Also returns
+    with b_c, F_c the pmf and cdf of A (docs/math.md §17.2, eq. 17.3). Also returns
     Q_c(a ≤ κ) = (1 − α)·b_c(κ) + F_c(κ − 1), for the derivative dδ/dε = −e^ε·E[Q_c].
     ``c`` must be consecutive integers (a binomial window).
     """
