@@ -55,6 +55,7 @@ ALLOWED = {
     "server": {
         "_validate",
         "privacy",
+        "shuffle",
         "postprocess",
         "protocols",
         "archive",

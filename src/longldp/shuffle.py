@@ -652,11 +652,26 @@ class CentralSummary:
     routes: tuple[Route, ...]
     assumptions: tuple[str, ...] = field(default=ASSUMPTIONS)
 
+    def words(self) -> str:
+        """One paragraph for a collection page: the figures and who may rely on them."""
+        d = f"{self.delta:.3g}"
+        memo = "" if self.per_memo is None else f", one memo at most ε∞ = {self.per_memo:.3g}"
+        return (
+            f"Without a shuffler: one report reveals at most ε = {self.per_report:.3g}{memo}, "
+            f"a device over {self.epochs} epochs at most ε = {self.collection_local:.3g}. "
+            f"If each epoch's {self.n:,} reports reach the analyst only through a trusted "
+            f"shuffler: one epoch is ({self.per_epoch:.3g}, {d})-DP and the whole collection "
+            f"({self.collection:.3g}, {d})-DP (route {self.route}, docs/math.md §17). A server "
+            "that authenticates devices sees who sent what: toward it only the first figures "
+            "hold."
+        )
+
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (routes as a list of dicts)."""
+        """JSON-ready dict (routes as a list of dicts), with :meth:`words`."""
         out = asdict(self)
         out["routes"] = [asdict(r) for r in self.routes]
         out["assumptions"] = list(self.assumptions)
+        out["words"] = self.words()
         return out
 
 
