@@ -147,6 +147,9 @@ def test_extremes():
     )
     # A huge local ε (a device's whole tuple): no amplification left, and no overflow.
     assert sh.clones_epsilon(80.0, 10**6, 1e-6) == pytest.approx(80.0, abs=1e-6)
+    # Past EPS0_MAX a route keeps its local ε (e^{ε0} would overflow; nothing to amplify).
+    long_one_shot = sh.collection_bound(0.8, None, 10**6, 1000, 1e-6)
+    assert {r.name: r.epsilon for r in long_one_shot.routes}["tuple"] == pytest.approx(800.0)
     # δ larger than the total variation: ε = 0.
     assert sh.clones_epsilon(0.01, 10**6, 0.5) == 0.0
     with pytest.raises(ValueError, match="eps0"):
@@ -262,9 +265,10 @@ class _NoFiniteEpsilon:
         (lambda: sh.clones_epsilon(1.0, 0, 1e-6), "'n' must be an integer >= 1"),
         (lambda: sh.clones_epsilon(1.0, 100, 0.0), r"'delta' must be a finite number in \(0, 1\)"),
         (lambda: sh.clones_epsilon(1.0, 100, 1.0), r"'delta' must be a finite number in \(0, 1\)"),
-        (lambda: sh.clones_epsilon(0.0, 100, 1e-6), "'eps0' must be a finite number > 0"),
-        (lambda: sh.clones_epsilon(-1.0, 100, 1e-6), "'eps0' must be a finite number > 0"),
+        (lambda: sh.clones_epsilon(0.0, 100, 1e-6), r"'eps0' must be a finite number in \(0,"),
+        (lambda: sh.clones_epsilon(-1.0, 100, 1e-6), r"'eps0' must be a finite number in \(0,"),
         (lambda: sh.clones_epsilon(math.nan, 100, 1e-6), "'eps0'"),
+        (lambda: sh.clones_epsilon(700.0, 100, 1e-6), "'eps0'"),
         (lambda: sh.clones_epsilon(1.0, 2.5, 1e-6), "'n' must be an integer"),
         (lambda: sh.central_summary(_NoFiniteEpsilon(), 100, 1), "no finite ε0"),
         (lambda: sh.central_summary(object(), 100, 1), "known ε0"),

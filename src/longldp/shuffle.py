@@ -92,10 +92,15 @@ def _delta(owner: str, delta: Any) -> float:
     return check.positive_float(owner, "delta", delta, upper=1.0)
 
 
+#: Largest ε0 the shuffle bounds take: e^{ε0} must stay finite in float64 (e^{709.8} does not).
+#: Past a few tens there is nothing left to amplify anyway (n·e^{−ε0} clones); a route whose
+#: local ε exceeds this keeps its local ε, which is always valid (docs/math.md §17.5).
+EPS0_MAX = 600.0
+
+
 def _eps0(owner: str, eps0: Any) -> float:
-    # No EPS_MAX here: the ε0 of a device's whole tuple of reports (τ·ε1) can be large, and every
-    # formula below is written with e^{-ε0} so that it stays finite.
-    return check.positive_float(owner, "eps0", eps0)
+    # Not privacy.EPS_MAX (30): the ε0 of a device's whole tuple of reports (τ·ε1) can be large.
+    return check.positive_float(owner, "eps0", eps0, upper=EPS0_MAX)
 
 
 # ------------------------------------------------------------------------------ closed form
@@ -229,7 +234,7 @@ def _clone_terms(eps: float, eps0: float, c: NDArray) -> tuple[NDArray, NDArray]
     kappa = np.floor((c + 1.0) / (1.0 + R))
     b = _half_binomial_pmf(kappa, c)
     F = _half_binomial_cdf_below(kappa, c)
-    one_minus_alpha = 1.0 / (1.0 + math.exp(eps0))  # 1 − α
+    one_minus_alpha = math.exp(-eps0) / (1.0 + math.exp(-eps0))  # 1 − α
     gap = (1.0 - ratio) / (1.0 + math.exp(-eps0))  # α − e^ε(1 − α)
     h = np.maximum(gap * b - math.expm1(eps) * F, 0.0)
     return h, one_minus_alpha * b + F
@@ -611,7 +616,8 @@ def collection_bound(
         if memos > 1:
             how += f" at δ0 = {per_memo.per_mechanism_delta:.3g}, composed over {memos} memos"
         routes.append(Route("memo", per_memo.epsilon, delta, how))
-    tuple_eps = clones_epsilon(eps_local, n, delta)
+    # Shuffling never costs more than the local budget; past EPS0_MAX keep the local ε.
+    tuple_eps = clones_epsilon(eps_local, n, delta) if eps_local < EPS0_MAX else eps_local
     routes.append(Route("tuple", tuple_eps, delta, f"shuffled device tuple, ε_L = {eps_local:.4g}"))
     best = min(routes, key=lambda r: r.epsilon)
     return CollectionBound(best.epsilon, delta, best.name, tuple(routes))
