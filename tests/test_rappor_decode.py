@@ -59,6 +59,8 @@ def test_paper_standard_error_and_corrections():
     assert np.all((se > paper_se) & (se < 1.15 * paper_se))
     n = {c: r.detected.sum() for c, r in res.items()}
     assert n["bonferroni"] <= n["bh"] <= n["none"]
+    for c in ("bonferroni", "none"):  # one fit, corrected afterwards: the same detections
+        np.testing.assert_array_equal(res["bh"].corrected(c).detected, res[c].detected)
     assert res["bh"].summary["lasso"] == 0.0 and res["bh"].summary["kept"] == 200
 
 
@@ -303,6 +305,8 @@ def test_identical_bloom_columns_are_one_group_never_two_tests():
     # procedure A: one test per group; the 100 candidates hold fewer distinct hypotheses
     res = decode(proto, C, cands, bloom_map=idx)
     assert res.summary["tests"] < 100 and res.summary["aliased_groups"] == len(res.groups)
+    strict = res.corrected("bonferroni", 1e-300)  # the group's test is corrected with the rest
+    assert not any(g.detected for g in strict.groups) and not strict.detected.any()
 
 
 def test_the_group_total_is_unbiased_with_a_calibrated_standard_error():

@@ -44,16 +44,24 @@ def identical_columns(
     first : (U,) the first candidate of every distinct column, in order of appearance.
     unit_of : (M,) the distinct column of every candidate (``first[unit_of[s]]`` has s's bits).
     """
-    sub = np.sort(bloom_map[:, cohorts, :], axis=2)
-    # A position hashed twice counts once: blank the repeats so equal bit sets compare equal.
-    repeat = np.zeros(sub.shape, dtype=bool)
-    repeat[..., 1:] = sub[..., 1:] == sub[..., :-1]
-    keys = np.sort(np.where(repeat, -1, sub), axis=2).reshape(sub.shape[0], -1)
-    if keys.shape[1] == 0:  # no cohort: every candidate has the empty column
+    sub = bloom_map[:, cohorts, :]
+    # Each cohort's bit set as a bitmask (k ≤ 256: at most four 64-bit words), so that a
+    # position hashed twice counts once and equal sets give equal keys, without sorting.
+    words = max(1, (int(sub.max(initial=0)) >> 6) + 1)
+    masks = np.zeros((*sub.shape[:2], words), dtype=np.uint64)
+    for i in range(sub.shape[2]):
+        pos = sub[..., i]
+        bit = np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64))
+        for w in range(words):
+            masks[..., w] |= np.where((pos >> 6) == w, bit, np.uint64(0))
+    keys = masks.reshape(sub.shape[0], -1)
+    if keys.shape[1] == 0 or cohorts.size == 0:  # no cohort: every candidate has no column
         return np.zeros(min(1, keys.shape[0]), dtype=np.int64), np.zeros(
             keys.shape[0], dtype=np.int64
         )
-    _, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    # each row's bytes as one opaque scalar: a 1-D unique, much faster than unique(axis=0)
+    rows = np.ascontiguousarray(keys).view(np.dtype((np.void, keys.itemsize * keys.shape[1])))
+    _, first, inverse = np.unique(rows.ravel(), return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")  # units numbered by first appearance
     rank = np.empty_like(order)
     rank[order] = np.arange(order.size)
@@ -86,6 +94,12 @@ class Dependencies:
         w = np.asarray(weights, dtype=np.float64)
         return bool(np.linalg.norm(self.null_basis.T @ w) <= 1e-6 * max(np.linalg.norm(w), 1.0))
 
+    def estimable_coordinates(self, coords: NDArray[np.int64]) -> NDArray[np.bool_]:
+        """Whether each single coefficient β_c is identified (e_c orthogonal to the null space)."""
+        if self.null_basis.shape[1] == 0:
+            return np.ones(len(coords), dtype=bool)
+        return np.linalg.norm(self.null_basis[coords], axis=1) <= 1e-6
+
 
 def dependencies(gram: NDArray[np.float64], sigma0_2: float) -> Dependencies:
     """Alias groups and the pseudo-inverse of a weighted Gram matrix (module docstring).
@@ -99,6 +113,17 @@ def dependencies(gram: NDArray[np.float64], sigma0_2: float) -> Dependencies:
     n = gram.shape[0]
     if n == 0:
         return Dependencies(np.zeros((0, 0)), 0, [], np.zeros((0, 0)))
+    # Fast path (the usual case): a Cholesky factor and trace(G⁻¹) = Σ 1/λ_i < 1/σ₀² prove
+    # every eigenvalue above σ₀², so there is no alias direction and G⁺ = G⁻¹.
+    from scipy.linalg import LinAlgError, cho_factor, cho_solve
+
+    try:
+        factor = cho_factor(gram, lower=True, check_finite=False)
+        inverse = cho_solve(factor, np.eye(n), check_finite=False)
+        if np.all(np.isfinite(inverse)) and 0 < float(np.trace(inverse)) * sigma0_2 < 1:
+            return Dependencies((inverse + inverse.T) / 2, n, [], np.zeros((n, 0)))
+    except LinAlgError:
+        pass
     lam, V = np.linalg.eigh(gram)
     zero = RANK_FACTOR * n * np.finfo(np.float64).eps * max(float(lam[-1]), 0.0)
     exact = lam <= zero

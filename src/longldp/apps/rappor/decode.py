@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -239,6 +239,28 @@ class DecodeResult:
         order = np.argsort(np.where(np.isnan(est), np.inf, -est), kind="stable")
         return [rows[i] for i in order]
 
+    def corrected(self, correction: str, alpha: float | None = None) -> DecodeResult:
+        """The same fit under another multiple-testing correction (procedure A): ``select``
+        over every test, the candidates on their own and the alias groups."""
+        correction = check.choice(OWNER, "correction", correction, CORRECTIONS)
+        alpha = (
+            self.alpha if alpha is None else check.positive_float(OWNER, "alpha", alpha, upper=1.0)
+        )
+        if self.correction not in CORRECTIONS:
+            raise ValueError(f"{OWNER}: procedure B's results have no p-values to correct.")
+        alone = np.ones(len(self.candidates), dtype=bool)
+        for g in self.groups:
+            alone[list(g.members)] = False
+        p = np.concatenate([self.p_value[alone], [g.p_value for g in self.groups]])
+        chosen = select(p, alpha, correction)
+        detected = np.zeros(len(self.candidates), dtype=bool)
+        detected[alone] = chosen[: int(alone.sum())]
+        groups = [
+            replace(g, detected=bool(d))
+            for g, d in zip(self.groups, chosen[int(alone.sum()) :], strict=True)
+        ]
+        return replace(self, detected=detected, correction=correction, alpha=alpha, groups=groups)
+
     def detected_strings(self) -> list[str]:
         """The candidates detected on their own (a detected alias group names no member)."""
         return [r["string"] for r in self.table() if not r["aliased"]]  # type: ignore[misc]
@@ -323,9 +345,10 @@ def decode(
 
 @dataclass
 class _Tests:
-    """What a procedure returns: one test per set of distinct columns (``units``)."""
+    """What a procedure returns: tests over the distinct columns (units), in the order alias
+    groups, other fitted columns, columns left out by the LASSO."""
 
-    units: list[NDArray[np.int64]]
+    test_of_unit: NDArray[np.int64]  # (U,) the test of every distinct column
     estimate: NDArray[np.float64]
     std_error: NDArray[np.float64]
     p_value: NDArray[np.float64]
@@ -391,29 +414,38 @@ def _assemble(
 ) -> DecodeResult:
     """Per-candidate arrays and alias groups from the tests over distinct columns."""
     M = len(cands)
-    order = np.argsort(unit_of, kind="stable")
-    bounds = np.searchsorted(unit_of[order], np.arange(unit_of.max() + 2))
-    members_of = [order[bounds[u] : bounds[u + 1]] for u in range(bounds.size - 1)]
+    test_of = tests.test_of_unit[unit_of]  # the test of every candidate
+    size = np.bincount(test_of, minlength=tests.estimate.size)
+    alone = size[test_of] == 1
     est = np.full(M, math.nan)
     se = np.full(M, math.nan)
     p = np.full(M, math.nan)
     det = np.zeros(M, dtype=bool)
+    est[alone] = tests.estimate[test_of[alone]]
+    se[alone] = tests.std_error[test_of[alone]]
+    p[alone] = tests.p_value[test_of[alone]]
+    det[alone] = tests.detected[test_of[alone]]
+    units_per_test = np.bincount(tests.test_of_unit, minlength=tests.estimate.size)
+    shared = np.flatnonzero(~alone)
+    order = shared[np.argsort(test_of[shared], kind="stable")]
+    cut = np.flatnonzero(np.diff(test_of[order])) + 1
     groups = []
-    for i, units in enumerate(tests.units):
-        members = np.sort(np.concatenate([members_of[u] for u in units]))
-        values = (
-            float(tests.estimate[i]),
-            float(tests.std_error[i]),
-            float(tests.p_value[i]),
-            bool(tests.detected[i]),
+    for members in np.split(order, cut) if order.size else []:
+        i = test_of[members[0]]
+        groups.append(
+            AliasGroup(
+                tuple(int(m) for m in np.sort(members)),
+                float(tests.estimate[i]),
+                float(tests.std_error[i]),
+                float(tests.p_value[i]),
+                bool(tests.detected[i]),
+                bool(units_per_test[i] == 1),
+            )
         )
-        if members.size == 1:
-            s = members[0]
-            est[s], se[s], p[s], det[s] = values
-        else:
-            groups.append(AliasGroup(tuple(int(s) for s in members), *values, len(units) == 1))
     groups.sort(key=lambda g: g.members)
-    summary = dict(tests.summary, tests=float(len(tests.units)), aliased_groups=float(len(groups)))
+    summary = dict(
+        tests.summary, tests=float(tests.estimate.size), aliased_groups=float(len(groups))
+    )
     kept = tests.kept[unit_of]
     return DecodeResult(cands, est, se, p, det, N, correction, alpha, kept, summary, groups)
 
@@ -427,15 +459,22 @@ def _one_sided_p(estimate: NDArray, std_error: NDArray) -> NDArray:
     return np.where(ok, ndtr(-z), 1.0)
 
 
-def _unit_tests(
-    cols: NDArray[np.int64],
-    dep: Dependencies,
-    offset: int,
-    ones: NDArray[np.float64],
-) -> tuple[list[NDArray[np.int64]], list[NDArray[np.float64]]]:
+@dataclass
+class _Layout:
+    """How a fit's coordinates become tests (``_layout``)."""
+
+    group_weights: list[NDArray[np.float64]]  # one coefficient weight vector per alias group
+    singles: NDArray[np.int64]  # coordinates tested on their own
+    test_of_unit: NDArray[np.int64]  # (U,) tests: groups, then singles, then left-out columns
+    n_fitted: int  # number of tests on fitted columns (groups + singles)
+
+
+def _layout(
+    cols: NDArray[np.int64], dep: Dependencies, offset: int, ones: NDArray[np.float64]
+) -> _Layout:
     """The tests of a fit on the distinct columns ``cols`` (coordinate ``offset + j`` is
     column ``cols[j]``; coordinates below ``offset`` are an intercept): one per alias group,
-    one per other fitted column, one per column left out (as units and coefficient weights).
+    one per other fitted column, one per column left out.
 
     A group's weights are its members' numbers of set bits ``ones`` over the largest among
     them: 1 for every member unless a hash collision left a filter with fewer distinct bits.
@@ -443,7 +482,8 @@ def _unit_tests(
     weighted total is identified whenever the intercept takes no part (math §11.2)."""
     size = offset + cols.size
     grouped = np.zeros(size, dtype=bool)
-    units, weights = [], []
+    test_of_unit = np.empty(ones.size, dtype=np.int64)
+    weights = []
     for g in dep.groups:
         grouped[g] = True
         coords = g[g >= offset]
@@ -451,16 +491,14 @@ def _unit_tests(
             w = np.zeros(size)
             bits = ones[cols[coords - offset]]
             w[coords] = bits / bits.max()
-            units.append(cols[coords - offset])
+            test_of_unit[cols[coords - offset]] = len(weights)
             weights.append(w)
-    for j in np.flatnonzero(~grouped[offset:]):
-        w = np.zeros(size)
-        w[offset + j] = 1.0
-        units.append(cols[[j]])
-        weights.append(w)
+    singles = offset + np.flatnonzero(~grouped[offset:])
+    test_of_unit[cols[singles - offset]] = len(weights) + np.arange(singles.size)
+    n_fitted = len(weights) + singles.size
     left_out = np.setdiff1d(np.arange(ones.size), cols)
-    units += [np.array([u]) for u in left_out]
-    return units, weights
+    test_of_unit[left_out] = n_fitted + np.arange(left_out.size)
+    return _Layout(weights, singles, test_of_unit, n_fitted)
 
 
 # ---------------------------------------------------------------------- procedure A
@@ -504,18 +542,22 @@ def _procedure_a(
     fitted = A @ beta
     rss = float(np.sum(n_row * (y - fitted) ** 2))
     sigma2 = max(v0, rss / max(rows - dep.rank, 1))
-    units, weights = _unit_tests(cols, dep, 1, np.asarray(X.sum(axis=0)).ravel())
-    n_fit = len(weights)
-    est = np.zeros(len(units))
-    se = np.full(len(units), math.inf)
-    for i, w in enumerate(weights):
+    lay = _layout(cols, dep, 1, np.asarray(X.sum(axis=0)).ravel())
+    n_tests = lay.n_fitted + U - cols.size
+    est = np.zeros(n_tests)  # a column left out by the LASSO: 0, SE ∞, p = 1
+    se = np.full(n_tests, math.inf)
+    for i, w in enumerate(lay.group_weights):
         if dep.estimable(w):
             est[i] = N * float(w @ beta)
             se[i] = N * math.sqrt(max(sigma2 * float(w @ dep.pinv @ w), 0.0))
         else:
             est[i] = math.nan
+    alone = slice(len(lay.group_weights), lay.n_fitted)
+    identified = dep.estimable_coordinates(lay.singles)
+    est[alone] = np.where(identified, N * beta[lay.singles], math.nan)
+    variance = sigma2 * np.diag(dep.pinv)[lay.singles]
+    se[alone] = np.where(identified, N * np.sqrt(np.maximum(variance, 0.0)), math.inf)
     p = _one_sided_p(est, se)
-    p[n_fit:] = 1.0  # left out by the LASSO
     ybar = float(np.sum(n_row * y) / n_row.sum())
     tss = float(np.sum(n_row * (y - ybar) ** 2))
     explained = float(np.sum(n_row * (fitted - ybar) ** 2)) / tss if tss > 0 else 0.0
@@ -530,7 +572,7 @@ def _procedure_a(
         "kept": float(cols.size),
         "rank": float(dep.rank),
     }
-    return _Tests(units, est, se, p, np.zeros(len(units), dtype=bool), kept, summary)
+    return _Tests(lay.test_of_unit, est, se, p, np.zeros(n_tests, dtype=bool), kept, summary)
 
 
 def universal_penalty(sigma: float, column_norm: float, rows: int, M: int) -> float:
@@ -662,19 +704,24 @@ def _procedure_b(
     n_row = np.repeat(n_live.astype(np.float64), t.shape[1])
     Xs = X[:, cols]
     dep = dependencies(np.asarray((Xs.T @ sparse.diags(n_row) @ Xs).todense()), v0)
-    units, weights = _unit_tests(cols, dep, 0, np.asarray(X.sum(axis=0)).ravel())
-    est = np.zeros(len(units))
-    se = np.zeros(len(units))  # a column left out has a zero coefficient in every fit
-    for i, w in enumerate(weights):
+    lay = _layout(cols, dep, 0, np.asarray(X.sum(axis=0)).ravel())
+    n_tests = lay.n_fitted + U - cols.size
+    est = np.zeros(n_tests)
+    se = np.zeros(n_tests)  # a column left out has a zero coefficient in every fit
+    for i, w in enumerate(lay.group_weights):
         if dep.estimable(w):
             sums = fits @ w
-            est[i] = N * sums.mean()
-            se[i] = N * sums.std(ddof=1)
+            est[i], se[i] = N * sums.mean(), N * sums.std(ddof=1)
         else:
             est[i], se[i] = math.nan, math.inf
+    alone = slice(len(lay.group_weights), lay.n_fitted)
+    identified = dep.estimable_coordinates(lay.singles)
+    single_fits = fits[:, lay.singles]
+    est[alone] = np.where(identified, N * single_fits.mean(axis=0), math.nan)
+    se[alone] = np.where(identified, N * single_fits.std(axis=0, ddof=1), math.inf)
     detected = np.isfinite(est) & (est > 1e-6 + 2 * se)
     summary = {"lasso": float(use_lasso), "kept": float(cols.size), "rank": float(dep.rank)}
-    return _Tests(units, est, se, np.ones(len(units)), detected, kept, summary)
+    return _Tests(lay.test_of_unit, est, se, np.ones(n_tests), detected, kept, summary)
 
 
 def constrained_least_squares(
