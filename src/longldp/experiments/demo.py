@@ -48,6 +48,7 @@ class DemoRow:
 
 
 def make_proto(name: str, extra: dict, eps_perm: float) -> ll.FrequencyOracle:
+    """The demo's protocol ``name`` at ε∞ (and ε1 = ``ALPHA``·ε∞ for a two-round chain)."""
     if name == "dBitFlipPM":
         return ll.protocol(name, k=K, eps_perm=eps_perm, **extra)
     return ll.protocol(name, k=K, eps_perm=eps_perm, eps_1=ALPHA * eps_perm, **extra)
@@ -83,7 +84,7 @@ def plot_demo(rows: list[DemoRow], path: Path) -> Path:
     style), log scale; below, each protocol's MSE_avg over the best one's at the same ε∞."""
     from matplotlib.figure import Figure
 
-    from longldp.experiments.plot import ratio_panel, line_styles
+    from longldp.experiments.plot import line_styles, ratio_panel
 
     labels = list(dict.fromkeys(r.protocol for r in rows))
     styles = line_styles(labels)

@@ -136,6 +136,7 @@ class AliasGroup:
 
     @property
     def estimable(self) -> bool:
+        """Whether the group's total is identified (else its estimate is NaN)."""
         return bool(np.isfinite(self.estimate))
 
 
@@ -162,14 +163,17 @@ class DecodeResult:
 
     @property
     def proportion(self) -> NDArray[np.float64]:
+        """Estimates as shares of the reports, estimate/N."""
         return self.estimate / max(self.n_reports, 1)
 
     @property
     def ci_low(self) -> NDArray[np.float64]:
+        """Lower ends of the 95% intervals, estimate − 1.96·SE (normal approximation)."""
         return self.estimate - 1.959964 * self.std_error
 
     @property
     def ci_high(self) -> NDArray[np.float64]:
+        """Upper ends of the 95% intervals, estimate + 1.96·SE."""
         return self.estimate + 1.959964 * self.std_error
 
     def group_label(self, group: AliasGroup) -> str:
