@@ -1,6 +1,6 @@
 """The README's table of local and shuffled central privacy for every registered protocol.
 
-Usage: python experiments/shuffle_table.py > table.md
+Usage: python experiments/shuffle_table.py [--n N] [--epochs T] [--delta D] > table.md
 
 Setting: ε∞ = 2 and ε1 = 0.8 for the memoizing chains, ε = ε1 = 0.8 for one-shot oracles,
 k = 74, n = 10⁶ devices, τ = 100 epochs, δ = 10⁻⁶, values that never change (one memo per
@@ -10,6 +10,7 @@ tests/test_shuffle_table.py checks that README.md shows exactly this output.
 
 from __future__ import annotations
 
+import argparse
 from typing import Any
 
 import longldp as ll
@@ -35,8 +36,8 @@ def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
     return params
 
 
-def table() -> str:
-    """The Markdown table, one row per registered protocol."""
+def table(n: int = N, epochs: int = EPOCHS, delta: float = DELTA) -> str:
+    """The Markdown table, one row per registered protocol (the README's at the defaults)."""
     head = (
         "| protocol | ε per report | ε per memo | ε device, τ epochs | "
         "shuffled ε per epoch | shuffled ε per memo | shuffled ε, whole collection | route |"
@@ -44,7 +45,7 @@ def table() -> str:
     lines = [head, "|---|---|---|---|---|---|---|---|"]
     for info in ll.list_protocols():
         proto = ll.protocol(info.name, **_params(info))
-        s = central_summary(proto, N, EPOCHS, DELTA)
+        s = central_summary(proto, n, epochs, delta)
 
         def fmt(x: float | None) -> str:
             return "-" if x is None else f"{x:.3g}"
@@ -57,5 +58,14 @@ def table() -> str:
     return "\n".join(lines)
 
 
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=N, help="devices per shuffle (default 10⁶)")
+    parser.add_argument("--epochs", type=int, default=EPOCHS, help="epochs τ (default 100)")
+    parser.add_argument("--delta", type=float, default=DELTA, help="δ (default 1e-6)")
+    args = parser.parse_args()
+    print(table(args.n, args.epochs, args.delta))
+
+
 if __name__ == "__main__":
-    print(table())
+    main()

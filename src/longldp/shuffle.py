@@ -54,6 +54,8 @@ from longldp import _validate as check
 __all__ = [
     "CentralSummary",
     "CollectionBound",
+    "Composed",
+    "Route",
     "central_summary",
     "clones_closed_form",
     "clones_closed_form_valid",
@@ -63,6 +65,7 @@ __all__ = [
     "compose_advanced",
     "compose_optimal",
     "compose_pld_dp_accounting",
+    "compose_shuffled",
     "optimal_composition_delta",
     "shuffled_rr_delta",
     "shuffled_rr_epsilon",
