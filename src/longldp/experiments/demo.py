@@ -49,7 +49,8 @@ class DemoRow:
     mse_avg: float
     expected_mse: float
     max_spent_epsilon: float
-    mse_avg_mle: float
+    #: MSE_avg of the same estimates after `longldp.postprocess.mle` (NaN when not computed).
+    mse_avg_mle: float = float("nan")
 
 
 def make_proto(name: str, extra: dict, eps_perm: float) -> ll.FrequencyOracle:
