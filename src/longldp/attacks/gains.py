@@ -18,7 +18,7 @@ each entry.
 
 Over τ epochs with M_t ~ Bin(m, ρ) fake reports at each epoch t ≥ join (ρ the report rate),
 E[Δf̂_t | M_t] = M_t/(n + M_t)·(φ_t − f_t) exactly, so the time-averaged estimate's expected
-gain is (1/τ) Σ_{t ≥ join} E[M_t/(n + M_t)]·(φ − f_t)   (G.2). Summary: docs/math.md §17.1.
+gain is (1/τ) Σ_{t ≥ join} E[M_t/(n + M_t)]·(φ − f_t)   (G.2). Summary: docs/math.md §18.1.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ targets, and
 
 the coefficient of a truncated exponential power (each bucket holds at most x of the r
 labelled targets). The best of S independent functions holds M_S = max of S copies, so
-Pr[M_S ≤ x] = Pr[M ≤ x]^S and E[M_S] = Σ_{x=0}^{r−1} (1 − Pr[M ≤ x]^S) (docs/math.md §17.2).
+Pr[M_S ≤ x] = Pr[M ≤ x]^S and E[M_S] = Σ_{x=0}^{r−1} (1 − Pr[M ≤ x]^S) (docs/math.md §18.2).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ sum of such products) is a convolution of truncated Poisson pmfs of length τ + 
 alike cells by repeated squaring).
 
 The *kept law* (who survives the test and how their reports read) is what makes the defended
-estimate unbiased (docs/math.md §17.4): the keep probability κ does not depend on the device's
+estimate unbiased (docs/math.md §18.4): the keep probability κ does not depend on the device's
 value (every value has one memo cell or one value bit), and a kept device's report supports v
 with P1' (holder) or P0' (non-holder), computed here from the same generating functions
 (docs/attacks.md §7.2).
