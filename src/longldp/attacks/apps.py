@@ -51,18 +51,22 @@ class StringPromotion:
 
     @property
     def p_value_before(self) -> float:
+        """The target's p-value decoded from the genuine clients alone."""
         return float(self.before.p_value[self.target_index])
 
     @property
     def p_value_after(self) -> float:
+        """The target's p-value with the fake clients."""
         return float(self.after.p_value[self.target_index])
 
     @property
     def detected_before(self) -> bool:
+        """Whether the decoder reports the target without the attack."""
         return bool(self.before.detected[self.target_index])
 
     @property
     def detected_after(self) -> bool:
+        """Whether the decoder reports the target with the fake clients."""
         return bool(self.after.detected[self.target_index])
 
     @property
@@ -162,6 +166,7 @@ class ItemPromotion:
 
     @property
     def in_topk_after(self) -> NDArray[np.bool_]:
+        """(τ, number of targets): target in the reported top-k with the fake users."""
         return self._in_topk(self.after)
 
     @property

@@ -56,6 +56,7 @@ class ReportLog:
 
     @staticmethod
     def concat(parts: list[ReportLog]) -> ReportLog:
+        """One log of several, in order."""
         return ReportLog(
             np.concatenate([p.device for p in parts]),
             np.concatenate([p.epoch for p in parts]),

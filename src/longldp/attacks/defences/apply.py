@@ -51,10 +51,12 @@ class Defended:
 
     @property
     def gains(self) -> NDArray[np.float64]:
+        """D(after) − D(before) of every target at every epoch, (τ, r)."""
         return self.after[:, self.targets] - self.before[:, self.targets]
 
     @property
     def time_average_gain(self) -> float:
+        """Σ_T of the defended time-averaged estimate's gain."""
         return float(self.gains.mean(axis=0).sum())
 
 

@@ -96,6 +96,7 @@ class MemoVerdict:
 
     @property
     def kept(self) -> NDArray[np.bool_]:
+        """Devices that passed (not flagged)."""
         return ~self.flagged
 
     def stated_fpr(self) -> float:

@@ -27,7 +27,6 @@ with P1' (holder) or P0' (non-holder), computed here from the same generating fu
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -192,6 +191,7 @@ class UnaryLaw:
 
     @property
     def keep(self) -> float:
+        """κ: the probability that an honest device passes."""
         return 1.0 - self.fpr
 
 
@@ -276,6 +276,3 @@ def kept_support(
         return p1_kept, q1 * a + (1.0 - q1) * rest
     return p1_kept, P0
 
-
-def log10_or_none(x: float) -> float | None:
-    return math.log10(x) if x > 0 else None
