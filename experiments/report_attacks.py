@@ -194,10 +194,11 @@ def best_defended(rows: list[dict]) -> list[str]:
         "#### Attacker's best variant against the defender's best defence (reports study, "
         "ε∞ = 2, β = 0.1)",
         "",
-        "For each protocol: the defence minimizing the attacker's best gain (over the variants "
-        "it can use), and that gain; one-shot oracles have no memo to check.",
+        "For each protocol: the defence minimizing the largest |gain| over the variants the "
+        "attacker can use (over-correction, a negative gain, counts as an error too), and that "
+        "largest |gain|; one-shot oracles have no memo to check.",
         "",
-        "| dataset | protocol | undefended (best variant) | best defence | gain left |",
+        "| dataset | protocol | undefended (best variant) | best defence | max abs. gain |",
         "|---|---|---|---|---|",
     ]
     by = group(rows, "dataset", "protocol", "variant", "defence", "beta", "eps_perm")
@@ -212,9 +213,9 @@ def best_defended(rows: list[dict]) -> list[str]:
             for d in dict.fromkeys(r["defence"] for r in rows):
                 if d == "none":
                     continue
-                gains = [mean(by[(ds, p, v, d, 0.1, 2.0)], "gain") for v in variants
+                gains = [abs(mean(by[(ds, p, v, d, 0.1, 2.0)], "gain")) for v in variants
                          if by.get((ds, p, v, d, 0.1, 2.0))]  # fmt: skip
-                if gains and max(gains) < best:
+                if len(gains) == len(variants) and max(gains) < best:
                     best, best_d = max(gains), d
             out.append(f"| {ds} | {p} | {fmt(undefended)} | {best_d} | {fmt(best)} |")
     return [*out, ""]
