@@ -346,8 +346,10 @@ def _aggregate_on_dask(
 
 
 def write_estimates(rows: list[dict], path: str | Path) -> Path:
-    """Write estimate rows as JSON (``.json``) or CSV (otherwise), atomically."""
+    """Write estimate rows as JSON (``.json``) or CSV (otherwise), atomically; missing folders
+    on the way are created."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex[:8]}")
     try:
         if path.suffix == ".json":

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from longldp.cli._common import console, fail, print_table
+from longldp.cli._common import console, fail, input_file, output_folder, print_table
 
 
 def demo_cmd(
@@ -20,7 +20,8 @@ def demo_cmd(
     from longldp.experiments.demo import N_USERS, TAU, plot_demo, run_demo
 
     if seed < 0:
-        raise ValueError(f"'seed' must be an integer >= 0; got {seed}.")
+        raise ValueError(f"'--seed' must be an integer >= 0; got {seed}.")
+    output_folder(out, "--out")  # before the demo runs, not after
     con = console()
     start = time.perf_counter()
     with con.status(f"Simulating {N_USERS:,} users over {TAU} timestamps..."):
@@ -65,6 +66,11 @@ def run_cmd(
     """Run a study's grid (resuming a previous run in the same folder); write results.parquet."""
     from longldp.experiments import load_study, run_study, summarize
 
+    input_file(study, "STUDY")
+    if out is not None:
+        output_folder(out, "--out")
+    if workers is not None and workers < 1:
+        raise ValueError(f"'--workers' must be an integer >= 1; got {workers}.")
     con = console()
     try:
         spec = load_study(study)
@@ -124,6 +130,10 @@ def plot_cmd(
     def cols(text: str | None) -> tuple[str, ...] | None:
         return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
 
+    if not results.exists():
+        raise ValueError(f"RESULTS: {str(results)!r} does not exist.")
+    if out is not None:
+        output_folder(out, "--out")
     con = console()
     chosen = (x, y, lines, panels, figures, log_y)
     if all(c is None for c in chosen):
