@@ -38,6 +38,14 @@ values = rng.integers(0, 10, size=(3, 2000))
 sim = simulate(proto, values, rng)
 assert sim.estimates.shape == (3, 10)
 heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
+# Bundled data needs the `data` extra: the error names it (not a bare ModuleNotFoundError).
+try:
+    from longldp.data import load
+    load("adult")
+except ImportError as err:
+    assert "longldp[data]" in str(err), err
+else:
+    raise AssertionError("longldp.data.load worked without pyarrow")
 print(json.dumps(heavy))
 """
 
@@ -80,6 +88,14 @@ def _pip(*args: str) -> subprocess.CompletedProcess:
     proc = subprocess.run(cmd, capture_output=True, text=True, env=_clean_env(), check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc
+
+
+def test_the_server_extra_brings_the_command():
+    """`pip install '.[server]'` alone must give a working `longldp serve` (checked by hand in a
+    fresh venv too): the extra pulls the `cli` extra, whose packages the command needs."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    assert "longldp[cli]" in extras["server"]
 
 
 def test_core_install_in_a_fresh_venv(tmp_path):
