@@ -3,9 +3,11 @@
 The work is a map and a sum. Each slice of an archive (a row group, or part of one when a
 memory limit asks for smaller pieces) is mapped to per-epoch partial aggregators, which are
 merged. Locally the slices are processed one after the other, so memory stays bounded by one
-slice; on Dask the same function runs as one task per row group on the workers and the
-partial counts, a few integers per epoch, come back to be merged. Both paths run the same code
-on the same slices, so their counts are identical.
+slice. On Dask a task is a run of consecutive row groups of one file (about two tasks per
+worker thread, `dask_tasks`): the worker reads those row groups itself from the file's path,
+builds the protocol once per process, counts the slices with the same function, and sends back
+only the partial counts, a few integers per epoch. Both paths run the same code on the same
+slices, so their counts are identical.
 
 Counting itself is the protocol's: every report's wire header is checked
 (:func:`longldp.protocols.wire.check_headers`), the bodies are decoded and added to the
@@ -15,6 +17,7 @@ protocol's aggregator, and bit-packed unary reports are counted without unpackin
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import uuid
@@ -43,6 +46,9 @@ _WORKING_FACTOR = 4
 _FIXED_BYTES = 6_000_000
 #: The smallest memory limit accepted.
 MIN_MEMORY_LIMIT = 8_000_000
+#: Dask tasks per worker thread: runs of row groups, few and large (each task costs the
+#: scheduler a round trip), yet more than one per thread so that the work balances.
+TASKS_PER_THREAD = 2
 
 
 @dataclass
@@ -228,14 +234,42 @@ def count_slice(proto: FrequencyOracle, piece: RowGroup) -> dict[int, Any]:
     return out
 
 
-def _count_group(path: str, group: int, max_rows: int | None) -> dict[str, Any]:
-    """Count one row group of one file (a Dask task); returns an ArchiveCounts state."""
-    info = read_info(path)
-    counts = ArchiveCounts(info.protocol, info.collection)
-    for piece in row_groups(info, max_rows=max_rows, groups=[group]):
-        part = ArchiveCounts(info.protocol, info.collection, count_slice(info.protocol, piece), 1)
-        counts.merge(part)
+@functools.lru_cache(maxsize=16)
+def _protocol(spec_json: str) -> FrequencyOracle:
+    """The protocol of a spec, built once per process (a Dask worker runs many tasks)."""
+    import longldp as ll
+
+    return ll.protocol_from_spec(json.loads(spec_json))
+
+
+def _count_groups(
+    path: str, groups: list[int], max_rows: int | None, spec_json: str, collection: str
+) -> dict[str, Any]:
+    """Count a run of row groups of one file (one Dask task); returns an ArchiveCounts state.
+
+    The worker reads the row groups itself from ``path`` (nothing but the path and the group
+    numbers is sent), builds the protocol once per process, and sends back only the counts.
+    """
+    proto = _protocol(spec_json)
+    info = ArchiveInfo(Path(path), collection, proto, num_rows=-1, num_row_groups=-1)
+    counts = ArchiveCounts(proto, collection)
+    for piece in row_groups(info, max_rows=max_rows, groups=groups):
+        counts.merge(ArchiveCounts(proto, collection, count_slice(proto, piece), 1))
     return counts.to_state()
+
+
+def dask_tasks(infos: Sequence[ArchiveInfo], threads: int) -> list[tuple[ArchiveInfo, list[int]]]:
+    """Split the row groups of ``infos`` into runs of consecutive groups of one file, one task
+    each: about `TASKS_PER_THREAD` tasks per worker thread (so that a slow worker does not hold
+    the others back) and never more than one per row group."""
+    total = sum(info.num_row_groups for info in infos)
+    tasks = max(1, min(total, TASKS_PER_THREAD * max(1, threads)))
+    per_task = -(-total // tasks)  # ceil
+    out: list[tuple[ArchiveInfo, list[int]]] = []
+    for info in infos:
+        for first in range(0, info.num_row_groups, per_task):
+            out.append((info, list(range(first, min(first + per_task, info.num_row_groups)))))
+    return out
 
 
 def aggregate_archive(
@@ -326,16 +360,19 @@ def _aggregate_on_dask(
     else:  # a cluster object (LocalCluster, …)
         client = Client(scheduler)
     try:
+        spec_json = json.dumps(total.protocol.spec(), sort_keys=True)
+        threads = sum(client.nthreads().values())
         futures = [
             client.submit(
-                _count_group,
+                _count_groups,
                 str(info.path.resolve()),
-                g,
+                groups,
                 _max_rows(info, memory_limit, slice_rows),
+                spec_json,
+                info.collection,
                 pure=False,
             )
-            for info in infos
-            for g in range(info.num_row_groups)
+            for info, groups in dask_tasks(infos, threads)
         ]
         for future in as_completed(futures):
             total.merge(ArchiveCounts.from_state(future.result(), total.protocol))
