@@ -38,15 +38,18 @@ values = rng.integers(0, 10, size=(3, 2000))
 sim = simulate(proto, values, rng)
 assert sim.estimates.shape == (3, 10)
 heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
-# Bundled data needs the `data` extra: the error names it (not a bare ModuleNotFoundError).
+print(json.dumps(heavy))
+"""
+
+#: On a core install, bundled data needs the `data` extra: the error names it.
+NO_DATA_SCRIPT = """
+from longldp.data import load
 try:
-    from longldp.data import load
     load("adult")
 except ImportError as err:
     assert "longldp[data]" in str(err), err
 else:
     raise AssertionError("longldp.data.load worked without pyarrow")
-print(json.dumps(heavy))
 """
 
 
@@ -128,6 +131,15 @@ def test_core_install_in_a_fresh_venv(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+    data = subprocess.run(
+        [str(python), "-c", NO_DATA_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        cwd=tmp_path,
+        check=False,
+    )
+    assert data.returncode == 0, data.stderr
     # The command needs the `cli` extra: without it, one line that says so, not a traceback.
     command = subprocess.run(
         [str(venv / "bin" / "longldp"), "--help"],
