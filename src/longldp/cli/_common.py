@@ -131,11 +131,16 @@ def input_file(path: Path, option: str) -> Path:
     return path
 
 
+def nearest_existing(path: Path) -> Path:
+    """``path`` itself, or its nearest ancestor that exists (what ``mkdir -p`` would extend)."""
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
 def _writable_folder(folder: Path, option: str, target: Path) -> None:
     """The nearest existing folder on the way to ``folder`` must be a writable folder."""
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
+    probe = nearest_existing(folder)
     if not probe.is_dir():
         raise ValueError(
             f"{option}: {_quoted(target)} cannot be created: {_quoted(probe)} is a file, "

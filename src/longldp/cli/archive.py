@@ -18,6 +18,7 @@ from longldp.cli._common import (
     client_memory,
     console,
     human_bytes,
+    nearest_existing,
     output_file,
 )
 
@@ -110,9 +111,7 @@ def _check_simulation_size(proto, out: Path, n: int, epochs: int, chunk: int) ->
 
     from longldp.archive import archive_size
 
-    folder = out.parent
-    while not folder.exists():
-        folder = folder.parent
+    folder = nearest_existing(out.parent)
     size, free = archive_size(proto, n, epochs), shutil.disk_usage(folder).free
     if size > free:
         raise ValueError(
