@@ -4,12 +4,13 @@ Usage: python experiments/report_standalone.py RESULTS.parquet [PER_USER.parquet
 
 Everything printed is computed from the results tables: the mean MSE_avg per cell over the
 repetitions, the best protocol per setting, what the exact L-GRR calibration changes, what
-Algorithm 1 changes, and (with a second table) count-level against per-user engines.
+Algorithm 1 changes, what maximum likelihood changes (when the table has ``mle`` rows), and
+(with a second table) count-level against per-user engines.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -46,8 +47,23 @@ def means(rows):
     }
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Summarize Study 1 (experiments/standalone.toml) into Markdown tables "
+        "on standard output.",
+    )
+    parser.add_argument("results", help="results.parquet of the count-level study")
+    parser.add_argument(
+        "per_user",
+        nargs="?",
+        help="results of the per-user engine on Adult (adds the engines' comparison)",
+    )
+    return parser.parse_args(argv)
+
+
 def main() -> None:
-    rows = load(sys.argv[1])
+    args = parse_args()
+    rows = load(args.results)
     m = means(rows)
     attrs = sorted({(k[0], k[1]) for k in m})
     eps = sorted({k[3] for k in m})
@@ -74,7 +90,7 @@ def main() -> None:
     print("| dataset · attribute | k | α | " + " | ".join(f"ε∞={e:g}" for e in eps) + " |")
     print("|---|---|---|" + "---|" * len(eps))
     ks = {(r["dataset"], r["attribute"]): None for r in rows}
-    t = pq.read_table(sys.argv[1], columns=["dataset", "attribute", "k"]).to_pylist()
+    t = pq.read_table(args.results, columns=["dataset", "attribute", "k"]).to_pylist()
     for r in t:
         ks[(r["dataset"], r["attribute"])] = r["k"]
     for d, a in attrs:
@@ -98,8 +114,20 @@ def main() -> None:
                 m[(d, a, p, e, al, "algorithm-1")][0] / m[(d, a, p, e, al, "none")][0] for e in eps
             ]
             print(f"| {d} · {a} | {p} | " + " | ".join(f"{x:.2g}" for x in vals) + " |")
-    if len(sys.argv) > 2:
-        pu = means(load(sys.argv[2]))
+    if any(k[5] == "mle" for k in m):
+        print(
+            "\n## Maximum likelihood (mle, docs/math.md §5.3) over no post-processing "
+            "(ratio of mean MSE_avg), α = 0.4\n"
+        )
+        print("| dataset · attribute | protocol | " + " | ".join(f"ε∞={e:g}" for e in eps) + " |")
+        print("|---|---|" + "---|" * len(eps))
+        for d, a in attrs:
+            for p in protos:
+                al = "-" if p == "1BitFlipPM" else 0.4
+                vals = [m[(d, a, p, e, al, "mle")][0] / m[(d, a, p, e, al, "none")][0] for e in eps]
+                print(f"| {d} · {a} | {p} | " + " | ".join(f"{x:.2g}" for x in vals) + " |")
+    if args.per_user is not None:
+        pu = means(load(args.per_user))
         print("\n## Engines: per-user over count-level mean MSE_avg (Adult, no post-processing)\n")
         print(
             "Each ratio with its 95% interval from both engines' standard errors (t quantile with "

@@ -28,7 +28,9 @@ def demo_cmd(
     out: Annotated[Path, typer.Option(help="Folder for the plot.")] = Path("demo-output"),
     seed: Annotated[int, typer.Option(help="Base seed of the run (an integer >= 0).")] = 2026,
 ) -> None:
-    """Compare every longitudinal protocol on synthetic Zipf data; print MSE_avg, write a plot."""
+    """Compare every longitudinal protocol on synthetic Zipf data; print MSE_avg (and, column
+    MLE, the MSE_avg of the same estimates after maximum-likelihood post-processing), write a
+    plot."""
     from longldp.experiments.demo import N_USERS, TAU, plot_demo, run_demo
 
     if seed < 0:
@@ -39,7 +41,7 @@ def demo_cmd(
     with con.status(f"Simulating {N_USERS:,} users over {TAU} timestamps..."):
         rows = run_demo(seed)
     table = Table(title="MSE_avg by protocol and ε∞ (ε1 = 0.4·ε∞), per-user engine")
-    for col in ("protocol", "ε∞", "ε1", "MSE_avg", "analytic", "ratio", "max spent ε"):
+    for col in ("protocol", "ε∞", "ε1", "MSE_avg", "analytic", "ratio", "max spent ε", "MLE"):
         table.add_column(col, justify="left" if col == "protocol" else "right")
     for r in rows:
         table.add_row(
@@ -50,6 +52,7 @@ def demo_cmd(
             f"{r.expected_mse:.3e}",
             f"{r.mse_avg / r.expected_mse:.2f}",
             f"{r.max_spent_epsilon:.2f}",
+            f"{r.mse_avg_mle:.3e}",
         )
     con.print(table)
     path = plot_demo(rows, out / "mse_avg.png")
@@ -198,7 +201,7 @@ def check_study_memory(spec: Any, workers: int | None) -> None:
 def plot_cmd(
     results: Annotated[Path, typer.Argument(help="results.parquet written by 'longldp run'.")],
     out: Annotated[
-        Path | None, typer.Option(help="Folder for the PNG files (default: plots/ beside it).")
+        Path | None, typer.Option(help="Folder for the figures (default: plots/ beside it).")
     ] = None,
     band: Annotated[
         str, typer.Option(help="95% band over repetitions: 't' (of the mean) or 'percentile'.")
@@ -217,6 +220,17 @@ def plot_cmd(
     log_y: Annotated[
         bool | None, typer.Option("--log-y/--linear-y", help="Scale of the y axis.")
     ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="File format: png, pdf or svg (vector, for papers).")
+    ] = "png",
+    dpi: Annotated[int, typer.Option(help="Resolution in dots per inch (20 to 1200).")] = 110,
+    ratios: Annotated[
+        bool,
+        typer.Option(
+            "--ratios/--no-ratios",
+            help="Under each panel, every line divided by the best one (tells close lines apart).",
+        ),
+    ] = True,
 ) -> None:
     """Draw a study's figures from its results table. Without options: every figure of its
     kind (MSE_avg against ε∞ on a log scale, a panel per dataset; set-valued studies also
@@ -230,10 +244,13 @@ def plot_cmd(
         raise ValueError(f"RESULTS: {str(results)!r} does not exist.")
     if out is not None:
         output_folder(out, "--out")
+    from longldp.experiments.plot import check_format
+
+    fmt, dpi = check_format(fmt, dpi)  # refused before the table is read
     con = console()
     chosen = (x, y, lines, panels, figures, log_y)
     if all(c is None for c in chosen):
-        paths = plot_study(results, out, band_kind=band)
+        paths = plot_study(results, out, band_kind=band, fmt=fmt, dpi=dpi, ratios=ratios)
     else:
         paths = plot_results(
             results,
@@ -245,6 +262,9 @@ def plot_cmd(
             figure_by=cols(figures),
             band_kind=band,
             log_y=log_y,
+            fmt=fmt,
+            dpi=dpi,
+            ratios=ratios,
         )
     for path in paths:
         con.print(str(path))
