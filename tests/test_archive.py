@@ -275,3 +275,23 @@ def test_archive_bytes_is_an_archive(tmp_path):
     np.testing.assert_array_equal(counts.by_epoch[3].support_counts, proto.support_counts(reports))
     with pytest.raises(ValueError, match="'epochs' must be integers"):
         archive_bytes(proto, "x", -1, ids, wire_rows)
+
+
+def test_dask_tasks_are_few_runs_of_row_groups_covering_each_once(tmp_path):
+    """About two tasks per worker thread, each a run of consecutive groups of one file."""
+    from longldp.archive.aggregate import TASKS_PER_THREAD, dask_tasks
+    from longldp.archive.layout import ArchiveInfo
+
+    proto = ll.protocol("L-OSUE", k=20, eps_perm=2.0, eps_1=0.8)
+    infos = [
+        ArchiveInfo(tmp_path / f"{i}.parquet", "c", proto, 0, groups)
+        for i, groups in enumerate((100, 7, 1))
+    ]
+    for threads in (1, 2, 8, 1000):
+        tasks = dask_tasks(infos, threads)
+        assert len(tasks) <= TASKS_PER_THREAD * threads + len(infos)
+        seen = sorted((info.path.name, g) for info, groups in tasks for g in groups)
+        assert seen == sorted((i.path.name, g) for i in infos for g in range(i.num_row_groups))
+        for _, groups in tasks:
+            assert groups == list(range(groups[0], groups[-1] + 1))
+    assert len(dask_tasks(infos[:1], 2)) == 4  # 100 row groups, 2 threads: 4 runs of 25
