@@ -294,4 +294,5 @@ def test_dask_tasks_are_few_runs_of_row_groups_covering_each_once(tmp_path):
         assert seen == sorted((i.path.name, g) for i in infos for g in range(i.num_row_groups))
         for _, groups in tasks:
             assert groups == list(range(groups[0], groups[-1] + 1))
-    assert len(dask_tasks(infos[:1], 2)) == 4  # 100 row groups, 2 threads: 4 runs of 25
+    assert [len(g) for _, g in dask_tasks(infos[:1], 2)] == [25] * 4  # 100 groups, 2 threads
+    assert sorted(len(g) for _, g in dask_tasks([infos[1]], 2)) == [1, 2, 2, 2]  # 7 groups

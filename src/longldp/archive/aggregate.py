@@ -262,14 +262,17 @@ def _count_groups(
 def dask_tasks(infos: Sequence[ArchiveInfo], threads: int) -> list[tuple[ArchiveInfo, list[int]]]:
     """Split the row groups of ``infos`` into runs of consecutive groups of one file, one task
     each: about `TASKS_PER_THREAD` tasks per worker thread (so that a slow worker does not hold
-    the others back) and never more than one per row group."""
-    total = sum(info.num_row_groups for info in infos)
-    tasks = max(1, min(total, TASKS_PER_THREAD * max(1, threads)))
-    per_task = -(-total // tasks)  # ceil
+    the others back), never more than one per row group, run lengths differing by at most one
+    (a run that would straddle two files is cut in two)."""
+    flat = [(i, g) for i, info in enumerate(infos) for g in range(info.num_row_groups)]
+    tasks = max(1, min(len(flat), TASKS_PER_THREAD * max(1, threads)))
     out: list[tuple[ArchiveInfo, list[int]]] = []
-    for info in infos:
-        for first in range(0, info.num_row_groups, per_task):
-            out.append((info, list(range(first, min(first + per_task, info.num_row_groups)))))
+    for run in np.array_split(np.arange(len(flat)), tasks):
+        by_file: dict[int, list[int]] = {}
+        for j in run:
+            i, g = flat[j]
+            by_file.setdefault(i, []).append(g)
+        out += [(infos[i], groups) for i, groups in by_file.items()]
     return out
 
 
