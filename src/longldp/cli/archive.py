@@ -163,8 +163,8 @@ def aggregate_cmd(
     memory_limit: Annotated[
         str | None,
         typer.Option(
-            help="Memory the aggregation may add to the process that reads (peak RSS growth: "
-            "this one, or each Dask worker per task), e.g. 200MB or 2GB; at least 8MB."
+            help="Memory a local aggregation may add to this process (its peak RSS growth), "
+            "e.g. 200MB or 2GB; at least 8MB. On Dask it sizes the slices each task reads."
         ),
     ] = None,
     postprocess: Annotated[str | None, typer.Option(help="Post-processing of estimates.")] = None,
