@@ -36,6 +36,7 @@ from longldp.audit.channels import (
     output_space_size,
 )
 from longldp.audit.controls import misencoded_unary
+from longldp.audit.exec_client import exec_lifetime, exec_randomizer
 from longldp.audit.game import (
     GameResult,
     LoopClients,
@@ -45,7 +46,6 @@ from longldp.audit.game import (
     claimed_epsilon,
 )
 from longldp.audit.histogram import ChannelBounds, channel_bounds
-from longldp.audit.exec_client import exec_lifetime, exec_randomizer
 from longldp.audit.randomizers import protocol_lifetime, protocol_randomizer
 from longldp.audit.report import AuditReport, audit_protocol
 from longldp.audit.stats import cp_lower, cp_upper, epsilon_lower_bound
