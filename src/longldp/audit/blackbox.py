@@ -411,11 +411,14 @@ def _finish(
 ) -> BlackBoxResult:
     alpha = 1.0 - confidence
     pairs = ev.ordered_pairs(len(search_f))
-    if layout.n_bits == 0 and not layout.sizes:
-        found = ev.SearchReport([], dict.fromkeys(families, 0))
-    else:
-        found = ev.search(search_f, layout, pairs, alpha / tests, families=families, tests=tests)
-    outcomes = ev.evaluate(found.candidates, held_f, layout, alpha)
+    with ev.one_blas_thread():
+        if layout.n_bits == 0 and not layout.sizes:
+            found = ev.SearchReport([], dict.fromkeys(families, 0))
+        else:
+            found = ev.search(
+                search_f, layout, pairs, alpha / tests, families=families, tests=tests
+            )
+        outcomes = ev.evaluate(found.candidates, held_f, layout, alpha)
     if outcomes:
         best = max(outcomes, key=lambda o: (o.lower, o.estimate))
         a, b = labels[best.a][0], labels[best.b][0]
