@@ -353,3 +353,12 @@ def test_bonferroni_level_is_what_the_bound_uses():
         assert o.lower == pytest.approx(want)
     assert res.lower == max(o.lower for o in res.outcomes)
     assert math.isfinite(res.lower)
+
+
+def test_importing_the_audit_does_not_need_scikit_learn():
+    import subprocess
+    import sys
+
+    code = "import sys, longldp.audit; print(any(m.startswith('sklearn') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -22,6 +22,7 @@ Layer: above protocols and simulation, below experiments (docs/design.md §1). P
 True
 """
 
+from longldp.audit.asr import AttackSuccess, attacker_success, memo_asr
 from longldp.audit.blackbox import (
     BlackBoxResult,
     audit_lifetime,
@@ -47,10 +48,12 @@ from longldp.audit.game import (
 )
 from longldp.audit.histogram import ChannelBounds, channel_bounds
 from longldp.audit.randomizers import protocol_lifetime, protocol_randomizer
+from longldp.audit.reidentify import Reidentification, reidentify
 from longldp.audit.report import AuditReport, audit_protocol
 from longldp.audit.stats import cp_lower, cp_upper, epsilon_lower_bound
 
 __all__ = [
+    "AttackSuccess",
     "AuditReport",
     "BlackBoxResult",
     "ChannelBounds",
@@ -58,7 +61,9 @@ __all__ = [
     "GameResult",
     "LoopClients",
     "PopulationClients",
+    "Reidentification",
     "StatelessClients",
+    "attacker_success",
     "audit_game",
     "audit_lifetime",
     "audit_protocol",
@@ -73,9 +78,11 @@ __all__ = [
     "exact_lifetime_epsilon",
     "exec_lifetime",
     "exec_randomizer",
+    "memo_asr",
     "misencoded_unary",
     "output_space_size",
     "population_lifetime",
     "protocol_lifetime",
     "protocol_randomizer",
+    "reidentify",
 ]

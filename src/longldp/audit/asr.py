@@ -24,8 +24,8 @@ at every report) climbs toward 1 (docs/math.md §13.5).
 and by **simulation** otherwise (per-user hash seeds, Bloom-filter RAPPOR, given priors over
 large count spaces): ``trials`` clients draw values from the prior and report through the
 protocol's own client path (``perturb`` with a memo), the attacker takes the maximum-a-posteriori
-value of :func:`longldp.audit.likelihood.log_likelihoods`, and the interval is the mean success
-(ties shared) ± z·SE.
+value of :func:`longldp.audit.likelihood.log_likelihoods`, and the interval is Wilson's around
+the mean success (ties shared).
 """
 
 from __future__ import annotations
@@ -130,20 +130,19 @@ def attacker_success(
         return AttackSuccess(proto.name, tau, label, model, value, value, value, "exact", 0, base)
     trials = check.integer(owner, "trials", trials, minimum=10)
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    mean, se = simulate_asr(proto, tau, pi, model == "stateless", trials, gen)
-    z = float(norm.isf((1 - confidence) / 2))
-    return AttackSuccess(
-        proto.name,
-        tau,
-        label,
-        model,
-        mean,
-        max(0.0, mean - z * se),
-        min(1.0, mean + z * se),
-        "simulated",
-        trials,
-        base,
-    )
+    mean, _ = simulate_asr(proto, tau, pi, model == "stateless", trials, gen)
+    low, high = wilson_interval(mean, trials, float(norm.isf((1 - confidence) / 2)))
+    return AttackSuccess(proto.name, tau, label, model, mean, low, high, "simulated", trials, base)
+
+
+def wilson_interval(mean: float, n: int, z: float) -> tuple[float, float]:
+    """Wilson's score interval for the mean of n independent values in [0, 1]: their variance
+    is at most μ(1 − μ), the binomial one, so the interval is at least as wide as needed and
+    never empty when every client succeeds (Wilson, JASA 1927)."""
+    z2 = z * z
+    center = (mean + z2 / (2 * n)) / (1 + z2 / n)
+    half = z / (1 + z2 / n) * math.sqrt(mean * (1 - mean) / n + z2 / (4 * n * n))
+    return max(0.0, center - half), min(1.0, center + half)
 
 
 def _prior(owner: str, prior: ArrayLike | None, k: int) -> NDArray[np.float64]:

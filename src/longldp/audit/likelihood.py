@@ -135,10 +135,7 @@ def _grr_chain_ll(counts: NDArray, at_value: NDArray, chain: tuple) -> NDArray[n
 def _symbols(proto: FrequencyOracle, reports: Sequence[NDArray], memoized: bool) -> NDArray:
     k = proto.k
     n = np.asarray(reports[0]).shape[0]
-    counts = np.zeros((n, k))
-    rows = np.arange(n)
-    for rep in reports:
-        np.add.at(counts, (rows, np.asarray(rep, dtype=np.int64)), 1.0)
+    counts = _counts(reports, n, k)
     if not memoized:
         # Composed GRR over k: keep P1, each other symbol P0.
         return counts * math.log(proto.P1 / proto.P0)
@@ -149,7 +146,6 @@ def _hashed(proto: FrequencyOracle, reports: Sequence[NDArray], memoized: bool) 
     g = proto.g  # type: ignore[attr-defined]
     values = np.arange(proto.k, dtype=np.int64)
     n = reports[0].shape[0]
-    rows = np.arange(n)
     if not memoized:
         # Per report: the bucket supports v (H(v) = y) with P1, any other bucket (1 − P1)/(g − 1).
         gain = math.log(proto.P1 * (g - 1) / (1 - proto.P1))
@@ -161,12 +157,17 @@ def _hashed(proto: FrequencyOracle, reports: Sequence[NDArray], memoized: bool) 
     ids = reports[0]["hash_id"]
     if any(np.any(rep["hash_id"] != ids) for rep in reports[1:]):
         raise ValueError(f"{proto.name}: a memoized client's reports must share its hash id.")
-    counts = np.zeros((n, g))
-    for rep in reports:
-        np.add.at(counts, (rows, rep["bucket"]), 1.0)
+    counts = _counts([rep["bucket"] for rep in reports], n, g)
     table = value_buckets(proto, ids, values)  # (n, k) bucket of every value
     at_value = np.take_along_axis(counts, table, axis=1)
     return _grr_chain_ll(counts, at_value, _chain(proto, True))
+
+
+def _counts(symbols: Sequence[NDArray], n: int, m: int) -> NDArray[np.float64]:
+    """(n, m) number of times each client reported each symbol (one bincount)."""
+    rows = np.arange(n, dtype=np.int64) * m
+    flat = np.concatenate([rows + np.asarray(s, dtype=np.int64) for s in symbols])
+    return np.bincount(flat, minlength=n * m).reshape(n, m).astype(np.float64)
 
 
 def _bits(proto: FrequencyOracle, reports: Sequence[NDArray], memoized: bool) -> NDArray:

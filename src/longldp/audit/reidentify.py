@@ -201,25 +201,16 @@ def _attribute_ll(
         for users, rep in batches:
             out[users] += log_likelihoods(proto, [rep], memoized=True)
         return out
-    per_user: dict[int, list[tuple[int, int]]] = {}
-    for b, (users, _) in enumerate(batches):
-        for pos, u in enumerate(users.tolist()):
-            per_user.setdefault(u, []).append((b, pos))
-    by_count: dict[int, list[int]] = {}
-    for u, items in per_user.items():
-        by_count.setdefault(len(items), []).append(u)
-    for count, users in by_count.items():
-        group = np.array(users)
-        aligned = []
-        for i in range(count):
-            picks = [per_user[u][i] for u in users]
-            aligned.append(_stack([batches[b][1][pos] for b, pos in picks]))
+    users = np.concatenate([u for u, _ in batches])
+    reports = np.concatenate([np.asarray(r) for _, r in batches])
+    order = np.argsort(users, kind="stable")  # by user, then by collection
+    users, reports = users[order], reports[order]
+    starts = np.flatnonzero(np.r_[True, users[1:] != users[:-1]])
+    counts = np.diff(np.r_[starts, users.size])
+    rank = np.arange(users.size) - np.repeat(starts, counts)
+    per_row_count = np.repeat(counts, counts)
+    for count in np.unique(counts).tolist():
+        group = users[starts[counts == count]]
+        aligned = [reports[(per_row_count == count) & (rank == i)] for i in range(count)]
         out[group] = log_likelihoods(proto, aligned, memoized=True)
     return out
-
-
-def _stack(records: list) -> NDArray:
-    first = np.asarray(records[0])
-    if first.dtype.names is not None:
-        return np.array(records, dtype=first.dtype)
-    return np.stack([np.asarray(r) for r in records])
