@@ -272,7 +272,7 @@ def asr(out: Path, trials: int) -> None:
             f"oracles at ε = {eps_1:g}; dBitFlipPM d = 2; RAPPOR "
             + ", ".join(f"{k} = {v:g}" for k, v in rappor.items())
             + f". Uniform prior (guessing: {1 / K:.3f}); exact values plain, simulated ones "
-            f"± the half-width of a 99.9% interval ({trials:,} clients).",
+            f"± the half-width of a 99.9% Wilson interval ({trials:,} clients).",
             "",
             "| protocol | τ = 1 | τ = 10 | τ = 100 | memo alone (τ → ∞) | stateless client, "
             "τ = 100 |",
