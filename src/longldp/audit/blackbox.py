@@ -753,6 +753,8 @@ class LifetimeFeatures:
         return ev.row_keys(np.ascontiguousarray(body)).reshape(n, self.tau)
 
     def features(self, rows: NDArray[np.uint8]) -> ev.Features:
+        """The trial features of (n, τ, width) reports: per-bit counts and majorities per group
+        of reports, symbol counts, agreement statistics and the modal report as key."""
         n = rows.shape[0]
         keys = self._keys(rows)
         cols: list[NDArray] = []
