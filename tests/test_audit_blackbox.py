@@ -362,3 +362,25 @@ def test_importing_the_audit_does_not_need_scikit_learn():
     code = "import sys, longldp.audit; print(any(m.startswith('sklearn') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_the_game_misses_what_the_black_box_finds():
+    # The issue's example: OUE that also sets the bit after the true one. The likelihood-ratio
+    # game compares only the two inputs' own bits, so it does not refute the claim; the
+    # data-found tests do.
+    from longldp.audit import audit_game
+
+    base = ll.protocol("OUE", k=8, eps=1.0)
+
+    class OffByOne(type(base)):
+        def _round1(self, keys, state, rng):
+            bits = np.unpackbits(super()._round1(keys, state, rng), axis=1, count=self.k)
+            nxt = keys + 1
+            bits[np.flatnonzero(nxt < self.k), nxt[nxt < self.k]] = 1
+            return np.packbits(bits, axis=1)
+
+    bad = OffByOne(k=8, eps=1.0)
+    assert not audit_game(bad, 20_000, rng=1).violates
+    as_bytes = lambda values, rng: bad.to_bytes(bad.perturb(values, bad.new_memo(values.size), rng))  # noqa: E731
+    res = audit_randomizer(as_bytes, k=8, claim=1.0, trials=5000, rng=1, classifier=False)
+    assert res.violates and res.lower > 3
