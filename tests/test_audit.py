@@ -228,8 +228,21 @@ def test_bad_input_is_refused():
         audit_game(proto, 100, alpha=1.5)
     with pytest.raises(ValueError, match="same bucket"):
         audit_game(ll.protocol("dBitFlipPM", k=8, eps_perm=1.0, b=2), 100, inputs=(0, 1))
-    with pytest.raises(ValueError, match="must be one of"):
+    with pytest.raises(ValueError, match="must be a unary-encoding protocol"):
         misencoded_unary(proto)
+
+
+def test_unknown_report_kind_is_refused_not_treated_as_grr():
+    """A protocol whose report kind the audit has no channel for is an error, never a GRR
+    channel by default (the exact channel, the lifetime and the game all refuse it)."""
+    odd_cls = type("OddGRR", (ll.protocols.GRR,), {"report_kind": "odd", "__doc__": "odd"})
+    odd = odd_cls(k=3, eps=1.0)
+    with pytest.raises(ValueError, match="no channel for report kind 'odd'"):
+        exact_epsilons(odd)
+    with pytest.raises(ValueError, match="no channel for report kind 'odd'"):
+        exact_lifetime_epsilon(odd, 3)
+    with pytest.raises(ValueError, match="no channel for report kind 'odd'"):
+        audit_game(odd, 100)
 
 
 # ---------------------------------------------------------------------- RAPPOR's Bloom filter

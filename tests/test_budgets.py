@@ -18,17 +18,20 @@ import longldp as ll
 from longldp import privacy
 from longldp.simulate import simulate
 
-NAMES = [cls.name for cls in ll.protocols.REGISTRY.values()]
+#: Every protocol whose budget is given as ε (one-shot) or ε∞, ε1 (chains); RAPPOR's own
+#: parameters (f, p, q) are checked in tests/test_rappor_protocol.py.
+NAMES = [
+    cls.name
+    for cls in ll.protocols.PROTOCOL_CLASSES
+    if set(cls.budget_params) <= {"eps", "eps_perm", "eps_1"}
+]
 N = 1000
 
 
 def build(name: str, k: int, eps: float, alpha: float) -> ll.FrequencyOracle:
     cls = ll.get_protocol_class(name)
-    if name == "dBitFlipPM":
-        return ll.protocol(name, k=k, eps_perm=eps)
-    if not cls.longitudinal:
-        return ll.protocol(name, k=k, eps=eps)
-    return ll.protocol(name, k=k, eps_perm=eps, eps_1=alpha * eps)
+    budget = {"eps": eps, "eps_perm": eps, "eps_1": alpha * eps}
+    return ll.protocol(name, k=k, **{p: budget[p] for p in cls.budget_params})
 
 
 def unreachable(name: str, eps: float, alpha: float) -> bool:

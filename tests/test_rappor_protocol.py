@@ -101,7 +101,8 @@ def test_google_python_client_vector_byte_for_byte():
     assert py.realized_f == pytest.approx(58 / 128)  # ⌈128·0.45⌉/128 = 0.4531
     eps_inf, eps_1 = py.realized_epsilons
     assert eps_inf < q45.eps_perm and eps_1 < q45.eps_1  # the realized f is larger: safer
-    body = proto.to_bytes(proto._make_reports(report, {"cohort": np.zeros(1, np.int64)}))[0]
+    rec = proto._make_reports(report, {"cohort": np.zeros(1, np.int64)})
+    body = proto.encode_reports(rec)[12:]
     assert body[:2] == b"\x00\x00" and bits_to_int(np.frombuffer(body[2:], np.uint8), 16) == 64493
     wire = client.report_bytes("abc")  # header + body
     assert len(wire) == proto.wire_size and proto.decode_reports(wire)["cohort"][0] == 0
@@ -242,18 +243,19 @@ def test_report_body_is_cohort_u16_then_packed_bits():
     proto = paper(m=300, k=20)
     rng = np.random.default_rng(5)
     reports = proto.perturb(["a", "b", "c"], proto.new_memo(3), rng)
-    blobs = proto.to_bytes(reports)
-    assert proto.report_nbytes == 2 + 3
+    data = proto.encode_reports(reports)
+    assert proto.report_nbytes == 2 + 3 and proto.wire_size == 12 + 5
+    blobs = [data[i : i + 17][12:] for i in range(0, len(data), 17)]
     for rec, blob in zip(reports, blobs, strict=True):
         assert int.from_bytes(blob[:2], "big") == rec["cohort"]
         assert blob[2:] == rec["bits"].tobytes()
-    back = proto.from_bytes(blobs)
+    back = proto.decode_reports(data)
     np.testing.assert_array_equal(back["cohort"], reports["cohort"])
     np.testing.assert_array_equal(proto.support_counts(back), proto.support_counts(reports))
-    bad = bytearray(blobs[0])
-    bad[:2] = (301).to_bytes(2, "big")
+    bad = bytearray(data[:17])
+    bad[12:14] = (301).to_bytes(2, "big")
     with pytest.raises(ValueError, match="unknown cohort 301"):
-        proto.from_bytes(bytes(bad))
+        proto.decode_reports(bytes(bad))
 
 
 @pytest.mark.parametrize(
@@ -286,5 +288,6 @@ def test_bad_client_and_values():
         proto.perturb([1, 2], proto.new_memo(2))
     with pytest.raises(ValueError, match="sample_counts"):
         proto.sample_support(np.array([1, 2]))
-    # Budgets instead of (f, p, q): RAPPOR tuned for utility is L-SUE.
-    assert ll.protocol("RAPPOR", k=5, eps_perm=1.0, eps_1=0.5).name == "L-SUE"
+    # Budgets instead of (f, p, q) are refused, never silently another protocol.
+    with pytest.raises(ValueError, match="RAPPOR: unknown parameter"):
+        ll.protocol("RAPPOR", k=5, eps_perm=1.0, eps_1=0.5)

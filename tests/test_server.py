@@ -217,7 +217,7 @@ def test_ingest_is_idempotent_and_estimates_are_exact(backend, tmp_path):
         assert sorted(table.column("report_id").to_pylist()) == sorted(ids[sel])
         assert set(table.column("epoch").to_pylist()) == {e}
         agg2 = proto.aggregator()
-        agg2.add(proto.from_bytes([w[12:] for w in table.column("report").to_pylist()]))
+        agg2.add(proto.decode_reports(table.column("report").to_pylist()))
         assert agg2.support_counts.tolist() == agg.support_counts.tolist()
         meta = json.loads(table.schema.metadata[b"longldp.archive"])
         assert meta["protocol"] == col["protocol"] and meta["collection"] == "c1"

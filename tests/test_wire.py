@@ -90,11 +90,39 @@ def test_vectors_decode_from_the_document_alone():
 
 
 def test_protocol_ids_are_fixed_and_cover_the_registry():
-    assert len(set(wire.PROTOCOL_IDS.values())) == len(wire.PROTOCOL_IDS)
-    for info in ll.list_protocols():
-        assert info.name in wire.PROTOCOL_IDS
-    assert ll.protocol("GRR", k=3, eps=1.0).protocol_id == 1
-    assert ll.protocol("dBitFlipPM", k=3, eps_perm=1.0).protocol_id == 13
+    """The id table of docs/wire-format.md §1 is the registry's, row by row: an id once
+    published cannot change, and a new protocol must be documented with its id."""
+    rows = re.findall(r"^\| (\d+) \| ([^|]+?) \| ([a-z-]+) \|$", DOC.read_text(), re.M)
+    documented = {(int(i), name, kind) for i, name, kind in rows}
+    registered = {(info.wire_id, info.name, info.report_kind) for info in ll.list_protocols()}
+    assert documented == registered
+    assert len(set(wire.PROTOCOL_IDS.values())) == len(wire.PROTOCOL_IDS) == len(registered)
+    assert ll.protocol("dBitFlipPM", k=3, eps_perm=1.0).wire_id == 13
+
+
+def test_wire_is_a_plain_codec_without_an_import_circle():
+    """No protocol module imports the public wire module; the byte codec imports no protocol."""
+    import ast
+
+    folder = Path(ll.protocols.__file__).parent
+    for path in folder.glob("*.py"):
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                imported |= {f"{node.module}.{a.name}" for a in node.names} | {node.module}
+            elif isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+        if path.name not in ("__init__.py", "wire.py"):
+            assert "longldp.protocols.wire" not in imported, path.name
+        if path.name == "_codec.py":
+            assert not any(m.startswith("longldp") for m in imported), imported
+
+
+def test_a_reused_wire_id_is_refused_at_class_creation():
+    from longldp.protocols import GRR
+
+    with pytest.raises(TypeError, match="wire id 1 is already GRR's"):
+        type("Impostor", (GRR,), {"name": "Impostor", "wire_id": 1})
 
 
 # ---------------------------------------------------------------------- spec and fingerprint
@@ -107,7 +135,7 @@ def test_spec_round_trip_and_fingerprint(case):
     again = ll.protocol_from_spec(spec)
     assert again == proto
     assert again.fingerprint() == proto.fingerprint()
-    assert proto.wire_header == b"LL\x01" + bytes([proto.protocol_id]) + proto.fingerprint()
+    assert proto.wire_header == b"LL\x01" + bytes([proto.wire_id]) + proto.fingerprint()
 
 
 def test_fingerprint_normalizes_and_separates_parameters():

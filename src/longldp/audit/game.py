@@ -32,8 +32,8 @@ from scipy.special import xlogy
 from longldp import _validate as check
 from longldp import privacy
 from longldp.audit import stats
-from longldp.audit.channels import BIT_REPORTS, memoized, unary_count_llr
-from longldp.protocols import RAPPOR, DBitFlipPM, FrequencyOracle, SecureRandom
+from longldp.audit.channels import BIT_KINDS, HASH_KINDS, memoized, report_kind, unary_count_llr
+from longldp.protocols import RAPPOR, FrequencyOracle, ReportKind, SecureRandom
 
 ATTACKS = ("lr", "majority")
 PATTERNS = ("one-value", "alternating")
@@ -122,10 +122,11 @@ class _Tally:
     def __init__(self, proto: FrequencyOracle, n: int, a: Any, b: Any):
         self.proto, self.n, self.value_a, self.value_b = proto, n, a, b
         self.tau = 0
-        self.bits = isinstance(proto, (*BIT_REPORTS, DBitFlipPM))
-        if isinstance(proto, DBitFlipPM):
-            width = proto.d
-        elif hasattr(proto, "g"):
+        self.kind = report_kind(proto)
+        self.bits = self.kind in BIT_KINDS
+        if self.kind is ReportKind.SAMPLED_BITS:
+            width = proto.d  # type: ignore[attr-defined]
+        elif self.kind in HASH_KINDS:
             width = proto.g  # type: ignore[attr-defined]
         else:
             width = proto.k
@@ -138,11 +139,11 @@ class _Tally:
         if self.tau == 0:
             self.a = self._target(reports, self.value_a)
             self.b = self._target(reports, self.value_b)
-        if isinstance(proto, DBitFlipPM):
+        if self.kind is ReportKind.SAMPLED_BITS:
             self.counts += reports["bits"]
-        elif isinstance(proto, RAPPOR):
+        elif self.kind is ReportKind.COHORT_BITS:
             self.counts += np.unpackbits(reports["bits"], axis=1, count=proto.k)
-        elif self.bits:
+        elif self.kind is ReportKind.BITS:
             self.counts += np.unpackbits(reports, axis=1, count=proto.k)
         else:
             col = reports["bucket"] if reports.dtype.names else reports
@@ -153,19 +154,19 @@ class _Tally:
 
     def _target(self, reports: NDArray, value: Any) -> NDArray:
         proto, n = self.proto, self.n
-        if isinstance(proto, DBitFlipPM):
+        if self.kind is ReportKind.SAMPLED_BITS:
             bucket = privacy.bucket_of(np.array([value]), proto.k, proto.n_buckets)[0]
             return reports["buckets"] == bucket
-        if isinstance(proto, RAPPOR):
+        if self.kind is ReportKind.COHORT_BITS:
             # One encoding per cohort (every client here holds the same value).
             cohorts = np.unique(reports["cohort"])
             packed = proto.encode(value_batch(proto, value, cohorts.size), cohorts)
             per_cohort = np.unpackbits(packed, axis=1, count=proto.k).astype(bool)
             return per_cohort[np.searchsorted(cohorts, reports["cohort"])]
-        if self.bits:
+        if self.kind is ReportKind.BITS:
             return np.broadcast_to(np.arange(proto.k) == value, (n, proto.k))
         vals = np.full(n, value, dtype=np.int64)
-        if hasattr(proto, "g"):
+        if self.kind in HASH_KINDS:
             return proto._memo_key(vals, {"hash_id": reports["hash_id"]})
         return vals
 
@@ -315,7 +316,7 @@ def check_inputs(proto: FrequencyOracle, inputs: tuple[Any, Any]) -> tuple[Any, 
         x0, x1 = int(vals[0]), int(vals[1])
     if x0 == x1:
         raise ValueError(f"{name}: 'inputs' must be two different values; got {x0!r} twice.")
-    if isinstance(proto, DBitFlipPM):
+    if report_kind(proto) is ReportKind.SAMPLED_BITS:
         bx = privacy.bucket_of(np.array([x0, x1]), proto.k, proto.n_buckets)
         if bx[0] == bx[1]:
             raise ValueError(f"{name}: 'inputs' {x0} and {x1} fall in the same bucket.")

@@ -69,7 +69,7 @@ class Round1Derivation:
         name = collection.encode("utf-8")
         self.proto = proto
         self._secret = secret
-        self._context = wire.header(proto) + len(name).to_bytes(2, "big") + name
+        self._context = proto.wire_header + len(name).to_bytes(2, "big") + name
         self.state = proto._new_state(1, HmacRandom(secret, b"longldp/state/v1|" + self._context))
 
     def key(self, value: int) -> np.ndarray:
@@ -123,7 +123,7 @@ class _RapporDerivation:
         self.client = RapporClient(
             proto,
             SecureRandom(),
-            secret=_store.derive(secret, b"longldp/rappor/v1|" + wire.header(proto)),
+            secret=_store.derive(secret, b"longldp/rappor/v1|" + proto.wire_header),
             metric=collection.encode("utf-8")[:255],
             prr_source="hmac",
         )

@@ -10,11 +10,18 @@ base class writes the public methods once; each family supplies a few private ho
 - ``_make_reports(payload, state)``: the report records a server receives;
 - ``support_counts(reports)``, ``_sample_support(true_counts, n, rng)``: aggregation and its
   count-level twin;
-- ``_encode`` / ``_decode``: fixed-width bytes of a report.
+- ``_encode`` / ``_decode``: fixed-width bytes of a report body (private: the one public byte
+  format is the wire report, header + body, :meth:`FrequencyOracle.encode_reports`).
+
+A protocol class also declares its traits as class variables (docs/design.md §2.1): ``name``,
+``wire_id``, ``report_kind``, ``budget_params``, ``test_params`` (and ``aliases``); the
+registry (:mod:`longldp.protocols._registry`), the wire codec, the audit's dispatch, budget
+parsing and the common tests are derived from them.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import math
 from abc import ABC, abstractmethod
@@ -27,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
-from longldp.protocols import wire
+from longldp.protocols import _codec
 from longldp.protocols._bitcount import BYTE_BITS, packed_column_sums  # noqa: F401  (re-exported)
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource, SecureRandom, as_random_source
@@ -43,12 +50,47 @@ def row_slices(n: int, width: int) -> Iterator[slice]:
         yield slice(start, min(n, start + step))
 
 
+class ReportKind(enum.StrEnum):
+    """What one report is: the trait the audit, the codec and the aggregation dispatch on."""
+
+    #: One symbol of [0, k) that supports the value it names (GRR, L-GRR).
+    SYMBOL = "symbol"
+    #: k independent bits, bit v supporting value v (the unary encodings).
+    BITS = "bits"
+    #: (a hash function of a public family, a bucket of [0, g)) (local hashing).
+    HASHED = "hashed"
+    #: (a Sylvester Hadamard row, a bit): local hashing over the Hadamard rows.
+    HADAMARD = "hadamard"
+    #: (d sampled buckets, one bit each) (dBitFlipPM).
+    SAMPLED_BITS = "sampled-bits"
+    #: (a cohort, the k bits of a randomized encoding of the value) (RAPPOR).
+    COHORT_BITS = "cohort-bits"
+
+
 class FrequencyOracle(ABC):
-    """Base of every protocol; see the module docstring for the hooks a family implements."""
+    """Base of every protocol; see the module docstring for the hooks a family implements.
+
+    Traits (class variables) every registered protocol declares:
+
+    - ``name``: its registry name; ``aliases``: other accepted names;
+    - ``longitudinal``: True for two-round memoizing chains;
+    - ``wire_id``: its one-byte protocol id on the wire, fixed forever (docs/wire-format.md);
+    - ``report_kind``: what a report is (:class:`ReportKind`);
+    - ``budget_params``: the constructor parameters that set its privacy: ``("eps",)`` for a
+      one-shot oracle, ``("eps_perm", "eps_1")`` for a chain, or its own (dBitFlipPM:
+      ``("eps_perm",)``; RAPPOR: ``("f", "p", "q")``);
+    - ``test_params``: a few constructor dicts (``k`` supplied by the test unless given) with
+      which the common tests enroll it (as scipy.stats's ``_distr_params``).
+    """
 
     name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
     #: True for two-round memoizing chains; one-shot oracles randomize afresh every report.
     longitudinal: ClassVar[bool]
+    wire_id: ClassVar[int]
+    report_kind: ClassVar[ReportKind]
+    budget_params: ClassVar[tuple[str, ...]]
+    test_params: ClassVar[tuple[dict[str, Any], ...]]
     k: int
     eps_perm: float
     eps_1: float
@@ -56,6 +98,11 @@ class FrequencyOracle(ABC):
     q1: float
     p2: float
     q2: float
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "wire_id" in cls.__dict__:
+            _codec.claim_wire_id(cls.wire_id, cls.name)
 
     # ------------------------------------------------------------------ parameters and math
     def _validate_common(self) -> None:
@@ -320,11 +367,11 @@ class FrequencyOracle(ABC):
 
     def aggregator_from_state(self, state: dict[str, Any]) -> Aggregator:
         """An aggregator restored from :meth:`Aggregator.state` (refuses another protocol's)."""
-        spec, n, support = wire.check_state(state)
+        spec, n, support = _codec.check_state(state)
         if spec != self.spec() or state["fingerprint"] != self.fingerprint().hex():
             raise ValueError(
-                f"{self.name}: the aggregator state is of {wire.canonical_json(spec).decode()}, "
-                f"not of {wire.canonical_json(self.spec()).decode()}."
+                f"{self.name}: the aggregator state is of {_codec.canonical_json(spec).decode()}, "
+                f"not of {_codec.canonical_json(self.spec()).decode()}."
             )
         agg = Aggregator(self)
         empty = agg.support_counts
@@ -340,57 +387,36 @@ class FrequencyOracle(ABC):
 
     # ------------------------------------------------------------------ wire format v1
     def spec(self) -> dict[str, Any]:
-        """``{"name", "params"}``: JSON that rebuilds this protocol (:func:`protocol_from_spec`)."""
-        return wire.spec(self)
-
-    @property
-    def protocol_id(self) -> int:
-        """This protocol's one-byte id on the wire (docs/wire-format.md)."""
-        return wire.protocol_id(self)
+        """``{"name", "params"}``: JSON that rebuilds this protocol (``protocol_from_spec``)."""
+        return _codec.spec_of(self)
 
     def fingerprint(self) -> bytes:
         """8 bytes: SHA-256 of the canonical JSON :meth:`spec`, truncated."""
-        return wire.fingerprint(self)
+        return self.wire_header[4:]
 
-    @property
+    @functools.cached_property
     def wire_header(self) -> bytes:
-        """The 12-byte header of every report of this protocol."""
-        return wire.header(self)
+        """The 12-byte header of every report of this protocol (docs/wire-format.md §1)."""
+        return _codec.header(self.wire_id, self.spec())
 
     @property
     def wire_size(self) -> int:
         """Bytes of one wire-format report (header + body)."""
-        return wire.wire_size(self)
+        return _codec.HEADER_SIZE + self.report_nbytes
 
-    def encode_reports(self, bodies: NDArray) -> bytes:
-        """Wire-format reports (header + body each), concatenated."""
-        return wire.encode_reports(self, bodies)
+    @functools.cached_property
+    def report_nbytes(self) -> int:
+        """Bytes of the fixed-width body of one report."""
+        return self._encode(self._make_reports(*self._example_payload())).shape[1]
+
+    def encode_reports(self, records: ArrayLike) -> bytes:
+        """Wire-format reports (header + body each) of report records, concatenated."""
+        return _codec.encode_reports(self, records)
 
     def decode_reports(self, data: bytes | Sequence[bytes]) -> NDArray:
         """Report records of wire-format reports; every header, length and body is checked and
         the first bad item named (``ValueError``)."""
-        return wire.decode_reports(self, data)
-
-    @property
-    def report_nbytes(self) -> int:
-        """Size in bytes of one serialized report."""
-        return self._encode(self._make_reports(*self._example_payload())).shape[1]
-
-    def to_bytes(self, reports: NDArray) -> list[bytes]:
-        """Serialize a batch of reports, fixed width each (see :attr:`report_nbytes`)."""
-        return [row.tobytes() for row in self._encode(reports)]
-
-    def from_bytes(self, data: bytes | Sequence[bytes]) -> NDArray:
-        """Parse reports serialized by :meth:`to_bytes` (one bytes object or a sequence)."""
-        blob = data if isinstance(data, (bytes, bytearray)) else b"".join(data)
-        width = self.report_nbytes
-        if len(blob) % width:
-            raise ValueError(
-                f"{self.name}: serialized reports must be a multiple of {width} bytes; "
-                f"got {len(blob)}."
-            )
-        rows = np.frombuffer(bytes(blob), dtype=np.uint8).reshape(-1, width)
-        return self._decode(rows)
+        return _codec.decode_reports(self, data)
 
     # ------------------------------------------------------------------ hooks
     def _memo_store(self, n_users: int) -> MemoStore | DenseMemoStore:
@@ -446,6 +472,7 @@ class OneShot:
     """Mixin of the one-shot oracles: their single ε is spent by every report, no memo."""
 
     longitudinal: ClassVar[bool] = False
+    budget_params: ClassVar[tuple[str, ...]] = ("eps",)
     eps: float
 
     @property
@@ -538,7 +565,7 @@ class Aggregator:
     def support_counts(self) -> NDArray:
         """Support counts of everything added (a copy)."""
         if self._support is None:
-            return self.oracle.support_counts(self.oracle.from_bytes(b""))
+            return self.oracle.support_counts(_codec.empty_records(self.oracle))
         return self._support.copy()
 
     def merge(self, other: Aggregator) -> None:
@@ -548,8 +575,8 @@ class Aggregator:
         if other.oracle.spec() != self.oracle.spec():
             raise ValueError(
                 f"{self.oracle.name}: cannot merge counts of "
-                f"{wire.canonical_json(other.oracle.spec()).decode()} into "
-                f"{wire.canonical_json(self.oracle.spec()).decode()}."
+                f"{_codec.canonical_json(other.oracle.spec()).decode()} into "
+                f"{_codec.canonical_json(self.oracle.spec()).decode()}."
             )
         if other.n:
             self._support = (
@@ -560,7 +587,7 @@ class Aggregator:
     def state(self) -> dict[str, Any]:
         """JSON-serializable counts: restore with ``proto.aggregator_from_state(state)``."""
         return {
-            "format": wire.STATE_FORMAT,
+            "format": _codec.STATE_FORMAT,
             "protocol": self.oracle.spec(),
             "fingerprint": self.oracle.fingerprint().hex(),
             "n": int(self.n),

@@ -29,6 +29,7 @@ from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, m
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
+    ReportKind,
     _frequencies,
     bytes_to_uint,
     min_bytes,
@@ -56,7 +57,13 @@ class DBitFlipPM(FrequencyOracle):
     p2: float = field(init=False, default=1.0)
     q2: float = field(init=False, default=0.0)
     name: ClassVar[str] = "dBitFlipPM"
+    aliases: ClassVar[tuple[str, ...]] = ("dBitFlip",)
     longitudinal: ClassVar[bool] = True
+    wire_id: ClassVar[int] = 13
+    report_kind: ClassVar[ReportKind] = ReportKind.SAMPLED_BITS
+    #: One round: ε∞ alone sets it (one report costs min(d, 2)·ε∞/2).
+    budget_params: ClassVar[tuple[str, ...]] = ("eps_perm",)
+    test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "d": 1}, {"eps_perm": 2.0, "d": 3})
 
     def __post_init__(self) -> None:
         k = check.integer(self.name, "k", self.k, minimum=2)

@@ -41,7 +41,7 @@ from longldp import _validate as check
 from longldp import privacy
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo
 from longldp.protocols._rng import HmacRandom, RandomSource, SecureRandom, as_random_source
-from longldp.protocols.base import Client, _user_index, packed_column_sums, row_slices
+from longldp.protocols.base import Client, ReportKind, _user_index, packed_column_sums, row_slices
 from longldp.protocols.ue import _UnaryEncoding
 
 ENCODERS = ("bloom", "onehot", "boolean")
@@ -199,6 +199,13 @@ class RAPPOR(_UnaryEncoding):
     q2: float = field(init=False)
     name: ClassVar[str] = "RAPPOR"
     longitudinal: ClassVar[bool] = True
+    wire_id: ClassVar[int] = 14
+    report_kind: ClassVar[ReportKind] = ReportKind.COHORT_BITS
+    #: RAPPOR's own parameters: PRR f, IRR p and q (ε∞ and ε1 follow, with h).
+    budget_params: ClassVar[tuple[str, ...]] = ("f", "p", "q")
+    test_params: ClassVar[tuple[dict, ...]] = (
+        {"h": 1, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75, "encoder": "onehot"},
+    )
 
     def __post_init__(self) -> None:
         own = self.name

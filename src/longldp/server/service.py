@@ -25,7 +25,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 
 from longldp import postprocess as pp
-from longldp.protocols import FrequencyOracle
+from longldp.protocols import FrequencyOracle, protocol_from_spec
 from longldp.server import _codec as codec
 from longldp.server import db, tokens
 
@@ -186,7 +186,7 @@ class Service:
         if isinstance(k_in, int) and k_in > MAX_K:
             raise ClientError(422, f"'protocol': k must be at most {MAX_K:,} on this server.")
         try:
-            proto = codec.protocol_from_spec(spec_in)  # type: ignore[arg-type]
+            proto = protocol_from_spec(spec_in)  # type: ignore[arg-type]
         except (ValueError, TypeError) as exc:
             raise ClientError(422, f"'protocol': {exc}") from None
         first = _int_field(body, "first_epoch", 0)
@@ -212,7 +212,7 @@ class Service:
         row = {
             "name": name,
             "protocol_spec": json.dumps(spec, sort_keys=True),
-            "protocol_id": proto.protocol_id,
+            "protocol_id": proto.wire_id,
             "fingerprint": proto.fingerprint(),
             "first_epoch": first,
             "last_epoch": last,
@@ -261,7 +261,7 @@ class Service:
         col = Collection(
             id=row["id"],
             name=row["name"],
-            proto=codec.protocol_from_spec(spec),
+            proto=protocol_from_spec(spec),
             spec=spec,
             protocol_id=row["protocol_id"],
             fingerprint=bytes(row["fingerprint"]),
