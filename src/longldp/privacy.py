@@ -463,6 +463,92 @@ def pool_extra_variance(f: ArrayLike, g: int, pool_size: int) -> NDArray:
 # Budget accounting (docs/math.md §4)
 # --------------------------------------------------------------------------------------------
 
+#: The privacy parameters of the shared budget type: a one-shot oracle's ε; a chain's ε∞ with
+#: ε1, or with α = ε1/ε∞ instead of ε1 (docs/math.md §4.1).
+BUDGET_KEYS = ("eps", "eps_perm", "eps_1", "alpha")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A privacy budget as a user gives it, and the one parser every entry point uses.
+
+    ``eps`` for a one-shot oracle; ``eps_perm`` (ε∞) with ``eps_1`` (ε1) or ``alpha``
+    (α = ε1/ε∞) for a two-round chain; ``eps_perm`` alone for a chain with one round
+    (dBitFlipPM). A protocol with parameters of its own (RAPPOR's f, p, q) takes none of these.
+    :meth:`parameters` turns the budget into the constructor parameters of a protocol class
+    from its ``budget_params`` trait, or raises ``ValueError`` naming the parameter given and
+    what the protocol allows: never a silent switch to another protocol (docs/math.md §4.1).
+    """
+
+    eps: float | None = None
+    eps_perm: float | None = None
+    eps_1: float | None = None
+    alpha: float | None = None
+
+    @classmethod
+    def at_level(cls, level: float, eps_1: float | None, takes: tuple[str, ...]) -> Budget:
+        """A study grid's point (ε∞ = ``level``, ε1) for a protocol taking ``takes``: one-shot
+        oracles run at ε = ``level``, one-round chains at ε∞ alone (ε1 unused)."""
+        if tuple(takes) == ("eps",):
+            return cls(eps=level)
+        if "eps_1" in takes:
+            return cls(eps_perm=level, eps_1=eps_1)
+        return cls(eps_perm=level)
+
+    def given(self) -> dict[str, float]:
+        """The parameters that were given (not None), by name."""
+        return {k: getattr(self, k) for k in BUDGET_KEYS if getattr(self, k) is not None}
+
+    def parameters(self, owner: str, takes: tuple[str, ...], note: str = "") -> dict[str, float]:
+        """Constructor parameters of a protocol whose budget parameters are ``takes``.
+
+        ``alpha`` becomes ε1 = α·ε∞ (0 < α < 1). Checks the form (which parameters) and the
+        values: 0 < ε, ε∞ ≤ EPS_MAX and 0 < ε1 < ε∞. ``note`` is appended to a form error (e.g.
+        which protocol takes the budget that was given).
+        """
+        given = self.given()
+        takes = tuple(takes)
+        native = [p for p in takes if p not in BUDGET_KEYS]
+        tail = f" {note}" if note else ""
+        if native:
+            if given:
+                raise ValueError(
+                    f"{owner}: unknown parameter(s) {', '.join(given)}; its privacy is set by its "
+                    f"own parameters {', '.join(native)}.{tail}"
+                )
+            return {}
+        if takes == ("eps",):
+            allowed, form = {"eps"}, "a one-shot oracle: its budget is 'eps'"
+        elif takes == ("eps_perm", "eps_1"):
+            allowed = {"eps_perm", "eps_1", "alpha"}
+            form = "a two-round chain: its budget is 'eps_perm' with 'eps_1' or 'alpha'"
+        elif takes == ("eps_perm",):
+            allowed, form = {"eps_perm"}, "a chain with one round: its budget is 'eps_perm' alone"
+        else:
+            raise ValueError(f"{owner}: unknown budget form {takes!r}.")
+        wrong = [k for k in given if k not in allowed]
+        if wrong:
+            raise ValueError(
+                f"{owner}: unknown parameter(s) {', '.join(wrong)}; {owner} is {form}.{tail}"
+            )
+        if "eps_1" in given and "alpha" in given:
+            raise ValueError(f"{owner}: give 'eps_1' or 'alpha', not both.")
+        missing = [k for k in takes if k not in given and not (k == "eps_1" and "alpha" in given)]
+        if missing:
+            raise ValueError(
+                f"{owner}: missing parameter(s) {', '.join(missing)}; {owner} is {form}.{tail}"
+            )
+        if takes == ("eps",):
+            return {"eps": check.budget(owner, "eps", given["eps"])}
+        eps_perm = check.budget(owner, "eps_perm", given["eps_perm"])
+        if takes == ("eps_perm",):
+            return {"eps_perm": eps_perm}
+        if "alpha" in given:
+            eps_1 = check.positive_float(owner, "alpha", given["alpha"], upper=1.0) * eps_perm
+        else:
+            eps_1 = check.chain_budgets(owner, eps_perm, given["eps_1"])[1]
+        return {"eps_perm": eps_perm, "eps_1": eps_1}
+
 
 @dataclass(frozen=True)
 class SpentBudget:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from longldp import privacy
 from longldp.protocols import _codec
 from longldp.protocols.base import Aggregator, FrequencyOracle, ReportKind
 from longldp.protocols.dbitflip import DBitFlipPM
@@ -115,9 +116,15 @@ def get_protocol_class(name: str) -> type[FrequencyOracle]:
 def protocol(name: str, **params: Any) -> FrequencyOracle:
     """Build a protocol by name, e.g. ``protocol("L-GRR", k=10, eps_perm=2, eps_1=1)``.
 
-    Unknown parameters raise ``ValueError`` (never silently dropped), as do missing ones.
+    The budget goes through the one parser :class:`longldp.privacy.Budget`: ``eps`` for a
+    one-shot oracle, ``eps_perm`` with ``eps_1`` or ``alpha`` (ε1 = α·ε∞) for a chain,
+    ``eps_perm`` alone for dBitFlipPM, RAPPOR's own ``f, p, q``. A budget of the wrong form,
+    an unknown parameter or a missing one raises ``ValueError`` naming it and what is allowed
+    (never a silent switch to another protocol).
     """
     cls = get_protocol_class(name)
+    budget = privacy.Budget(**{k: params.pop(k) for k in privacy.BUDGET_KEYS if k in params})
+    params.update(budget.parameters(cls.name, cls.budget_params, cls.budget_note))
     allowed = _init_parameters(cls)
     unknown = sorted(set(params) - set(allowed))
     if unknown:

@@ -90,6 +90,8 @@ class FrequencyOracle(ABC):
     wire_id: ClassVar[int]
     report_kind: ClassVar[ReportKind]
     budget_params: ClassVar[tuple[str, ...]]
+    #: Appended to a budget error, e.g. which protocol takes the budget that was given.
+    budget_note: ClassVar[str] = ""
     test_params: ClassVar[tuple[dict[str, Any], ...]]
     k: int
     eps_perm: float

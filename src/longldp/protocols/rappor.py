@@ -203,6 +203,10 @@ class RAPPOR(_UnaryEncoding):
     report_kind: ClassVar[ReportKind] = ReportKind.COHORT_BITS
     #: RAPPOR's own parameters: PRR f, IRR p and q (ε∞ and ε1 follow, with h).
     budget_params: ClassVar[tuple[str, ...]] = ("f", "p", "q")
+    budget_note: ClassVar[str] = (
+        "RAPPOR tuned by ε∞ and ε1 instead (one-hot, f and q set by the budgets) is L-SUE: "
+        'use protocol "L-SUE".'
+    )
     test_params: ClassVar[tuple[dict, ...]] = (
         {"h": 1, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75, "encoder": "onehot"},
     )
