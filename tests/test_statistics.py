@@ -235,3 +235,32 @@ def test_hash_values_of_distinct_inputs_are_independent() -> None:
     cells = np.bincount(h[:, 0] * g * g + h[:, 1] * g + h[:, 2], minlength=g**3)
     p = 1 / g**3
     assert np.all(np.abs(cells - draws * p) <= Z * np.sqrt(draws * p * (1 - p)))
+
+
+# ---------------------------------------------------------------------- intervals (math §1.5)
+
+N_COVER, R_COVER = 20_000, 2_000
+
+
+@pytest.mark.parametrize("pid", IDS)
+def test_estimate_interval_covers_the_truth_at_its_level(pid):
+    """The one estimate-with-SE rule: f̂ ± 1.96·sqrt(Var(n, clip(f̂, 0, 1))) around the unbiased
+    f̂ covers the true f in 95% of repetitions, per value (the binomial SE of a coverage over R
+    repetitions is sqrt(0.95·0.05/R); 5 of them are allowed). The post-processed point
+    estimate does not move the interval."""
+    proto = make(pid)
+    counts = true_counts(N_COVER)
+    truth = proto.frequencies_from_counts(counts, N_COVER)
+    rng = np.random.default_rng(seed_of("cover", pid))
+    support = proto.sample_support(np.tile(counts, (R_COVER, 1)), N_COVER, rng)
+    hits = np.zeros(truth.shape)
+    for s in support:
+        est = proto.estimate_with_se(s, N_COVER, postprocess="norm-sub")
+        np.testing.assert_array_equal(est.raw, proto.estimate(s, N_COVER))
+        hits += (est.lower <= truth) & (truth <= est.upper)
+    coverage = hits / R_COVER
+    tol = Z * math.sqrt(0.95 * 0.05 / R_COVER)
+    assert np.all(np.abs(coverage - 0.95) < tol), coverage
+    wide = proto.estimate_with_se(support[0], N_COVER, level=0.99)
+    narrow = proto.estimate_with_se(support[0], N_COVER, level=0.5)
+    assert np.all(wide.upper - wide.lower > narrow.upper - narrow.lower)

@@ -29,7 +29,7 @@ from longldp.protocols._registry import (
     protocol_from_spec,
 )
 from longldp.protocols._rng import HmacRandom, SecureRandom
-from longldp.protocols.base import Aggregator, Client, FrequencyOracle, ReportKind
+from longldp.protocols.base import Aggregator, Client, Estimate, FrequencyOracle, ReportKind
 from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.grr import GRR, LGRR
 from longldp.protocols.hadamard import LSH, SH
@@ -68,6 +68,7 @@ __all__ = [
     "BiLOLOHA",
     "Client",
     "DBitFlipPM",
+    "Estimate",
     "FrequencyOracle",
     "HmacRandom",
     "MemoStore",

@@ -36,6 +36,7 @@ from longldp import postprocess as pp
 from longldp import privacy
 from longldp.protocols import _codec
 from longldp.protocols._bitcount import BYTE_BITS, packed_column_sums  # noqa: F401  (re-exported)
+from longldp.protocols._estimate import Estimate, estimate_with_se
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource, SecureRandom, as_random_source
 
@@ -206,6 +207,11 @@ class FrequencyOracle(ABC):
         raw = self._unbiased(c, n)
         if postprocess is None:
             return raw
+        if len(self.estimate_shape) != 1:
+            raise ValueError(
+                f"{self.name}: post-processing applies to a frequency vector; this estimate "
+                f"has shape {self.estimate_shape} ('postprocess' must be None)."
+            )
         info = self._channel_info(n)
         rows = raw.reshape(-1, raw.shape[-1])
         out = np.stack([pp.apply(postprocess, row, 1.0, info) for row in rows])
@@ -213,6 +219,29 @@ class FrequencyOracle(ABC):
 
     def _unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
         return (support / n - self.P0) / (self.P1 - self.P0)
+
+    @property
+    def estimate_shape(self) -> tuple[int, ...]:
+        """Shape of one timestamp's estimate: (estimate_size,) for a frequency vector."""
+        return (self.estimate_size,)
+
+    def estimate_with_se(
+        self,
+        support: ArrayLike,
+        n: int,
+        postprocess: str | pp.PostProcessor | None = None,
+        level: float = 0.95,
+    ) -> Estimate:
+        """The estimate of one timestamp with its unbiased form, standard error and ``level``
+        normal interval: f̂ ∓ z·sqrt(Var(n, clip(f̂, 0, 1))) around the unbiased f̂
+        (docs/math.md §1.5). The one function the server, the archive and the CLI use."""
+        return estimate_with_se(self, support, n, postprocess, level)
+
+    def _estimate_variance(
+        self, support: NDArray, n: int, plug_in: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Var of the unbiased estimate at the plug-in frequencies (shape of the estimate)."""
+        return self.variance(n, plug_in)
 
     def sample_support(
         self, true_counts: ArrayLike, n: int | None = None, rng: Any = None
@@ -601,6 +630,14 @@ class Aggregator:
         if self.n == 0:
             raise ValueError(f"{self.oracle.name}: no reports have been added yet.")
         return self.oracle.estimate(self.support_counts, self.n, postprocess)
+
+    def estimate_with_se(
+        self, postprocess: str | pp.PostProcessor | None = None, level: float = 0.95
+    ) -> Estimate:
+        """:meth:`FrequencyOracle.estimate_with_se` of everything added so far."""
+        if self.n == 0:
+            raise ValueError(f"{self.oracle.name}: no reports have been added yet.")
+        return self.oracle.estimate_with_se(self.support_counts, self.n, postprocess, level)
 
 
 # ---------------------------------------------------------------------- helpers

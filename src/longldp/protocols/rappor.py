@@ -293,6 +293,23 @@ class RAPPOR(_UnaryEncoding):
         return (self.k,) if self.onehot else (self.m, self.k + 1)
 
     @property
+    def estimate_shape(self) -> tuple[int, ...]:
+        """(k,) frequencies for one-hot; otherwise (m, k) per-cohort shares of set bits."""
+        return (self.k,) if self.onehot else (self.m, self.k)
+
+    def _estimate_variance(
+        self, support: NDArray, n: int, plug_in: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Per cohort j, the variance of a share of N_j reports (NaN for an empty cohort)."""
+        if self.onehot:
+            return super()._estimate_variance(support, n, plug_in)
+        n_j = np.asarray(support)[:, 0]
+        out = np.full(plug_in.shape, np.nan)
+        for j in np.flatnonzero(n_j):
+            out[j] = self.variance(int(n_j[j]), plug_in[j])
+        return out
+
+    @property
     def report_dtype(self) -> np.dtype:
         return np.dtype([("cohort", np.int64), ("bits", np.uint8, (self.nbytes,))])
 
