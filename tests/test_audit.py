@@ -50,7 +50,7 @@ def _brute_lifetime(per_report: np.ndarray, memo: np.ndarray, tau: int) -> float
     return worst
 
 
-@pytest.mark.parametrize("key", ["L-GRR-exact", "L-GRR-paper"])
+@pytest.mark.parametrize("key", ["L-GRR", "L-GRR-paper"])
 @pytest.mark.parametrize("tau", [1, 2, 3, 4])
 def test_lifetime_of_grr_chain_equals_enumeration(key, tau):
     proto = small(key, k=3)
@@ -190,7 +190,7 @@ def test_misencoded_unary_is_caught(name):
     assert res.violates, res
 
 
-@pytest.mark.parametrize("key", ["L-SUE", "L-GRR-exact", "OLOLOHA", "L-OSUE", "dBitFlipPM-d1"])
+@pytest.mark.parametrize("key", ["L-SUE", "L-GRR", "OLOLOHA", "L-OSUE", "dBitFlipPM"])
 def test_stateless_client_is_caught(key):
     proto = small(key)
     res = audit_game(proto, 3000, tau=30, clients="stateless", rng=7)
@@ -265,7 +265,7 @@ def test_rappor_bloom_filter_audited():
 def test_boolean_rappor_is_at_most_its_claim():
     # One bit differs between the two values of the boolean encoder, not 2h: the exact ε is
     # half the Bloom-filter formula the protocol reports (a loose, safe claim).
-    proto = ll.protocol("RAPPOR", k=1, h=1, m=2, f=0.5, p=0.25, q=0.75, encoder="boolean")
+    proto = ll.protocol("RAPPOR-boolean", m=2, f=0.5, p=0.25, q=0.75)
     exact = exact_epsilons(proto)
     assert exact.single <= proto.single_report_epsilon() + 1e-9
     assert not audit_game(proto, 4000, tau=3, rng=12).violates
@@ -273,7 +273,7 @@ def test_boolean_rappor_is_at_most_its_claim():
 
 def test_one_time_rappor_composes_per_report():
     # One-time RAPPOR keeps no memo: τ reports cost τ·ε1 and the claim says so.
-    proto = ll.protocol("RAPPOR", k=4, h=1, m=1, f=0.0, p=0.5, q=0.75, one_time=True)
+    proto = ll.protocol("RAPPOR-one-time", k=4, h=1, m=1, f=0.0, p=0.5, q=0.75)
     assert claimed_epsilon(proto, 5) == pytest.approx(5 * proto.single_report_epsilon())
     assert exact_lifetime_epsilon(proto, 5) == pytest.approx(5 * exact_epsilons(proto).single)
     res = audit_game(proto, 3000, tau=5, rng=13)

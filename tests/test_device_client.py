@@ -115,7 +115,7 @@ def test_max_epsilon_uses_the_memo_cap_and_survives_restart(tmp_path):
 
 
 def test_queue_is_bounded_and_survives_restart(tmp_path, caplog):
-    proto = make("L-GRR-exact")
+    proto = make("L-GRR")
     client = DeviceClient(tmp_path / "s", proto, "demo", queue_limit=3)
     ids = [client.report(1, e) for e in range(5)]
     assert [q.id for q in client.queue] == ids[2:] and client.dropped == 2

@@ -45,9 +45,7 @@ def test_note_vectors(h, p, q, f, eps_1, eps_inf):
 
 
 def test_one_time_basic_rappor_is_ln3():
-    proto = ll.protocol(
-        "RAPPOR", k=10, h=1, m=1, f=0.0, p=0.5, q=0.75, one_time=True, encoder="onehot"
-    )
+    proto = ll.protocol("RAPPOR-onehot-one-time", k=10, f=0.0, p=0.5, q=0.75)
     assert proto.eps_1 == pytest.approx(math.log(3))
     assert privacy.rappor_eps_inf(0.0, 1) == math.inf
 
@@ -118,9 +116,7 @@ def test_bloom_hash_matches_google_for_v1():
 # ---------------------------------------------------------------------- one chain
 def test_onehot_rappor_and_lsue_give_identical_reports():
     lsue = ll.protocol("L-SUE", k=12, eps_perm=2.0, eps_1=0.8)
-    rap = ll.protocol(
-        "RAPPOR", k=12, h=1, m=1, f=2 * lsue.q1, p=lsue.q2, q=lsue.p2, encoder="onehot"
-    )
+    rap = ll.protocol("RAPPOR-onehot", k=12, f=2 * lsue.q1, p=lsue.q2, q=lsue.p2)
     assert rap.single_report_epsilon() == pytest.approx(lsue.single_report_epsilon())
     assert rap.first_round_epsilon() == pytest.approx(lsue.first_round_epsilon())
     values = np.random.default_rng(0).integers(0, 12, 400)
@@ -227,7 +223,7 @@ def test_table_prr_is_kept_and_exported():
 
 
 def test_boolean_rappor():
-    proto = ll.protocol("RAPPOR", k=1, h=1, m=2, f=0.5, p=0.25, q=0.75, encoder="boolean")
+    proto = ll.protocol("RAPPOR-boolean", m=2, f=0.5, p=0.25, q=0.75)
     rng = np.random.default_rng(4)
     values = rng.random(2000) < 0.3
     memo = proto.new_memo(2000)
@@ -264,11 +260,10 @@ def test_report_body_is_cohort_u16_then_packed_bits():
         ({"f": 1.0}, "'f' must be a number in \\[0, 1\\)"),
         ({"f": -0.1}, "'f' must be a number in \\[0, 1\\]"),
         ({"p": 0.6, "q": 0.6}, "'p' and 'q' must differ"),
-        ({"f": 0.0}, "one_time=True"),
+        ({"f": 0.0}, "use the one-time variant"),
         ({"h": 17}, "'h' must be an integer in \\[1, 16\\]"),
         ({"k": 300}, "'k' must be an integer in \\[1, 256\\]"),
-        ({"encoder": "onehot"}, "'h' must be"),
-        ({"encoder": "nope"}, "'encoder' must be one of"),
+        ({"encoder": "onehot"}, "unknown parameter\\(s\\) encoder"),
     ],
 )
 def test_bad_parameters(params, match):

@@ -93,7 +93,7 @@ def test_count_level_time_average_is_vtot_over_tau():
     """Count-level timestamps are independent: Var of the time average is Vtot/τ, short of the
     truth by the factor 1 + (τ − 1)·V1/Vtot (docs/math.md, "Variance over time")."""
     values = constant_values()
-    for pid in ("L-SUE", "BiLOLOHA", "dBitFlipPM-d1"):
+    for pid in ("L-SUE", "BiLOLOHA", "dBitFlipPM"):
         proto = make(pid)
         seeds = np.random.SeedSequence(zlib.crc32(pid.encode())).spawn(R)
         means = np.array(

@@ -29,7 +29,8 @@ from scipy.special import xlogy
 
 from longldp import _validate as check
 from longldp.privacy import channel_epsilon
-from longldp.protocols import RAPPOR, DBitFlipPM, FrequencyOracle, ReportKind
+from longldp.protocols import DBitFlipPM, FrequencyOracle, ReportKind
+from longldp.protocols.rappor import RapporChain
 
 #: Largest number of outputs an enumerated channel may have (2^16 unary-encoded vectors).
 MAX_OUTPUTS = 1 << 16
@@ -72,21 +73,6 @@ def ue_channel(
     outputs = np.array(list(itertools.product((0, 1), repeat=k)))
     rows = np.eye(k, dtype=int) if patterns is None else np.asarray(patterns, dtype=int)
     return np.stack([np.prod(per_bit[row[None, :], outputs], axis=1) for row in rows])
-
-
-def rappor_patterns(proto: RAPPOR) -> NDArray[np.bool_]:
-    """Every encoding a RAPPOR client can hold: one-hot vectors, the two boolean patterns, or
-    every Bloom filter with 1..h set bits (any set a string can hash to, in any cohort)."""
-    k = proto.k
-    if proto.encoder == "boolean":
-        return np.array([[False], [True]])
-    if proto.encoder == "onehot":
-        return np.eye(k, dtype=bool)
-    sets = [c for r in range(1, proto.h + 1) for c in itertools.combinations(range(k), r)]
-    out = np.zeros((len(sets), k), dtype=bool)
-    for i, s in enumerate(sets):
-        out[i, list(s)] = True
-    return out
 
 
 def hashed_epsilon(
@@ -186,18 +172,18 @@ def _symbol_exact(proto: FrequencyOracle, rng: np.random.Generator) -> ExactEpsi
     return ExactEpsilons(channel_epsilon(r1 @ grr_matrix(proto.p2, proto.k)), channel_epsilon(r1))
 
 
-def _rappor_exact(proto: RAPPOR, rng: np.random.Generator) -> ExactEpsilons:
-    patterns = rappor_patterns(proto)
+def _cohort_bits_exact(proto: RapporChain, rng: np.random.Generator) -> ExactEpsilons:
+    """Every encoding a client can hold (``proto.possible_encodings()``) through the PRR and
+    IRR bit channels (a one-time variant's round 1 is already the composed channel)."""
+    patterns = proto.possible_encodings()
     if patterns.shape[0] * 2**proto.k > 1 << 24:
         raise ValueError(
-            f"{proto.name}: the exact audit enumerates {patterns.shape[0]} Bloom patterns × "
+            f"{proto.name}: the exact audit enumerates {patterns.shape[0]} encodings × "
             f"2^{proto.k} outputs; use a smaller k or h."
         )
     b1 = bit_matrix(proto.p1, proto.q1)
     both = b1 @ bit_matrix(proto.p2, proto.q2)
     single = channel_epsilon(ue_channel(proto.k, both, patterns))
-    if proto.one_time:
-        return ExactEpsilons(single, single)
     return ExactEpsilons(single, channel_epsilon(ue_channel(proto.k, b1, patterns)))
 
 
@@ -207,13 +193,14 @@ _EXACT: dict[ReportKind, Callable[[Any, np.random.Generator], ExactEpsilons]] = 
     ReportKind.HASHED: _hashed_exact,
     ReportKind.HADAMARD: _hashed_exact,
     ReportKind.SAMPLED_BITS: _sampled_bits_exact,
-    ReportKind.COHORT_BITS: _rappor_exact,
+    ReportKind.COHORT_BITS: _cohort_bits_exact,
 }
 
 
 def memoized(proto: FrequencyOracle) -> bool:
-    """Does the client keep round 1 across reports? (One-time RAPPOR does not.)"""
-    return proto.longitudinal and not getattr(proto, "one_time", False)
+    """Does the client keep round 1 across reports? (Longitudinal protocols do; the one-shot
+    oracles and one-time RAPPOR do not.)"""
+    return proto.longitudinal
 
 
 # ------------------------------------------------------------------------------ lifetime
@@ -244,11 +231,12 @@ def _one_value_lifetime(proto: FrequencyOracle, tau: int) -> float:
         single = _cached_single(proto)
         return single if kind is ReportKind.SAMPLED_BITS else tau * single
     if kind is ReportKind.COHORT_BITS:
-        if proto.encoder == "boolean":
-            return _boolean_lifetime(proto, tau)
-        # Two encodings differ in at most h bits each way (one for one-hot).
-        pair = _unary_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, tau)
-        return pair * (proto.h if proto.encoder == "bloom" else 1)
+        # Two encodings differ in at most (x, y) bits, set in one and not the other: each such
+        # bit contributes the worst log-likelihood ratio of its count, r or −r.
+        r = unary_count_llr(np.arange(tau + 1), tau, proto.p1, proto.q1, proto.p2, proto.q2)
+        x, y = proto.differing_bits  # type: ignore[attr-defined]
+        up, down = float(r.max()), float((-r).max())
+        return max(x * up + y * down, y * up + x * down)
     if kind is ReportKind.BITS:
         return _unary_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, tau)
     m = proto.g if kind in HASH_KINDS else proto.k  # type: ignore[attr-defined]
@@ -266,12 +254,6 @@ def _unary_chain_lifetime(p1: float, q1: float, p2: float, q2: float, tau: int) 
     at the other: max r + max(−r)."""
     r = unary_count_llr(np.arange(tau + 1), tau, p1, q1, p2, q2)
     return float(r.max() + (-r).max())
-
-
-def _boolean_lifetime(proto: RAPPOR, tau: int) -> float:
-    """One bit: the two inputs differ in that bit only: max |r|."""
-    r = unary_count_llr(np.arange(tau + 1), tau, proto.p1, proto.q1, proto.p2, proto.q2)
-    return float(np.abs(r).max())
 
 
 def unary_count_llr(

@@ -33,7 +33,7 @@ from longldp import _validate as check
 from longldp import privacy
 from longldp.audit import stats
 from longldp.audit.channels import BIT_KINDS, HASH_KINDS, memoized, report_kind, unary_count_llr
-from longldp.protocols import RAPPOR, FrequencyOracle, ReportKind, SecureRandom
+from longldp.protocols import FrequencyOracle, ReportKind, SecureRandom
 
 ATTACKS = ("lr", "majority")
 PATTERNS = ("one-value", "alternating")
@@ -216,7 +216,7 @@ def _majority_score(tally: _Tally, rng: np.random.Generator) -> NDArray[np.float
 
 def value_batch(proto: FrequencyOracle, value: Any, n: int) -> Any:
     """n copies of one input, as the protocol's population path takes them."""
-    if isinstance(proto, RAPPOR) and proto.encoder == "bloom":
+    if proto.domain_size is None:  # strings (Bloom RAPPOR)
         return [value] * n
     return np.full(n, value, dtype=np.int64)
 
@@ -281,13 +281,12 @@ def claimed_epsilon(
 
 
 def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
-    """Two inputs as far apart as possible: 0 and k − 1 (in different dBitFlipPM buckets);
-    boolean RAPPOR 0 and 1; Bloom RAPPOR the two strings "value-i" (i < 32) whose filters
-    differ in the most bits over the first 64 cohorts."""
-    if isinstance(proto, RAPPOR) and proto.encoder == "boolean":
-        return 0, 1
-    if isinstance(proto, RAPPOR) and proto.encoder == "bloom":
-        words = [f"value-{i}" for i in range(32)]
+    """Two inputs as far apart as possible: 0 and the last value of the domain (in different
+    dBitFlipPM buckets; boolean RAPPOR: 0 and 1); for a protocol over strings (Bloom RAPPOR)
+    the two of ``proto.as_inputs(range(32))`` whose filters differ in the most bits over the
+    first 64 cohorts."""
+    if proto.domain_size is None:
+        words = list(proto.as_inputs(np.arange(32)))
         cohorts = np.arange(min(proto.m, 64))
         masks = np.stack(
             [
@@ -298,7 +297,7 @@ def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
         diff = (masks[:, None] ^ masks[None, :]).sum(axis=(2, 3))
         i, j = np.unravel_index(np.argmax(diff), diff.shape)
         return words[int(i)], words[int(j)]
-    return 0, proto.k - 1
+    return 0, proto.domain_size - 1
 
 
 def check_inputs(proto: FrequencyOracle, inputs: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -307,12 +306,11 @@ def check_inputs(proto: FrequencyOracle, inputs: tuple[Any, Any]) -> tuple[Any, 
     if len(inputs) != 2:
         raise ValueError(f"{name}: 'inputs' must be two values; got {inputs!r}.")
     x0, x1 = inputs
-    if isinstance(proto, RAPPOR) and proto.encoder == "bloom":
+    if proto.domain_size is None:
         if not all(isinstance(x, (str, bytes)) for x in inputs):
-            raise ValueError(f"{name}: Bloom-filter RAPPOR audits strings; got {inputs!r}.")
+            raise ValueError(f"{name}: a protocol over strings audits strings; got {inputs!r}.")
     else:
-        width = 2 if isinstance(proto, RAPPOR) and proto.encoder == "boolean" else proto.k
-        vals = check.domain_values(name, np.array([x0, x1]), width, "inputs")
+        vals = check.domain_values(name, np.array([x0, x1]), proto.domain_size, "inputs")
         x0, x1 = int(vals[0]), int(vals[1])
     if x0 == x1:
         raise ValueError(f"{name}: 'inputs' must be two different values; got {x0!r} twice.")

@@ -131,17 +131,11 @@ class _RapporDerivation:
 
     @property
     def memoizes(self) -> bool:
-        return not self.proto.one_time
+        return self.proto.longitudinal
 
     def _bloom(self, value: Any) -> np.ndarray:
         o = self.proto
-        if o.encoder == "bloom":
-            if not isinstance(value, (str, bytes)):
-                raise ValueError(f"{o.name}: 'value' must be a string or bytes; got {value!r}.")
-            return o.encode([value], [self.client.cohort])
-        if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)):
-            raise ValueError(f"{o.name}: 'value' must be an int; got {value!r}.")
-        return o.encode(np.array([int(value)]), [self.client.cohort])
+        return o.encode([o._check_value(value)], [self.client.cohort])
 
     def memo_id(self, value: Any) -> str:
         return self._bloom(value).tobytes().hex()
@@ -155,7 +149,9 @@ class _RapporDerivation:
 
 
 def _derivation(proto: FrequencyOracle, secret: bytes, collection: str) -> Any:
-    if proto.name == "RAPPOR":
+    from longldp.protocols.rappor import RapporChain
+
+    if isinstance(proto, RapporChain):
         return _RapporDerivation(proto, secret, collection)
     return Round1Derivation(proto, secret, collection)
 

@@ -34,7 +34,15 @@ from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.grr import GRR, LGRR
 from longldp.protocols.hadamard import LSH, SH
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
-from longldp.protocols.rappor import RAPPOR, RapporClient
+from longldp.protocols.rappor import (
+    RAPPOR,
+    RapporBoolean,
+    RapporBooleanOneTime,
+    RapporClient,
+    RapporOneHot,
+    RapporOneHotOneTime,
+    RapporOneTime,
+)
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
 
@@ -74,7 +82,12 @@ __all__ = [
     "MemoStore",
     "PopulationMemo",
     "ProtocolInfo",
+    "RapporBoolean",
+    "RapporBooleanOneTime",
     "RapporClient",
+    "RapporOneHot",
+    "RapporOneHotOneTime",
+    "RapporOneTime",
     "ReportKind",
     "SecureRandom",
     "aggregator_from_state",

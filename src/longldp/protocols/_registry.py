@@ -24,7 +24,14 @@ from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.grr import GRR, LGRR
 from longldp.protocols.hadamard import LSH, SH
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
-from longldp.protocols.rappor import RAPPOR
+from longldp.protocols.rappor import (
+    RAPPOR,
+    RapporBoolean,
+    RapporBooleanOneTime,
+    RapporOneHot,
+    RapporOneHotOneTime,
+    RapporOneTime,
+)
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
 #: Every protocol, in the order ``ll.protocols()`` lists them (one-shot first).
@@ -45,6 +52,11 @@ PROTOCOL_CLASSES: tuple[type[FrequencyOracle], ...] = (
     LSH,
     DBitFlipPM,
     RAPPOR,
+    RapporOneHot,
+    RapporBoolean,
+    RapporOneTime,
+    RapporOneHotOneTime,
+    RapporBooleanOneTime,
 )
 
 #: Lower-case name → class.

@@ -94,6 +94,10 @@ class FrequencyOracle(ABC):
     #: Appended to a budget error, e.g. which protocol takes the budget that was given.
     budget_note: ClassVar[str] = ""
     test_params: ClassVar[tuple[dict[str, Any], ...]]
+    #: True when the estimate is a vector of value frequencies (false for RAPPOR's per-cohort
+    #: shares of set Bloom bits): the frequency tests (unbiasedness against the true
+    #: distribution, engines, post-processing) apply to it.
+    estimates_frequencies: ClassVar[bool] = True
     k: int
     eps_perm: float
     eps_1: float
@@ -115,6 +119,16 @@ class FrequencyOracle(ABC):
             check.chain_budgets(self.name, self.eps_perm, self.eps_1)
         elif "eps" in self.__dataclass_fields__:  # type: ignore[attr-defined]
             check.budget(self.name, "eps", self.eps)  # type: ignore[attr-defined]
+
+    @property
+    def domain_size(self) -> int | None:
+        """Number of inputs: values are ints in [0, domain_size); None: strings (Bloom RAPPOR)."""
+        return self.k
+
+    def as_inputs(self, codes: ArrayLike) -> Any:
+        """The inputs that integer codes in [0, domain_size) stand for (the codes themselves;
+        a protocol over strings maps them to strings). Tests and audits draw inputs with it."""
+        return np.asarray(codes, dtype=np.int64)
 
     @property
     def estimate_size(self) -> int:

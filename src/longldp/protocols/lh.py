@@ -275,7 +275,7 @@ class OLH(_OneShotLH):
 
     name: ClassVar[str] = "OLH"
     wire_id: ClassVar[int] = 5
-    test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0}, {"eps": 3.0, "hash_pool": 16})
+    test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
     def __post_init__(self) -> None:
         self._check_hashing()
