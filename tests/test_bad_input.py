@@ -91,7 +91,7 @@ def test_values_outside_the_domain(name):
         proto.perturb(np.array([True, False, True]), memo, rng)
     assert memo.reports.sum() == 0  # nothing was half-done
     client = proto.client(rng)
-    with pytest.raises(ValueError, match=r"'value' must be integers in \[0, 6\)"):
+    with pytest.raises(ValueError, match=r"'value' must be an int in \[0, 6\)"):
         client.report(6)
     with pytest.raises(ValueError, match="'value'"):
         client.report(2.0)

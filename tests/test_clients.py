@@ -103,7 +103,7 @@ def test_one_shot_budget_grows_with_reports():
 
 def test_client_defaults_to_os_randomness():
     client = make("L-GRR").client()
-    assert isinstance(client._rng, SecureRandom)
+    assert isinstance(client.round2, SecureRandom)
     assert 0 <= int(client.report(5)) < 20
 
 

@@ -13,6 +13,7 @@ import longldp as ll
 from longldp import privacy
 from longldp.protocols.rappor import (
     RAPPOR,
+    RapporPy,
     bits_to_int,
     bloom_bits,
     candidate_map,
@@ -89,15 +90,14 @@ class CycleRandom:
 def test_google_python_client_vector_byte_for_byte():
     proto = ll.protocol("RAPPOR", k=16, h=2, m=64, f=0.5, p=0.5, q=0.75)
     client = proto.client(CycleRandom(), secret=b"secret", cohort=0, prr_source="rappor-py")
-    bloom, prr, report = client.internal_report("abc")
+    bloom, prr, report = client.trace("abc")
     assert bits_to_int(bloom, 16) == 8256  # bits 6 and 13
     assert bits_to_int(prr, 16) == 57576
     assert bits_to_int(report, 16) == 64493
-    assert client.realized_f == 0.5
+    assert isinstance(client.round1, RapporPy) and RapporPy.realized_f(proto) == 0.5
     q45 = ll.protocol("RAPPOR", k=16, h=2, m=1, f=0.45, p=0.39, q=0.61)
-    py = q45.client(CycleRandom(), secret=b"secret", cohort=0, prr_source="rappor-py")
-    assert py.realized_f == pytest.approx(58 / 128)  # ⌈128·0.45⌉/128 = 0.4531
-    eps_inf, eps_1 = py.realized_epsilons
+    assert RapporPy.realized_f(q45) == pytest.approx(58 / 128)  # ⌈128·0.45⌉/128 = 0.4531
+    eps_inf, eps_1 = RapporPy.realized_epsilons(q45)
     assert eps_inf < q45.eps_perm and eps_1 < q45.eps_1  # the realized f is larger: safer
     rec = proto._make_reports(report, {"cohort": np.zeros(1, np.int64)})
     body = proto.encode_reports(rec)[12:]
@@ -182,9 +182,9 @@ def test_hmac_prr_is_reproducible_from_the_secret():
     proto = paper()
     a = proto.client(np.random.default_rng(0), secret=b"k" * 32)
     b = proto.client(np.random.default_rng(1), secret=b"k" * 32)
-    assert a.cohort == b.cohort
-    pa = a.internal_report("home.example").prr
-    pb = b.internal_report("home.example").prr
+    assert a.state["cohort"] == b.state["cohort"]
+    pa = a.trace("home.example").memo
+    pb = b.trace("home.example").memo
     np.testing.assert_array_equal(pa, pb)  # a client that lost its memo gets the same PRR
     for _ in range(3):
         a.report("home.example")
@@ -198,9 +198,9 @@ def test_hmac_prr_has_the_prr_law():
     proto = ll.protocol("RAPPOR", k=64, h=2, m=1, f=0.5, p=0.5, q=0.75)
     ones_on, ones_off, n_on, n_off = 0, 0, 0, 0
     for i in range(300):
-        internals = proto.client(secret=bytes([i % 256, i // 256]) * 8).internal_report("s")
-        b = np.unpackbits(internals.bloom.ravel(), count=64).astype(bool)
-        r = np.unpackbits(internals.prr.ravel(), count=64).astype(bool)
+        internals = proto.client(secret=bytes([i % 256, i // 256]) * 8).trace("s")
+        b = np.unpackbits(internals.encoded.ravel(), count=64).astype(bool)
+        r = np.unpackbits(internals.memo.ravel(), count=64).astype(bool)
         ones_on, n_on = ones_on + r[b].sum(), n_on + b.sum()
         ones_off, n_off = ones_off + r[~b].sum(), n_off + (~b).sum()
     for ones, n, prob in ((ones_on, n_on, proto.p1), (ones_off, n_off, proto.q1)):
@@ -210,16 +210,16 @@ def test_hmac_prr_has_the_prr_law():
 def test_table_prr_is_kept_and_exported():
     proto = paper()
     client = proto.client(np.random.default_rng(2), prr_source="table")
-    first = client.internal_report("v").prr
-    again = client.internal_report("v").prr
+    first = client.trace("v").memo
+    again = client.trace("v").memo
     np.testing.assert_array_equal(first, again)
     restored = proto.client(
         np.random.default_rng(9),
         prr_source="table",
         memo=client.export_memo(),
-        cohort=client.cohort,
+        cohort=int(client.state["cohort"][0]),
     )
-    np.testing.assert_array_equal(restored.internal_report("v").prr, first)
+    np.testing.assert_array_equal(restored.trace("v").memo, first)
 
 
 def test_boolean_rappor():

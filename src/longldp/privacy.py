@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -559,6 +560,16 @@ class SpentBudget:
     epsilon: float
 
 
-def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float) -> SpentBudget:
-    """Sequential composition over reports, capped by the memos' ε∞ each (docs/math.md §4)."""
-    return SpentBudget(reports, memos, min(reports * eps_1, memos * eps_perm))
+def spent_epsilon(reports: Any, memos: Any, eps_1: float, eps_perm: float | None) -> Any:
+    """ε spent by t reports from m distinct memos (docs/math.md (4.1)), the one place of the
+    rule: min(t·ε1, m·ε∞) for a memoizing protocol; t·ε1 for one that memoizes nothing
+    (``eps_perm`` None: one-shot oracles, one-time RAPPOR). Scalars or arrays (broadcast)."""
+    t = np.asarray(reports)
+    out = t * eps_1 if eps_perm is None else np.minimum(t * eps_1, np.asarray(memos) * eps_perm)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float | None) -> SpentBudget:
+    """:class:`SpentBudget` of :func:`spent_epsilon` (one-shot: ``eps_perm`` None, 0 memos)."""
+    held = 0 if eps_perm is None else int(memos)
+    return SpentBudget(int(reports), held, spent_epsilon(reports, held, eps_1, eps_perm))

@@ -274,10 +274,8 @@ def claimed_epsilon(
     """
     e1 = proto.single_report_epsilon() if eps_1 is None else eps_1
     einf = proto.first_round_epsilon() if eps_perm is None else eps_perm
-    if not memoized(proto):
-        return tau * e1
     memos = 2 if pattern == "alternating" and tau >= 2 else 1
-    return min(tau * e1, memos * einf)
+    return privacy.spent_epsilon(tau, memos, e1, einf if memoized(proto) else None)
 
 
 def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:

@@ -29,7 +29,8 @@ from longldp.protocols._registry import (
     protocol_from_spec,
 )
 from longldp.protocols._rng import HmacRandom, SecureRandom
-from longldp.protocols.base import Aggregator, Client, Estimate, FrequencyOracle, ReportKind
+from longldp.protocols.base import Aggregator, Estimate, FrequencyOracle, ReportKind
+from longldp.protocols.client import Client, DerivedRound1, DrawnRound1, Round1Source
 from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.grr import GRR, LGRR
 from longldp.protocols.hadamard import LSH, SH
@@ -38,7 +39,6 @@ from longldp.protocols.rappor import (
     RAPPOR,
     RapporBoolean,
     RapporBooleanOneTime,
-    RapporClient,
     RapporOneHot,
     RapporOneHotOneTime,
     RapporOneTime,
@@ -76,6 +76,8 @@ __all__ = [
     "BiLOLOHA",
     "Client",
     "DBitFlipPM",
+    "DerivedRound1",
+    "DrawnRound1",
     "Estimate",
     "FrequencyOracle",
     "HmacRandom",
@@ -84,11 +86,11 @@ __all__ = [
     "ProtocolInfo",
     "RapporBoolean",
     "RapporBooleanOneTime",
-    "RapporClient",
     "RapporOneHot",
     "RapporOneHotOneTime",
     "RapporOneTime",
     "ReportKind",
+    "Round1Source",
     "SecureRandom",
     "aggregator_from_state",
     "get_protocol_class",

@@ -38,7 +38,8 @@ from longldp.protocols import _codec
 from longldp.protocols._bitcount import BYTE_BITS, packed_column_sums  # noqa: F401  (re-exported)
 from longldp.protocols._estimate import Estimate, estimate_with_se
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
-from longldp.protocols._rng import RandomSource, SecureRandom, as_random_source
+from longldp.protocols._rng import RandomSource, as_random_source
+from longldp.protocols.client import Client, Round1Source
 
 #: Rows × columns handled at once when a step materializes a (users × domain) matrix.
 CHUNK_CELLS = 1 << 22
@@ -383,11 +384,19 @@ class FrequencyOracle(ABC):
         """Per-user budget of a population: reports, distinct memos, min(t·ε1, m·ε∞) (§3.3)."""
         t = memo.reports
         m = memo.memos_per_user()
-        if self.longitudinal:
-            eps = np.minimum(t * self.single_report_epsilon(), m * self.first_round_epsilon())
-        else:
-            eps = t * self.single_report_epsilon()
+        eps = privacy.spent_epsilon(t, m, self.single_report_epsilon(), self._memo_epsilon())
         return {"reports": t, "memos": m, "epsilon": eps}
+
+    def budget_spent(self, reports: int, memos: int) -> privacy.SpentBudget:
+        """What one client has spent after ``reports`` reports from ``memos`` distinct memos:
+        min(t·ε1, m·ε∞), or t·ε for a protocol that memoizes nothing (docs/math.md §4)."""
+        return privacy.spent_budget(
+            reports, memos, self.single_report_epsilon(), self._memo_epsilon()
+        )
+
+    def _memo_epsilon(self) -> float | None:
+        """ε∞ of one memo, or None when nothing is memoized (every report costs ε1)."""
+        return self.first_round_epsilon() if self.longitudinal else None
 
     def _ensure_state(self, memo: PopulationMemo, who: NDArray, rng: RandomSource) -> dict:
         assert memo.has_state is not None
@@ -402,9 +411,44 @@ class FrequencyOracle(ABC):
         return {name: arr[who] for name, arr in memo.state.items()}
 
     # ------------------------------------------------------------------ client and server
-    def client(self, rng: RandomSource | None = None) -> Client:
-        """A stateful client for one user; OS randomness unless a Generator is passed."""
-        return Client(self, rng)
+    def client(
+        self,
+        rng: RandomSource | None = None,
+        *,
+        round1: Round1Source | None = None,
+        round2: RandomSource | None = None,
+    ) -> Client:
+        """A stateful client for one user (:class:`~longldp.protocols.client.Client`): OS
+        randomness unless a Generator is passed; ``round1``/``round2`` choose each round's
+        source (e.g. :class:`~longldp.protocols.client.DerivedRound1` on a device)."""
+        return Client(self, rng, round1=round1, round2=round2)
+
+    # ------------------------------------------------------------------ one client's hooks
+    def client_key(self, value: Any, state: dict) -> tuple[int | bytes, Any]:
+        """(memo key, round-1 input) of one input of a client with per-user ``state``.
+
+        ``value`` is checked (an int in [0, k)); the memo key is an int (the value, its hash
+        bucket, its bucket), the round-1 input the (1,) array of it.
+        """
+        is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+        if not is_int or not 0 <= int(value) < self.k:
+            raise ValueError(
+                f"{self.name}: 'value' must be an int in [0, {self.k}); got {value!r}."
+            )
+        keys = self._memo_key(np.array([int(value)], dtype=np.int64), state)
+        return int(keys[0]), keys
+
+    def client_round1(self, encoded: Any, state: dict, rng: RandomSource) -> NDArray:
+        """Round 1 of one client's input (the memo; for a one-shot protocol, the report)."""
+        return self._round1(encoded, state, rng)
+
+    def client_round2(self, memo: NDArray, rng: RandomSource) -> NDArray:
+        """Round 2 of one memo: the payload of one report."""
+        return self._round2(memo, rng)
+
+    def client_record(self, payload: NDArray, state: dict) -> Any:
+        """The report record a server receives for one payload."""
+        return self._make_reports(payload, state)[0]
 
     def aggregator(self) -> Aggregator:
         """A server-side accumulator of reports."""
@@ -529,58 +573,6 @@ class OneShot:
     def eps_perm(self) -> float:
         """One-shot oracles memoize nothing; each report spends ε."""
         return self.eps
-
-
-class Client:
-    """One user's device: memoizes round 1 per memo key and randomizes every report.
-
-    Randomness comes from :class:`SecureRandom` (the OS CSPRNG) unless ``rng`` is given.
-    Per-user state (a hash function, sampled buckets) is drawn once and kept forever.
-    """
-
-    def __init__(self, oracle: FrequencyOracle, rng: RandomSource | None = None):
-        self.oracle = oracle
-        self._rng: RandomSource = SecureRandom() if rng is None else rng
-        self._state = oracle._new_state(1, self._rng)
-        self._memo: dict[int, NDArray] = {}
-        self._reports = 0
-
-    @property
-    def memo_count(self) -> int:
-        """Number of distinct round-1 memos held."""
-        return len(self._memo)
-
-    def report(self, value: int) -> Any:
-        """Randomize ``value`` (an int in [0, k)) into one report record."""
-        vals = check.domain_values(self.oracle.name, np.array([value]), self.oracle.k, "value")
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-            raise ValueError(f"{self.oracle.name}: 'value' must be an int; got {value!r}.")
-        key = self.oracle._memo_key(vals, self._state)
-        if not self.oracle.longitudinal:
-            payload = self.oracle._round1(key, self._state, self._rng)
-        else:
-            memo = self._memo.get(int(key[0]))
-            if memo is None:
-                memo = self.oracle._round1(key, self._state, self._rng)
-                self._memo[int(key[0])] = memo
-            payload = self.oracle._round2(memo, self._rng)
-        self._reports += 1
-        return self.oracle._make_reports(payload, self._state)[0]
-
-    def report_bytes(self, value: int) -> bytes:
-        """:meth:`report` as one wire-format report (header + body, docs/wire-format.md)."""
-        rec = self.report(value)
-        return self.oracle.encode_reports(np.asarray([rec], dtype=np.asarray(rec).dtype))
-
-    @property
-    def spent_budget(self) -> privacy.SpentBudget:
-        """Reports sent, distinct memos, and the ε bound min(t·ε1, m·ε∞) (docs/math.md §4)."""
-        o = self.oracle
-        if not o.longitudinal:
-            return privacy.SpentBudget(self._reports, 0, self._reports * o.single_report_epsilon())
-        return privacy.spent_budget(
-            self._reports, self.memo_count, o.single_report_epsilon(), o.first_round_epsilon()
-        )
 
 
 class Aggregator:

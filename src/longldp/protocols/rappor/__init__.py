@@ -7,7 +7,8 @@
   encoders with one report per client (nothing memoized, f = 0 allowed).
 
 The shared chain (PRR, IRR, cohorts, the report body) is :mod:`._chain`; the hashing is
-:mod:`._hashing`; one device is :class:`RapporClient`.
+:mod:`._hashing`; one device is the generic client with RAPPOR's PRR sources
+(:mod:`.client`).
 """
 
 from longldp.protocols.rappor._chain import CohortShares, OneTime, RapporChain, RapporMemo
@@ -21,7 +22,7 @@ from longldp.protocols.rappor._hashing import (
 )
 from longldp.protocols.rappor.bloom import BLOOM_HASHES, RAPPOR, RapporOneTime
 from longldp.protocols.rappor.boolean import RapporBoolean, RapporBooleanOneTime
-from longldp.protocols.rappor.client import PRR_SOURCES, Internals, RapporClient
+from longldp.protocols.rappor.client import PRR_SOURCES, RapporPrf, RapporPy, rappor_client
 from longldp.protocols.rappor.onehot import RapporOneHot, RapporOneHotOneTime
 
 __all__ = [
@@ -30,19 +31,20 @@ __all__ = [
     "PRR_SOURCES",
     "RAPPOR",
     "CohortShares",
-    "Internals",
     "OneTime",
     "RapporBoolean",
     "RapporBooleanOneTime",
     "RapporChain",
-    "RapporClient",
     "RapporMemo",
     "RapporOneHot",
     "RapporOneHotOneTime",
     "RapporOneTime",
+    "RapporPrf",
+    "RapporPy",
     "bits_to_int",
     "bloom_bits",
     "bloom_indices",
     "candidate_map",
     "int_to_bits",
+    "rappor_client",
 ]

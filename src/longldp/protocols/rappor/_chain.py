@@ -33,6 +33,7 @@ from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource, as_random_source
 from longldp.protocols.base import ReportKind, _user_index, packed_column_sums, row_slices
 from longldp.protocols.rappor._hashing import MAX_COHORTS
+from longldp.protocols.rappor.client import rappor_client
 from longldp.protocols.ue import _UnaryEncoding
 
 #: Memo keys of Bloom patterns: ids in a population's pattern table.
@@ -130,6 +131,7 @@ class RapporChain(_UnaryEncoding):
     # ------------------------------------------------------------------ shapes
     @property
     def report_dtype(self) -> np.dtype:
+        """Records of (cohort int64, the packed report bits)."""
         return np.dtype([("cohort", np.int64), ("bits", np.uint8, (self.nbytes,))])
 
     @property
@@ -289,29 +291,22 @@ class RapporChain(_UnaryEncoding):
         rec["bits"] = rows[:, 2:]
         return self._check_reports(rec)
 
-    # ------------------------------------------------------------------ client
-    def client(
-        self,
-        rng: RandomSource | None = None,
-        *,
-        secret: bytes | None = None,
-        cohort: int | None = None,
-        prr_source: str = "hmac",
-        metric: bytes = b"",
-        memo: dict[bytes, bytes] | None = None,
-    ) -> Any:
-        """One device: see :class:`~longldp.protocols.rappor.client.RapporClient`."""
-        from longldp.protocols.rappor.client import RapporClient
+    # ------------------------------------------------------------------ one client
+    def client(self, rng: RandomSource | None = None, **options: Any) -> Any:
+        """One device (:func:`~longldp.protocols.rappor.client.rappor_client`: ``secret``,
+        ``cohort``, ``prr_source``, ``metric``, ``memo``, ``round1``, ``round2``): a cohort, a
+        memoized PRR per distinct encoding, a fresh IRR from ``rng``."""
+        return rappor_client(self, rng, **options)
 
-        return RapporClient(
-            self,
-            rng,
-            secret=secret,
-            cohort=cohort,
-            prr_source=prr_source,
-            metric=metric,
-            memo=memo,
-        )
+    def client_key(self, value: Any, state: dict) -> tuple[int | bytes, Any]:
+        """(the packed encoding as bytes, the packed encoding): the PRR is memoized per
+        encoding, as in google/rappor where it is a function of the bits."""
+        enc = self.encode([self._check_value(value)], state["cohort"])
+        return enc.tobytes(), enc
+
+    def client_round1(self, encoded: Any, state: dict, rng: RandomSource) -> NDArray:
+        """PRR of one encoding (a one-time variant: PRR then IRR, (q*, p*))."""
+        return self._round1_bits(encoded, self.p1, self.q1, rng)
 
 
 class CohortShares(RapporChain):

@@ -134,15 +134,18 @@ class RAPPOR(CohortShares):
         bit) with T true ones; IRR ones Bin(R·PRR1, q) + Bin(R·(N_j − PRR1), p) for R reports
         per client (the same value and PRR each time). ``bloom_map`` (M, m, h) skips hashing.
         """
-        source, cnt, R, idx = self._count_level(strings, counts, rng, reports_per_client, bloom_map)
-        per = source.multinomial(cnt, np.full(self.m, 1.0 / self.m))  # (M, m)
-        n_j = per.sum(axis=0)
-        T = self.true_ones(idx, per)
+        source, R, n_j, T = self._count_level(strings, counts, rng, reports_per_client, bloom_map)
+        return self._support(*self._report_ones(source, R, n_j, T))
+
+    def _report_ones(
+        self, source: Any, R: int, n_j: NDArray[np.int64], T: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """((m, k) report ones, (m,) reports) of R reports per client: PRR then IRR."""
         prr = source.binomial(T, self.p1) + source.binomial(n_j[:, None] - T, self.q1)
         ones = source.binomial(R * prr, self.p2) + source.binomial(
             R * (n_j[:, None] - prr), self.q2
         )
-        return self._support(ones, R * n_j)
+        return ones, R * n_j
 
     def _count_level(
         self,
@@ -151,7 +154,9 @@ class RAPPOR(CohortShares):
         rng: Any,
         reports_per_client: int,
         bloom_map: NDArray[np.int64] | None,
-    ) -> tuple[Any, NDArray, int, NDArray[np.int64]]:
+    ) -> tuple[Any, int, NDArray[np.int64], NDArray[np.int64]]:
+        """(source, reports per client, clients N_j per cohort, (m, k) true ones T): the
+        checked inputs, multinomial cohorts, and the Bloom bits they set."""
         source = as_random_source(rng)
         cnt = np.asarray(counts)
         if cnt.dtype == bool or not np.issubdtype(cnt.dtype, np.integer) or cnt.ndim != 1:
@@ -159,7 +164,9 @@ class RAPPOR(CohortShares):
         if cnt.size and cnt.min() < 0:
             raise ValueError(f"{self.name}: 'counts' must be >= 0; got {int(cnt.min())}.")
         R = check.integer(self.name, "reports_per_client", reports_per_client, minimum=1)
-        return source, cnt, R, self._bloom_map(strings, cnt.size, bloom_map)
+        idx = self._bloom_map(strings, cnt.size, bloom_map)
+        per = source.multinomial(cnt, np.full(self.m, 1.0 / self.m))  # (M, m)
+        return source, R, per.sum(axis=0), self.true_ones(idx, per)
 
     def _bloom_map(
         self, strings: Sequence[str | bytes], M: int, bloom_map: NDArray | None
@@ -207,21 +214,10 @@ class RapporOneTime(OneTime, RAPPOR):
         {"k": 8, "h": 2, "m": 2, "f": 0.0, "p": 0.25, "q": 0.75},
     )
 
-    def sample_counts(
-        self,
-        strings: Sequence[str | bytes],
-        counts: ArrayLike,
-        rng: Any = None,
-        reports_per_client: int = 1,
-        bloom_map: NDArray[np.int64] | None = None,
-    ) -> NDArray[np.int64]:
-        """As :meth:`RAPPOR.sample_counts` with one report per client: per (cohort, bit)
-        Bin(T, q*) + Bin(N_j − T, p*)."""
-        source, cnt, R, idx = self._count_level(strings, counts, rng, reports_per_client, bloom_map)
+    def _report_ones(
+        self, source: Any, R: int, n_j: NDArray[np.int64], T: NDArray[np.int64]
+    ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """One report per client: per (cohort, bit) Bin(T, q*) + Bin(N_j − T, p*)."""
         if R != 1:
             raise ValueError(f"{self.name}: one-time RAPPOR sends one report per client.")
-        per = source.multinomial(cnt, np.full(self.m, 1.0 / self.m))  # (M, m)
-        n_j = per.sum(axis=0)
-        T = self.true_ones(idx, per)
-        ones = source.binomial(T, self.P1) + source.binomial(n_j[:, None] - T, self.P0)
-        return self._support(ones, n_j)
+        return source.binomial(T, self.P1) + source.binomial(n_j[:, None] - T, self.P0), n_j
