@@ -17,3 +17,25 @@ PROTOCOLS: dict[str, tuple[str, dict]] = {
     cid: (cls.name, params) for cid, (cls, params) in all_ids().items() if cls.estimates_frequencies
 }
 IDS = list(PROTOCOLS)
+
+
+def table_ids(where=None) -> list[str]:
+    """The case ids of the table whose class passes ``where`` (a trait filter)."""
+    from longldp.protocols import get_protocol_class
+
+    return [
+        cid
+        for cid, (name, _) in PROTOCOLS.items()
+        if where is None or where(get_protocol_class(name))
+    ]
+
+
+def representatives(where=None) -> list[str]:
+    """One case id per report kind (the first registered) among those passing ``where``: for
+    tests too costly to run on every protocol, every kind of report is still exercised."""
+    from longldp.protocols import get_protocol_class
+
+    seen: dict[str, str] = {}
+    for cid in table_ids(where):
+        seen.setdefault(str(get_protocol_class(PROTOCOLS[cid][0]).report_kind), cid)
+    return list(seen.values())

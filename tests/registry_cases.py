@@ -56,15 +56,35 @@ def all_ids() -> dict[str, tuple[type, dict[str, Any]]]:
     }
 
 
+def triples(where=None) -> list[tuple[type, dict[str, Any], str]]:
+    """(class, test parameters, case id) of every registered class, filtered by ``where``."""
+    return [
+        (cls, params, case_id(cls, i))
+        for cls in CLASSES
+        if where is None or where(cls)
+        for i, params in enumerate(cls.test_params)
+    ]
+
+
 def cases(where=None, k: int | None = None) -> list[Any]:
     """``pytest.param(cls, params, id=...)`` for every registered class and test parameters;
-    ``where(cls)`` filters by trait (the meta-test checks the filters); with ``k`` the
-    parameter is the built protocol instead."""
-    out = []
-    for cls in CLASSES:
-        if where is not None and not where(cls):
-            continue
-        for i, params in enumerate(cls.test_params):
-            value = build(cls, params, k) if k is not None else (cls, params)
-            out.append(pytest.param(*((value,) if k is not None else value), id=case_id(cls, i)))
-    return out
+    ``where(cls)`` filters by trait (tests/test_registry_coverage.py checks the filters); with
+    ``k`` the one parameter is the built protocol instead."""
+    if k is not None:
+        return [pytest.param(build(c, p, k), id=i) for c, p, i in triples(where)]
+    return [pytest.param(c, p, id=i) for c, p, i in triples(where)]
+
+
+def one_shot_eps(cls: type) -> bool:
+    """A one-shot oracle whose budget is ε."""
+    return tuple(cls.budget_params) == ("eps",)
+
+
+def two_round_chain(cls: type) -> bool:
+    """A two-round chain whose budget is (ε∞, ε1)."""
+    return tuple(cls.budget_params) == ("eps_perm", "eps_1")
+
+
+def options(cls: type, params: dict[str, Any]) -> dict[str, Any]:
+    """The test parameters other than the budget and k (calibration, hash_pool, d, …)."""
+    return {k: v for k, v in params.items() if k not in cls.budget_params and k != "k"}

@@ -67,9 +67,12 @@ def test_memoized_reports_are_centred_on_the_memo():
     assert np.all(np.abs(bits - expected) < 5 * se)
 
 
-@pytest.mark.parametrize("name", ["BiLOLOHA", "OLOLOHA"])
-def test_loloha_client_never_holds_more_than_g_memos(name):
-    proto = make(name, k=60)
+@pytest.mark.parametrize(
+    ("cls", "params"),
+    cases(where=lambda cls: cls.longitudinal and cls.report_kind in ("hashed", "hadamard")),
+)
+def test_loloha_client_never_holds_more_than_g_memos(cls, params):
+    proto = build(cls, params, 60)
     client = proto.client(np.random.default_rng(2))
     hash_ids = set()
     for v in np.random.default_rng(3).integers(0, 60, 500):

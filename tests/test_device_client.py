@@ -12,8 +12,7 @@ import longldp as ll
 from longldp.client import BudgetExceededError, DeviceClient
 from longldp.protocols import DerivedRound1, SecureRandom, wire
 from protocol_table import PROTOCOLS, K
-
-LONGITUDINAL = [c for c, (name, _) in PROTOCOLS.items() if ll.get_protocol_class(name).longitudinal]
+from registry_cases import build, cases
 
 
 def derived(proto, secret: bytes, round2=None) -> ll.protocols.Client:
@@ -45,22 +44,23 @@ def test_restart_keeps_memos_budget_and_queue(tmp_path):
     assert c.proto == proto and c.spent_budget == before
 
 
-@pytest.mark.parametrize("case", LONGITUDINAL)
-def test_deleted_store_reproduces_round1(tmp_path, case):
-    proto = make(case)
+@pytest.mark.parametrize(("cls", "params"), cases(where=lambda cls: cls.longitudinal))
+def test_deleted_store_reproduces_round1(tmp_path, cls, params):
+    proto = build(cls, params, K)
+    values = list(proto.as_inputs(np.arange(K) % (proto.domain_size or K)))
     path = tmp_path / "state.json"
     a = DeviceClient(path, proto, "demo")
-    a.report(0, epoch=0)
-    memos = [a.memo(v) for v in range(K)]
+    a.report(values[0], epoch=0)
+    memos = [a.memo(v) for v in values]
     state = {name: arr.copy() for name, arr in a.user_state.items()}
     path.unlink()  # the memo store is lost; the secret file is not
     b = DeviceClient(path, proto, "demo")
     assert b.spent_budget.reports == 0
-    for v in range(K):
-        np.testing.assert_array_equal(b.memo(v), memos[v])
+    for v, memo in zip(values, memos, strict=True):
+        np.testing.assert_array_equal(b.memo(v), memo)
     for name, arr in state.items():
         np.testing.assert_array_equal(b.user_state[name], arr)
-    b.report(0, epoch=1)
+    b.report(values[0], epoch=1)
     assert proto.decode_reports(b.queue[0].report).shape[0] == 1
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import longldp as ll
 from longldp import privacy
-from registry_cases import cases
+from registry_cases import cases, one_shot_eps, options, two_round_chain
 
 N = 10_000
 eps_values = st.floats(min_value=0.05, max_value=8.0)
@@ -27,16 +27,30 @@ def test_one_shot_eps_round_trips(eps, k):
         assert privacy.ue_report_epsilon(p, q) == pytest.approx(eps, abs=1e-9)
 
 
-@settings(max_examples=300, deadline=None, database=None, derandomize=True)
+@pytest.mark.parametrize(("cls", "params"), cases(where=two_round_chain))
+@settings(max_examples=100, deadline=None, database=None, derandomize=True)
 @given(eps_perm=eps_values, alpha=alphas, k=st.integers(2, 300))
-def test_chain_eps_round_trips(eps_perm, alpha, k):
+def test_chain_eps_round_trips(cls, params, eps_perm, alpha, k):
+    """Every registered two-round chain (its default, exact calibration) reaches the budget it
+    is given: one report is ε1, one memo ε∞ (an α it cannot reach, L-OUE and L-SOUE above
+    their maximum, math §3.3, is refused)."""
     eps_1 = alpha * eps_perm
-    names = ["L-GRR", "L-SUE", "L-OSUE", "BiLOLOHA", "OLOLOHA"]
-    names += [n for n in ("L-OUE", "L-SOUE") if alpha < privacy.max_alpha(n, eps_perm) - 1e-6]
-    for name in names:
-        proto = ll.protocol(name, k=k, eps_perm=eps_perm, eps_1=eps_1)
-        assert proto.single_report_epsilon() == pytest.approx(eps_1, abs=1e-9)
-        assert proto.first_round_epsilon() == pytest.approx(eps_perm, abs=1e-9)
+    extra = {k: v for k, v in options(cls, params).items() if k != "calibration"}
+    if alpha >= cls.max_alpha(eps_perm) - 1e-6:
+        with pytest.raises(ValueError, match="alpha = eps_1/eps_perm <"):
+            cls(k=k, eps_perm=eps_perm, eps_1=eps_1, **extra)
+        return
+    proto = cls(k=k, eps_perm=eps_perm, eps_1=eps_1, **extra)
+    assert proto.single_report_epsilon() == pytest.approx(eps_1, abs=1e-9)
+    assert proto.first_round_epsilon() == pytest.approx(eps_perm, abs=1e-9)
+
+
+@pytest.mark.parametrize(("cls", "params"), cases(where=one_shot_eps))
+@settings(max_examples=50, deadline=None, database=None, derandomize=True)
+@given(eps=eps_values, k=st.integers(2, 300))
+def test_one_shot_protocol_eps_round_trips(cls, params, eps, k):
+    proto = cls(k=k, eps=eps, **options(cls, params))
+    assert proto.single_report_epsilon() == pytest.approx(eps, abs=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -123,13 +137,20 @@ def test_olh_g_is_integer_argmin(eps):
     assert abs(privacy.olh_optimal_g(eps) - (math.exp(eps) + 1)) <= 1
 
 
-def test_max_alpha_is_the_boundary():
-    for name in ("L-OUE", "L-SOUE"):
-        for eps_perm in (0.5, 1.0, 2.0, 5.0):
-            a = privacy.max_alpha(name, eps_perm)
-            ll.protocol(name, k=4, eps_perm=eps_perm, eps_1=(a - 1e-4) * eps_perm)
-            with pytest.raises(ValueError, match="eps_1"):
-                ll.protocol(name, k=4, eps_perm=eps_perm, eps_1=min(a + 1e-4, 0.999) * eps_perm)
+@pytest.mark.parametrize(
+    ("cls", "params"), cases(where=lambda cls: two_round_chain(cls) and cls.max_alpha(1.0) < 1)
+)
+def test_max_alpha_is_the_boundary(cls, params):
+    name = cls.name
+    for eps_perm in (0.5, 1.0, 2.0, 5.0):
+        a = cls.max_alpha(eps_perm)
+        ll.protocol(name, k=4, eps_perm=eps_perm, eps_1=(a - 1e-4) * eps_perm)
+        with pytest.raises(ValueError, match="eps_1"):
+            ll.protocol(name, k=4, eps_perm=eps_perm, eps_1=min(a + 1e-4, 0.999) * eps_perm)
+    assert 0.58 < cls.max_alpha(1.0) < 0.95
+
+
+def test_max_alpha_values():
     assert 0.72 < privacy.max_alpha("L-OUE", 5.0) < 0.95
     assert 0.6 < privacy.max_alpha("L-SOUE", 1.0) < 0.68
 

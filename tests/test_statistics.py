@@ -80,17 +80,23 @@ def per_user_estimates(pid: str, n: int, R: int, seed: int) -> np.ndarray:
     return out
 
 
+def target(proto: ll.FrequencyOracle, n: int) -> np.ndarray:
+    """What the estimate targets for the n users of F: the value (or bucket) frequencies."""
+    return proto.frequencies_from_counts(true_counts(n), n)
+
+
 def assert_unbiased(est: np.ndarray, proto: ll.FrequencyOracle, n: int) -> None:
     R = est.shape[0]
-    se = np.sqrt(proto.variance(n, F) / R)
-    err = est.mean(axis=0) - F
+    f = target(proto, n)
+    se = np.sqrt(proto.variance(n, f) / R)
+    err = est.mean(axis=0) - f
     assert np.all(np.abs(err) <= Z * se), (
         f"{proto.name}: mean estimate − f = {err} exceeds {Z}·SE = {Z * se} (R = {R}, n = {n})"
     )
 
 
 def assert_variance_matches(est: np.ndarray, proto: ll.FrequencyOracle, n: int) -> None:
-    expected = proto.variance(n, F)
+    expected = proto.variance(n, target(proto, n))
     s2, se = sample_variance_and_se(est)
     assert np.all(np.abs(s2 - expected) <= Z * se), (
         f"{proto.name}: empirical variance {s2} vs variance(n, f) = {expected}, "

@@ -322,6 +322,49 @@ def rappor_eps_1(p: float, q: float, f: float, h: int) -> float:
     return h * abs(math.log(qs * (1 - ps) / (ps * (1 - qs))))
 
 
+def rappor_bits_epsilon(hi: float, lo: float, only_first: int, only_second: int) -> float:
+    """ε of one report of independent bits, each 1 w.p. ``hi`` when its input bit is set and
+    ``lo`` when not, for two inputs whose encodings differ in ``only_first`` bits set by the first
+    input only and ``only_second`` set by the second only (docs/math.md §11).
+
+    A bit set by the first input only contributes at most u = max(ln(hi/lo), ln((1−hi)/(1−lo)))
+    to the log-ratio, one set by the second only d = max(ln(lo/hi), ln((1−lo)/(1−hi))); the
+    worst output picks both: ε = max(x·u + y·d, y·u + x·d). For x = y (Bloom filters with
+    x = y = h, one-hot with 1) that is x·|ln[hi(1−lo)/(lo(1−hi))]|, [ERL14] Theorem 2's form
+    (:func:`rappor_eps_1`); boolean RAPPOR has x = 1, y = 0.
+    """
+    x, y = int(only_first), int(only_second)
+    if lo <= 0 or hi <= 0 or lo >= 1 or hi >= 1:
+        return math.inf
+    if x == y:
+        return x * abs(math.log(hi * (1 - lo) / (lo * (1 - hi))))
+    u = max(math.log(hi / lo), math.log((1 - hi) / (1 - lo)))
+    d = max(math.log(lo / hi), math.log((1 - lo) / (1 - hi)))
+    return max(x * u + y * d, y * u + x * d)
+
+
+def rappor_report_epsilon(p: float, q: float, f: float, differing: tuple[int, int]) -> float:
+    """ε1 of one RAPPOR report whose encodings differ in ``differing`` = (x, y) bits:
+    :func:`rappor_eps_1` (h = x) when x = y, else :func:`rappor_bits_epsilon` at (q*, p*)."""
+    x, y = differing
+    if x == y:
+        return rappor_eps_1(p, q, f, x)
+    qs, ps = rappor_effective(p, q, f)
+    return rappor_bits_epsilon(qs, ps, x, y)
+
+
+def rappor_prr_epsilon(f: float, differing: tuple[int, int]) -> float:
+    """ε∞ of a RAPPOR PRR whose encodings differ in (x, y) bits: :func:`rappor_eps_inf`
+    (2h·ln((1−f/2)/(f/2)), h = x) when x = y, else max(x, y)·ln((1 − f/2)/(f/2)) (a PRR bit
+    is symmetric: u = d)."""
+    x, y = differing
+    if x == y:
+        return rappor_eps_inf(f, x)
+    if f <= 0:
+        return math.inf
+    return max(x, y) * math.log((1 - f / 2) / (f / 2))
+
+
 def rappor_detection_bound(n: int, q: float, m_candidates: int, alpha: float = 0.05) -> float:
     """Most equally frequent strings basic one-time RAPPOR (p = ½, f = 0) can detect.
 

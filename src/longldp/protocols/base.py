@@ -107,6 +107,12 @@ class FrequencyOracle(ABC):
     p2: float
     q2: float
 
+    @classmethod
+    def max_alpha(cls, eps_perm: float) -> float:
+        """Largest α = ε1/ε∞ (excluded) a two-round chain reaches at ``eps_perm``: 1 unless the
+        chain's round 2 cannot reach every ε1 (L-OUE, L-SOUE: math §3.3)."""
+        return 1.0
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "wire_id" in cls.__dict__:

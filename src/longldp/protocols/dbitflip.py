@@ -63,7 +63,12 @@ class DBitFlipPM(FrequencyOracle):
     report_kind: ClassVar[ReportKind] = ReportKind.SAMPLED_BITS
     #: One round: ε∞ alone sets it (one report costs min(d, 2)·ε∞/2).
     budget_params: ClassVar[tuple[str, ...]] = ("eps_perm",)
-    test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "d": 1}, {"eps_perm": 2.0, "d": 3})
+    #: d = 1, d = 3 (two sampled bits can differ), and d = b = 2 (bBitFlipPM: nothing sampled).
+    test_params: ClassVar[tuple[dict, ...]] = (
+        {"eps_perm": 2.0, "d": 1},
+        {"eps_perm": 2.0, "d": 3},
+        {"eps_perm": 2.0, "b": 2, "d": 2},
+    )
 
     def __post_init__(self) -> None:
         k = check.integer(self.name, "k", self.k, minimum=2)

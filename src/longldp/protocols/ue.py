@@ -211,6 +211,11 @@ class LOUE(_UEChain):
     name: ClassVar[str] = "L-OUE"
     wire_id: ClassVar[int] = 8
 
+    @classmethod
+    def max_alpha(cls, eps_perm: float) -> float:
+        """:func:`longldp.privacy.max_alpha` of L-OUE."""
+        return privacy.max_alpha(cls.name, eps_perm)
+
     def __post_init__(self) -> None:
         self._validate_common()
         q2 = privacy.loue_q2(self.eps_perm, self.eps_1)
@@ -223,6 +228,11 @@ class LSOUE(_UEChain):
 
     name: ClassVar[str] = "L-SOUE"
     wire_id: ClassVar[int] = 9
+
+    @classmethod
+    def max_alpha(cls, eps_perm: float) -> float:
+        """:func:`longldp.privacy.max_alpha` of L-SOUE."""
+        return privacy.max_alpha(cls.name, eps_perm)
 
     def __post_init__(self) -> None:
         self._validate_common()

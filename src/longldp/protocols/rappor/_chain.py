@@ -116,12 +116,16 @@ class RapporChain(_UnaryEncoding):
         return self.single_report_epsilon()
 
     def single_report_epsilon(self) -> float:
-        """ε1 = h·ln[q*(1−p*)/(p*(1−q*))] ([ERL14] Theorem 2)."""
-        return privacy.round_up(privacy.rappor_eps_1(self.p, self.q, self.f, self.h))
+        """ε1 = h·ln[q*(1−p*)/(p*(1−q*))] ([ERL14] Theorem 2) for encodings that differ in h
+        bits each way; in general :func:`longldp.privacy.rappor_report_epsilon` of
+        ``differing_bits`` (boolean RAPPOR: one bit, one way)."""
+        eps = privacy.rappor_report_epsilon(self.p, self.q, self.f, self.differing_bits)
+        return privacy.round_up(eps)
 
     def first_round_epsilon(self) -> float:
-        """ε∞ = 2h·ln((1−f/2)/(f/2)) ([ERL14] Theorem 1)."""
-        return privacy.round_up(privacy.rappor_eps_inf(self.f, self.h))
+        """ε∞ = 2h·ln((1−f/2)/(f/2)) ([ERL14] Theorem 1); in general
+        :func:`longldp.privacy.rappor_prr_epsilon` of ``differing_bits``."""
+        return privacy.round_up(privacy.rappor_prr_epsilon(self.f, self.differing_bits))
 
     @property
     def effective(self) -> tuple[float, float]:

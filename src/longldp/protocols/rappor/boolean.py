@@ -43,11 +43,11 @@ class RapporBoolean(CohortShares):
     def as_inputs(self, codes: ArrayLike) -> NDArray[np.int64]:
         return np.asarray(codes, dtype=np.int64) % 2
 
-    def _ints(self, values: Any) -> NDArray[np.int64]:
+    def _ints(self, values: Any, name: str = "values") -> NDArray[np.int64]:
         arr = np.asarray(values)
         if arr.dtype == bool:
             arr = arr.astype(np.int64)
-        return check.domain_values(self.name, arr, 2).ravel()
+        return check.domain_values(self.name, arr, 2, name).ravel()
 
     def encode(self, values: Any, cohorts: ArrayLike) -> NDArray[np.uint8]:
         """Packed one-bit rows (n, 1): the value's bit."""
@@ -57,7 +57,7 @@ class RapporBoolean(CohortShares):
     def _check_value(self, value: Any) -> int:
         if not isinstance(value, (int, np.integer, bool, np.bool_)):
             raise ValueError(f"{self.name}: 'value' must be 0, 1, False or True; got {value!r}.")
-        return int(self._ints(np.array([value]))[0])
+        return int(self._ints(np.array([value]), "value")[0])
 
     def _parse_values(self, values: Any) -> tuple[Any, int]:
         ints = self._ints(values)

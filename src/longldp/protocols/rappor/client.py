@@ -22,6 +22,7 @@ source. The cohort defaults to HMAC(secret, "cohort" ‖ metric) mod m, i.e. fix
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import hmac
 import math
@@ -33,7 +34,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import _validate as check
-from longldp import privacy
 from longldp.protocols._rng import HmacRandom, RandomSource, SecureRandom
 from longldp.protocols.client import Client, DrawnRound1, Round1Source
 from longldp.protocols.rappor._hashing import bits_to_int, int_to_bits
@@ -101,11 +101,8 @@ class RapporPy(_SecretPrr):
     @classmethod
     def realized_epsilons(cls, proto: Any) -> tuple[float, float]:
         """(ε∞, ε1) at the realized f: never above the protocol's (the realized f ≥ f)."""
-        f = cls.realized_f(proto)
-        eps_1 = privacy.round_up(privacy.rappor_eps_1(proto.p, proto.q, f, proto.h))
-        if not proto.longitudinal:
-            return eps_1, eps_1
-        return privacy.round_up(privacy.rappor_eps_inf(f, proto.h)), eps_1
+        realized = dataclasses.replace(proto, f=cls.realized_f(proto))
+        return realized.first_round_epsilon(), realized.single_report_epsilon()
 
 
 def rappor_client(
