@@ -2,7 +2,9 @@
 
 The audit dispatches on the protocol's report kind (``proto.report_kind``, a
 :class:`~longldp.protocols.ReportKind`); a kind it has no channel for is refused with
-``ValueError``, never approximated by another kind's channel.
+``ValueError``, never approximated by another kind's channel. A one-shot protocol of kind
+``enumerated`` enumerates its own channel from its sampler's probabilities
+(``proto.report_channel()``), which the audit checks against its closed-form claim.
 
 The channels are built from the per-round mechanisms (matrix products of the round channels,
 enumeration of every output), never from the library's P1/P0 closed forms, so that a wrong
@@ -123,6 +125,7 @@ _SPACE = {
     ReportKind.HADAMARD: lambda p: p.m * 2,
     ReportKind.SAMPLED_BITS: lambda p: math.comb(p.n_buckets, p.d) * 2**p.d,
     ReportKind.COHORT_BITS: lambda p: p.m * 2**p.k,
+    ReportKind.ENUMERATED: lambda p: p.report_space_size(),
 }
 
 
@@ -167,6 +170,15 @@ def _bits_exact(proto: FrequencyOracle, rng: np.random.Generator) -> ExactEpsilo
     )
 
 
+def _enumerated_exact(proto: FrequencyOracle, rng: np.random.Generator) -> ExactEpsilons:
+    """The protocol's own enumeration of its one-report channel (a one-shot oracle: its
+    round 1 is the whole channel)."""
+    if proto.longitudinal:
+        raise ValueError(f"{proto.name}: the audit enumerates one-shot reports only.")
+    eps = channel_epsilon(proto.report_channel())
+    return ExactEpsilons(eps, eps)
+
+
 def _symbol_exact(proto: FrequencyOracle, rng: np.random.Generator) -> ExactEpsilons:
     r1 = grr_matrix(proto.p1, proto.k)
     return ExactEpsilons(channel_epsilon(r1 @ grr_matrix(proto.p2, proto.k)), channel_epsilon(r1))
@@ -194,6 +206,7 @@ _EXACT: dict[ReportKind, Callable[[Any, np.random.Generator], ExactEpsilons]] = 
     ReportKind.HADAMARD: _hashed_exact,
     ReportKind.SAMPLED_BITS: _sampled_bits_exact,
     ReportKind.COHORT_BITS: _cohort_bits_exact,
+    ReportKind.ENUMERATED: _enumerated_exact,
 }
 
 

@@ -39,6 +39,8 @@ ATTACKS = ("lr", "majority")
 PATTERNS = ("one-value", "alternating")
 #: Clients perturbed per ``perturb`` call (bounds the memory of a timestamp).
 CHUNK = 1 << 18
+#: Most outputs of an enumerated report channel the game tallies per client.
+MAX_ENUMERATED = 4096
 #: A lower bound above the claim by more than this is a violation (float noise is far below).
 TOLERANCE = 1e-9
 
@@ -124,7 +126,14 @@ class _Tally:
         self.tau = 0
         self.kind = report_kind(proto)
         self.bits = self.kind in BIT_KINDS
-        if self.kind is ReportKind.SAMPLED_BITS:
+        if self.kind is ReportKind.ENUMERATED:
+            width = proto.report_space_size()
+            if proto.longitudinal or width > MAX_ENUMERATED:
+                raise ValueError(
+                    f"{proto.name}: the game tallies enumerated reports of one-shot protocols "
+                    f"with at most {MAX_ENUMERATED} outputs; this one has {width}."
+                )
+        elif self.kind is ReportKind.SAMPLED_BITS:
             width = proto.d  # type: ignore[attr-defined]
         elif self.kind in HASH_KINDS:
             width = proto.g  # type: ignore[attr-defined]
@@ -146,7 +155,10 @@ class _Tally:
         elif self.kind is ReportKind.BITS:
             self.counts += np.unpackbits(reports, axis=1, count=proto.k)
         else:
-            col = reports["bucket"] if reports.dtype.names else reports
+            if self.kind is ReportKind.ENUMERATED:
+                col = proto.report_index(reports)
+            else:
+                col = reports["bucket"] if reports.dtype.names else reports
             m = self.counts.shape[1]
             flat = np.bincount(np.arange(self.n) * m + col, minlength=self.n * m)
             self.counts += flat.reshape(self.n, m).astype(np.int32)
@@ -165,6 +177,8 @@ class _Tally:
             return per_cohort[np.searchsorted(cohorts, reports["cohort"])]
         if self.kind is ReportKind.BITS:
             return np.broadcast_to(np.arange(proto.k) == value, (n, proto.k))
+        if self.kind is ReportKind.ENUMERATED:  # the channel row of the value
+            return np.asarray(value)
         vals = np.full(n, value, dtype=np.int64)
         if self.kind in HASH_KINDS:
             return proto._memo_key(vals, {"hash_id": reports["hash_id"]})
@@ -180,6 +194,13 @@ def _score(tally: _Tally, attack: str, rng: np.random.Generator) -> NDArray[np.f
     p = tally.proto
     tau, p1, q1, p2, q2 = tally.tau, p.p1, p.q1, p.p2, p.q2
     kept = memoized(p)
+    if tally.kind is ReportKind.ENUMERATED:  # the log-likelihood ratio of each output
+        channel = p.report_channel()
+        r = np.log(channel[tally.a]) - np.log(channel[tally.b])
+        if attack == "majority":
+            mode = np.argmax(tally.counts + rng.random(tally.counts.shape) * 0.5, axis=1)
+            return r[mode]
+        return tally.counts @ r
     if attack == "majority" or (kept and q2 == 0.0):
         return _majority_score(tally, rng)
     if tally.bits:

@@ -67,6 +67,9 @@ class ReportKind(enum.StrEnum):
     SAMPLED_BITS = "sampled-bits"
     #: (a cohort, the k bits of a randomized encoding of the value) (RAPPOR).
     COHORT_BITS = "cohort-bits"
+    #: Any other one-shot report: the protocol enumerates its channel itself
+    #: (``report_space_size``, ``report_channel``, ``report_index``) for the audit.
+    ENUMERATED = "enumerated"
 
 
 class FrequencyOracle(ABC):
@@ -201,6 +204,21 @@ class FrequencyOracle(ABC):
 
     def _channel_info(self, n: int) -> pp.ChannelInfo:
         return pp.ChannelInfo(P1=self.P1, P0=self.P0, n=n, grr_type=False)
+
+    # -- the enumerated channel (report kind ENUMERATED; the audit builds the others itself)
+    def report_space_size(self) -> int:
+        """Number of distinct reports (the columns of :meth:`report_channel`)."""
+        raise NotImplementedError(f"{self.name}: no enumerated report channel.")
+
+    def report_channel(self) -> NDArray[np.float64]:
+        """Pr[report | input]: rows the ``domain_size`` inputs, columns every report (in the
+        order of :meth:`report_index`), computed from the sampler's own probabilities, not
+        from P1/P0, so that the audit checks the claims against the mechanism."""
+        raise NotImplementedError(f"{self.name}: no enumerated report channel.")
+
+    def report_index(self, reports: NDArray) -> NDArray[np.int64]:
+        """The column of :meth:`report_channel` of each report record."""
+        raise NotImplementedError(f"{self.name}: no enumerated report channel.")
 
     # ------------------------------------------------------------------ estimation
     @property
