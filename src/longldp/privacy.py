@@ -102,6 +102,36 @@ def olh_unit_variance(g: int, eps: float) -> float:
     return float(_vstar_unit(grr_probabilities(eps, g)[0], 1.0 / g))
 
 
+def subset_probabilities(eps: float, k: int, omega: int) -> tuple[float, float, float]:
+    """(P1, P0, 1 − P1) of subset selection: a report is a size-ω subset of [k] that holds the
+    value with probability P1 = ω·e^ε/(ω·e^ε + k − ω); a value not held is in it with
+    P0 = (ω − P1)/(k − 1) ([WAN16] §4; [YE18] eq. 7; docs/math.md §2.5). 1 − P1 is computed as
+    (k − ω)/(ω·e^ε + k − ω), not by subtraction, so it stays exact near P1 = 1."""
+    a = omega * math.exp(eps)
+    p1, n1 = a / (a + k - omega), (k - omega) / (a + k - omega)
+    return p1, (omega - p1) / (k - 1), n1
+
+
+def subset_epsilon(p1: float, not_p1: float, k: int, omega: int) -> float:
+    """ε of one subset-selection report from its sampler: a subset holding v has probability
+    P1/C(k−1, ω−1), one without v (1 − P1)/C(k−1, ω), so the worst ratio is
+    P1·C(k−1, ω)/((1 − P1)·C(k−1, ω−1)) = P1·(k − ω)/((1 − P1)·ω) (docs/math.md §2.5)."""
+    return math.log(p1 * (k - omega) / (not_p1 * omega))
+
+
+def subset_size(eps: float, k: int) -> int:
+    """ω in [1, k − 1] minimising subset selection's V* at ε, by descent from k/(e^ε + 1), the
+    continuous optimum of [WAN16] §4.2 and [YE18] (docs/math.md §2.5)."""
+    eps = check.budget("SS", "eps", eps)
+    k = check.integer("SS", "k", k, minimum=2)
+
+    def unit(omega: int) -> float:
+        p1, p0, _ = subset_probabilities(eps, k, omega)
+        return float(_vstar_unit(p1, p0))
+
+    return integer_argmin(unit, k / (math.exp(eps) + 1.0), lo=1, hi=k - 1)
+
+
 def integer_argmin(f: Callable[[int], float], start: float, lo: int = 2, hi: int = G_MAX) -> int:
     """Smallest integer argmin in [lo, hi] of a unimodal f, by descent from ``start``.
 

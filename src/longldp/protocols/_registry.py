@@ -32,6 +32,7 @@ from longldp.protocols.rappor import (
     RapporOneHotOneTime,
     RapporOneTime,
 )
+from longldp.protocols.subset import SubsetSelection
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
 #: Every protocol, in the order ``ll.protocols()`` lists them (one-shot first).
@@ -42,6 +43,7 @@ PROTOCOL_CLASSES: tuple[type[FrequencyOracle], ...] = (
     BLH,
     OLH,
     SH,
+    SubsetSelection,
     LGRR,
     LSUE,
     LOUE,
