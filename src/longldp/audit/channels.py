@@ -31,11 +31,13 @@ from scipy.special import xlogy
 
 from longldp import _validate as check
 from longldp.privacy import channel_epsilon
-from longldp.protocols import DBitFlipPM, FrequencyOracle, ReportKind
+from longldp.protocols import PROTOCOL_CLASSES, DBitFlipPM, FrequencyOracle, ReportKind
 from longldp.protocols.rappor import RapporChain
 
 #: Largest number of outputs an enumerated channel may have (2^16 unary-encoded vectors).
 MAX_OUTPUTS = 1 << 16
+#: The unary-encoding classes of the registry (report kind ``bits``): independent bits.
+UNARY = tuple(cls for cls in PROTOCOL_CLASSES if cls.report_kind is ReportKind.BITS)
 #: Report kinds whose report is a vector of bits (counted per bit by the black-box game).
 BIT_KINDS = frozenset({ReportKind.BITS, ReportKind.COHORT_BITS, ReportKind.SAMPLED_BITS})
 #: Report kinds of a hash function and a bucket: the worst case is taken over the family.
