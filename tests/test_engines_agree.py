@@ -25,7 +25,7 @@ import pytest
 from scipy.stats import chi2_contingency
 
 import longldp as ll
-from protocol_table import IDS, PROTOCOLS, F, K
+from protocol_table import IDS, PROTOCOLS, F, K, representatives
 
 Z = 5.0  # standard errors allowed by every mean/variance comparison
 
@@ -160,7 +160,9 @@ def chi_square_pvalues(users: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
-@pytest.mark.parametrize("pid", ["L-GRR", "L-OSUE"])
+@pytest.mark.parametrize(
+    "pid", representatives(lambda c: c.longitudinal and c.report_kind in ("symbol", "bits"))
+)
 def test_chi_square_two_sample(pid: str) -> None:
     """Whole distribution of every value's support count, at t0 and at t1 (memos reused)."""
     counts = count_level_supports(pid, seed_of("count", pid))

@@ -2,8 +2,8 @@
 
 >>> import longldp as ll
 >>> proto = ll.protocol("L-OSUE", k=74, eps_perm=2.0, eps_1=0.8)
->>> [p.name for p in ll.protocols()][:3]
-['GRR', 'SUE', 'OUE']
+>>> ll.protocols()[0].name, ll.protocols()[0].wire_id
+('GRR', 1)
 
 This package is also callable: ``longldp.protocols()`` lists the registry (see
 :func:`list_protocols`).
