@@ -94,7 +94,7 @@ def _loop_scores(proto: Any, device: np.ndarray, records: np.ndarray, n_dev: int
     """The per-device loop: each device's reports found, counted and tested one by one."""
     order = np.argsort(device, kind="stable")
     bounds = np.searchsorted(device[order], np.arange(n_dev + 1))
-    kind = atk.report_kind(proto)
+    kind = atk.attack_kind(proto)
     flagged = np.zeros(n_dev, dtype=bool)
     for u in range(n_dev):
         mine = records[order[bounds[u] : bounds[u + 1]]]

@@ -50,8 +50,8 @@ def test_promote_string_bad_input(pets):
         apps.promote_string(proto, names, counts, "x", 0.1, candidates=names[:5])
     with pytest.raises(ValueError, match="'beta' must be"):
         apps.promote_string(proto, names, counts, "x", 1.0)
-    onehot = ll.protocols.RAPPOR(k=8, h=1, m=1, encoder="onehot")
-    with pytest.raises(ValueError, match="Bloom encoder"):
+    onehot = ll.protocol("RAPPOR-onehot", k=8)
+    with pytest.raises(ValueError, match="Bloom-filter decoder: 'proto' must be RAPPOR"):
         apps.promote_string(onehot, names, counts, "x", 0.1)
 
 

@@ -46,7 +46,7 @@ def test_normalization_removes_part_of_grr_gain():
     assert normed.time_average_gain < 0.5 * plain.time_average_gain
 
 
-@pytest.mark.parametrize("name", ["OUE", "OLH", "SH"])
+@pytest.mark.parametrize("name", ["OUE", "OLH", "SH", "SS"])
 def test_detection_quiet_on_attack_free_data(name):
     """No itemset is flagged on honest reports (one-sided Bonferroni at α = 1%), so the
     defended estimate equals the plain one: no cost beyond the stated FPR."""
@@ -57,9 +57,9 @@ def test_detection_quiet_on_attack_free_data(name):
         assert det.itemsets == [] and not det.flagged.any()
 
 
-@pytest.mark.parametrize("name", ["OUE", "OLH", "L-OSUE"])
+@pytest.mark.parametrize("name", ["OUE", "OLH", "SS", "L-OSUE"])
 def test_detection_finds_mga(name):
-    kw = {"eps": 1.0} if name in ("OUE", "OLH") else {"eps_perm": 2.0, "eps_1": 1.0}
+    kw = {"eps": 1.0} if name in ("OUE", "OLH", "SS") else {"eps_perm": 2.0, "eps_1": 1.0}
     proto = ll.protocol(name, k=K, **kw)
     threat = atk.ThreatModel(targets=TARGETS, beta=0.05)
     run = atk.run_attack(proto, threat, "MGA", values=population(20_000), engine="reports",

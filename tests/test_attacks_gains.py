@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import longldp as ll
+import registry_cases
 from longldp import attacks as atk
 from longldp.attacks import gains
 
@@ -21,33 +22,38 @@ SEEDS = 120
 TRIALS = 8
 
 
+#: Registered protocols no frequency attack applies to, with the reason each is refused (the
+#: attack kind is derived from the traits, longldp.attacks.kinds). A registered protocol that
+#: is neither attacked by test_every_registered_protocol_is_attacked_or_refused nor listed here
+#: fails it.
+REFUSED = {
+    "RAPPOR": "estimates_frequencies is False",
+    "RAPPOR-one-time": "estimates_frequencies is False",
+    "RAPPOR-boolean": "estimates_frequencies is False",
+    "RAPPOR-boolean-one-time": "estimates_frequencies is False",
+}
+
+
 def build(cls: type, k: int = K) -> ll.protocols.FrequencyOracle:
-    """Any registry class at a small k with ε = 1 (one-shot) or (ε∞, ε1) = (2, 1)."""
-    fields = set(cls.__dataclass_fields__)
-    kw: dict = {"k": k}
-    if "eps" in fields:
-        kw["eps"] = 1.0
-    elif "eps_1" in fields:
-        kw.update(eps_perm=2.0, eps_1=1.0)
-    elif "eps_perm" in fields:
-        kw["eps_perm"] = 2.0
-    return cls(**kw)
+    """A registry class at a small k from its first test parameters."""
+    return registry_cases.build(cls, cls.test_params[0], k)
 
 
 def attackable() -> list[ll.protocols.FrequencyOracle]:
-    out = []
-    for cls in ll.protocols.REGISTRY.values():
-        proto = build(cls)
-        try:
-            atk.report_kind(proto)
-        except ValueError:
-            continue
-        out.append(proto)
-    return out
+    """Every registered class (first test parameters) that the attacks know."""
+    return [build(cls) for cls in ll.protocols.PROTOCOL_CLASSES if cls.name not in REFUSED]
 
 
-def simulated(proto, attack, engine, seeds=SEEDS, trials=TRIALS, variant="per-epoch", tau=1):
-    threat = atk.ThreatModel(targets=TARGETS, beta=0.05)
+def targets_of(proto) -> list[int]:
+    """TARGETS, or the last estimate index when the estimate is shorter (dBitFlipPM, b < k)."""
+    size = proto.estimate_size
+    return TARGETS if size >= K else [size - 1]
+
+
+def simulated(
+    proto, attack, engine, seeds=SEEDS, trials=TRIALS, variant="per-epoch", tau=1, targets=None
+):
+    threat = atk.ThreatModel(targets=TARGETS if targets is None else targets, beta=0.05)
     values = np.tile(VALUES, (tau, 1))
     g = [
         atk.run_attack(
@@ -74,16 +80,67 @@ def test_gain_matches_closed_form(name, attack, engine):
     assert abs(mean - forecast.total) <= 3 * se, (mean, se, forecast.total)
 
 
-@pytest.mark.parametrize("proto", attackable(), ids=lambda p: p.name)
-def test_every_protocol_mga_count_level(proto):
-    """Every attackable protocol of the registry: MGA and RIA at count level match (G.1)."""
+@pytest.mark.parametrize("proto", registry_cases.cases(k=K))
+def test_every_registered_protocol_is_attacked_or_refused(proto):
+    """Every registered protocol and test parameters: MGA and RIA at count level match (G.1),
+    or the protocol is refused with the reason listed in REFUSED (and nothing else is)."""
+    if proto.name in REFUSED:
+        with pytest.raises(ValueError, match=REFUSED[proto.name]):
+            atk.attack_kind(proto)
+        return
+    assert atk.attack_kind(proto) in atk.KINDS
+    T = targets_of(proto)
     for attack in ("MGA", "RIA"):
-        mean, se, threat = simulated(proto, attack, "count-level", seeds=100)
+        mean, se, threat = simulated(proto, attack, "count-level", seeds=100, targets=T)
         forecast = atk.expected_gain(
-            proto, attack, TARGETS, threat.share(N), proto.true_frequencies(VALUES),
+            proto, attack, T, threat.share(N), proto.true_frequencies(VALUES),
             hash_trials=TRIALS,
         )
         assert abs(mean - forecast.total) <= 3 * se, (attack, mean, se, forecast.total)
+
+
+def test_attack_tests_cover_the_registry():
+    """The test above is parametrized over every registered class (the registry-coverage check
+    of tests/test_registry_coverage.py, applied to it), and REFUSED names only registered,
+    refused protocols."""
+    from test_registry_coverage import every, missing
+
+    assert missing(test_every_registered_protocol_is_attacked_or_refused, every) == []
+    assert set(REFUSED) <= set(ll.protocols.NAMES)
+    left_out = type("Unlisted", (ll.protocols.GRR,), {"name": "Unlisted"})
+    classes = (*ll.protocols.PROTOCOL_CLASSES, left_out)
+    assert missing(test_every_registered_protocol_is_attacked_or_refused, every, classes) == [
+        "Unlisted"
+    ]
+
+
+@pytest.mark.parametrize("engine", ["count-level", "per-user"])
+@pytest.mark.parametrize("omega", [2, 4])
+def test_subset_selection_gains(omega, engine):
+    """SS: RPA, RIA and MGA with r = 3 targets above (ω = 2) and below (ω = 4) the subset size
+    match (G.1) on both engines; crafted reports hold exactly ω values."""
+    proto = ll.protocol("SS", k=K, eps=1.0, omega=omega)
+    for attack in atk.ATTACKS:
+        mean, se, threat = simulated(proto, attack, engine, seeds=100)
+        forecast = atk.expected_gain(
+            proto, attack, TARGETS, threat.share(N), proto.true_frequencies(VALUES)
+        )
+        assert abs(mean - forecast.total) <= 3 * se, (attack, mean, se, forecast.total)
+        rec = atk.craft_reports(proto, attack, TARGETS, 200, rng=0)
+        assert (np.unpackbits(rec, axis=1)[:, :K].sum(axis=1) == omega).all()
+    mga = atk.expected_support(proto, "MGA", TARGETS)
+    assert mga[TARGETS].sum() == pytest.approx(min(omega, len(TARGETS)))
+
+
+def test_unknown_report_kinds_are_refused():
+    """An enumerated report space that is not fixed-size subsets is refused, never attacked as
+    another kind."""
+    proto = ll.protocol("SS", k=K, eps=1.0)
+    fake = type("Opaque", (type(proto),), {"name": "Opaque"})
+    opaque = fake(k=K, eps=1.0)
+    object.__setattr__(opaque, "omega", None)
+    with pytest.raises(ValueError, match="opaque to the attacks"):
+        atk.attack_kind(opaque)
 
 
 @pytest.mark.parametrize("name", ["L-GRR", "L-OSUE", "OLOLOHA", "dBitFlipPM"])
@@ -199,6 +256,8 @@ def test_bloom_rappor_is_refused():
     proto = ll.protocol("RAPPOR", k=16)
     with pytest.raises(ValueError, match="promote_string"):
         atk.expected_gain(proto, "MGA", [1], 0.1, np.full(16, 1 / 16))
+    with pytest.raises(ValueError, match="must be a protocol object"):
+        atk.attack_kind("GRR")
 
 
 @pytest.mark.parametrize("proto", attackable(), ids=lambda p: p.name)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import longldp as ll
+import registry_cases
 from longldp import attacks as atk
 from longldp.attacks.defences import (
     defended_estimates,
@@ -18,6 +19,8 @@ from longldp.attacks.defences import (
     memo,
     memo_consistency,
 )
+from longldp.protocols.base import ReportKind
+from test_attacks_gains import REFUSED
 
 K = 8
 F = np.array([0.3, 0.2, 0.15, 0.1, 0.1, 0.08, 0.05, 0.02])
@@ -25,19 +28,27 @@ TAU = 20
 ALPHA = 0.01
 
 
+def memo_refusal(cls: type) -> str | None:
+    """Why the defence cannot apply to a registered class, from its traits (None: it applies).
+
+    One-shot oracles memoize nothing; dBitFlipPM's one round makes its reports its memos; the
+    protocols no attack knows (tests/test_attacks_gains.py REFUSED) are refused for that reason.
+    """
+    if cls.name in REFUSED:
+        return REFUSED[cls.name]
+    if not cls.longitudinal:
+        return "is one-shot"
+    if cls.report_kind == ReportKind.SAMPLED_BITS:
+        return "has one round"
+    return None
+
+
 def chains() -> list[ll.protocols.FrequencyOracle]:
-    """Every registry chain the defence applies to, at (ε∞, ε1) = (2, 1)."""
-    out = []
-    for cls in ll.protocols.REGISTRY.values():
-        if not cls.longitudinal or "eps_1" not in cls.__dataclass_fields__:
-            continue
-        proto = cls(k=K, eps_perm=2.0, eps_1=1.0)
-        try:
-            memo.check_applies(proto)
-        except ValueError:
-            continue
-        out.append(proto)
-    return out
+    """Every registered chain (each of its test parameters) the defence applies to."""
+    return [
+        registry_cases.build(cls, params, K)
+        for cls, params, _ in registry_cases.triples(lambda c: memo_refusal(c) is None)
+    ]
 
 
 def stable(n: int, tau: int = TAU) -> np.ndarray:
@@ -194,6 +205,25 @@ def test_does_not_apply(name, kw):
     with pytest.raises(ValueError, match="memo_consistency: '"):
         memo_consistency(proto, np.zeros(1, dtype=np.int64), proto.perturb([0], rng=0)
                          if not proto.longitudinal else np.zeros(1))
+
+
+@pytest.mark.parametrize("proto", registry_cases.cases(k=K))
+def test_every_registered_protocol_is_defended_or_refused(proto):
+    """Every registered protocol: the defence applies exactly when its traits say so (then the
+    false-positive test above covers it), else it is refused with the trait's reason."""
+    reason = memo_refusal(type(proto))
+    if reason is None:
+        assert memo.check_applies(proto) in atk.KINDS
+        assert any(p == proto for p in chains())
+    else:
+        with pytest.raises(ValueError, match=reason):
+            memo.check_applies(proto)
+
+
+def test_defence_tests_cover_the_registry():
+    from test_registry_coverage import every, missing
+
+    assert missing(test_every_registered_protocol_is_defended_or_refused, every) == []
 
 
 def test_bad_input():

@@ -34,7 +34,7 @@ from longldp.attacks.gains import (
     expected_time_average_gain,
     fake_reading,
 )
-from longldp.attacks.kinds import KINDS, report_kind
+from longldp.attacks.kinds import KINDS, attack_kind
 from longldp.attacks.runner import ENGINES, AttackRun, ReportLog, collect_reports, run_attack
 from longldp.attacks.threat import ThreatModel, fake_count
 
@@ -48,6 +48,7 @@ __all__ = [
     "GainForecast",
     "ReportLog",
     "ThreatModel",
+    "attack_kind",
     "cao_table1",
     "collect_reports",
     "craft_memos",
@@ -60,6 +61,5 @@ __all__ = [
     "fake_reading",
     "memo_reports",
     "reading",
-    "report_kind",
     "run_attack",
 ]

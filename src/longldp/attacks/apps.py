@@ -111,8 +111,11 @@ def promote_string(
 ) -> StringPromotion:
     """Decode a collection of ``counts[i]`` clients holding ``names[i]``, without and with
     β·(n + m) fake clients promoting ``target``; ``candidates`` (default: names + target)."""
-    if not isinstance(proto, RAPPOR) or proto.encoder != "bloom":
-        raise ValueError(f"{OWNER}: promote_string needs RAPPOR with the Bloom encoder.")
+    if not isinstance(proto, RAPPOR):
+        raise ValueError(
+            f"{OWNER}: promote_string attacks RAPPOR's Bloom-filter decoder: 'proto' must be "
+            f"RAPPOR or RAPPOR-one-time; got {getattr(proto, 'name', proto)!r}."
+        )
     attack = check.choice(OWNER, "attack", attack, STRING_ATTACKS).upper()
     cnt = np.asarray(counts, dtype=np.int64)
     if cnt.ndim != 1 or cnt.size != len(names) or cnt.min(initial=0) < 0 or cnt.sum() < 1:

@@ -120,7 +120,7 @@ def defended_rows(
     alpha = check.positive_float(OWNER, "alpha", alpha, upper=1.0)
     z = NormalDist().inv_cdf(0.5 + level / 2)
     if defence == "normalize":
-        return _normalized(paths, z)
+        return _normalized(paths, z, level)
     proto, dev, ep, rec = read_device_reports(paths, device_column)
     epochs = np.unique(ep)
     rows: list[dict] = []
@@ -147,7 +147,7 @@ def defended_rows(
                 var += (n_g / total) ** 2 * (
                     (f * p1k * (1 - p1k) + (1 - f) * p0k * (1 - p0k)) / (n_g * (p1k - p0k) ** 2)
                 )
-            rows += _rows(int(t), total, est[i], var, z)
+            rows += _rows(int(t), total, est[i], np.sqrt(var), z)
         return proto, rows, summary
     detection.check_applies(proto, OWNER)
     flag, found = detection.detect_over_epochs(proto, dev, ep, rec, alpha=alpha)
@@ -159,26 +159,36 @@ def defended_rows(
     for t in epochs:
         keep = (ep == t) & ~flag
         n = int(keep.sum())
-        est = proto.estimate(proto.support_counts(rec[keep]), n)
-        rows += _rows(int(t), n, est, proto.variance(n, np.clip(est, 0, 1)), z)
+        e = proto.estimate_with_se(proto.support_counts(rec[keep]), n, level=level)
+        rows += _rows(int(t), n, e.estimate, e.se, z)
     return proto, rows, summary
 
 
-def _normalized(paths: Any, z: float) -> tuple[FrequencyOracle, list[dict], dict[str, Any]]:
+def _normalized(
+    paths: Any, z: float, level: float
+) -> tuple[FrequencyOracle, list[dict], dict[str, Any]]:
+    """[CJG21]'s normalization of each epoch's estimate; the standard error is the unbiased
+    estimate's (``estimate_with_se``), the interval is centred on the normalized estimate."""
     from longldp.archive import aggregate_archive
 
     counts = aggregate_archive(paths)
     proto = counts.protocol
+    if not proto.estimates_frequencies:
+        raise ValueError(
+            f"{OWNER}: defence 'normalize' needs a frequency estimate; '{proto.name}' "
+            "estimates per-cohort bit shares (estimates_frequencies is False)."
+        )
     rows: list[dict] = []
     for epoch in sorted(counts.by_epoch):
         agg = counts.by_epoch[epoch]
-        est = normalization.cao_normalize(agg.estimate())
-        rows += _rows(int(epoch), int(agg.n), est, proto.variance(agg.n, np.clip(est, 0, 1)), z)
+        e = agg.estimate_with_se(level=level)
+        est = normalization.cao_normalize(e.raw)
+        rows += _rows(int(epoch), int(agg.n), est, e.se, z)
     return proto, rows, {"devices": None, "flagged_devices": 0}
 
 
-def _rows(epoch: int, n: int, est: NDArray, var: NDArray, z: float) -> list[dict]:
-    se = np.sqrt(np.asarray(var, dtype=np.float64))
+def _rows(epoch: int, n: int, est: NDArray, se_values: NDArray, z: float) -> list[dict]:
+    se = np.asarray(se_values, dtype=np.float64)
     return [
         {
             "epoch": epoch,

@@ -136,7 +136,7 @@ class OptimalChoices:
 
 def optimal_choices(proto: FrequencyOracle, targets: NDArray[np.int64]) -> OptimalChoices:
     """The MGA search over a public, finite family: a hash pool or the Hadamard rows."""
-    kind = kinds.report_kind(proto)
+    kind = kinds.attack_kind(proto)
     if kind == "hadamard":
         m = kinds.hadamard_rows(proto)
         if m - 1 <= HADAMARD_SEARCH_ROWS:
@@ -215,7 +215,7 @@ def craft_reports(
     against per-user hashing (docs/attacks.md §3.3).
     """
     attack = check_attack(attack)
-    kind = kinds.report_kind(proto)
+    kind = kinds.attack_kind(proto)
     T = check_targets(targets, proto.estimate_size)
     gen = _rng(rng)
     k, r = proto.k, T.size
@@ -225,13 +225,8 @@ def craft_reports(
         if attack == "RPA":
             return gen.integers(0, k, size=m).astype(np.int64)
         return T[gen.integers(0, r, size=m)]
-    if kind == "unary":
-        if attack == "RPA":
-            return kinds.wrap_unary(proto, np.packbits(gen.random((m, k)) < 0.5, axis=1))
-        others = np.setdiff1d(np.arange(k), T)
-        pad = others[_subset_rows(gen, m, others.size, mga_padding(proto, r))]
-        targets_on = np.broadcast_to(T, (m, r))
-        return kinds.wrap_unary(proto, _unary_rows(k, [targets_on, pad], m))
+    if kind in kinds.BIT_SET_KINDS:
+        return kinds.wrap_unary(proto, _bit_set_reports(proto, kind, attack, T, m, gen))
     if kind in ("hashed", "hadamard"):
         g = kinds.hash_range(proto)
         if attack == "RPA":
@@ -248,6 +243,41 @@ def craft_reports(
             ids, buckets, _ = search_hashes(proto, T, m, hash_trials, gen)
         return _hash_records(ids, buckets)
     return _bucket_reports(proto, attack, T, m, gen)
+
+
+def _bit_set_reports(
+    proto: FrequencyOracle,
+    kind: str,
+    attack: str,
+    T: NDArray[np.int64],
+    m: int,
+    gen: np.random.Generator,
+) -> NDArray[np.uint8]:
+    """Packed k-bit rows of RPA or MGA against unary encoding or subset selection.
+
+    Unary RPA: every bit a fair coin. Subset RPA: a uniform ω-subset (the report space of SS
+    is the C(k, ω) subsets, and the server refuses any other weight). MGA: every target and
+    :func:`bit_set_padding` random non-targets; a subset report with r > ω targets holds a
+    uniform ω of them ([CJG21] §3.4's MGA, with SS's fixed weight).
+    """
+    k, r = proto.k, T.size
+    if attack == "RPA":
+        if kind == "unary":
+            return np.packbits(gen.random((m, k)) < 0.5, axis=1)
+        return _unary_rows(k, [_subset_rows(gen, m, k, kinds.subset_size(proto))], m)
+    if kind == "subset" and r > kinds.subset_size(proto):
+        return _unary_rows(k, [T[_subset_rows(gen, m, r, kinds.subset_size(proto))]], m)
+    others = np.setdiff1d(np.arange(k), T)
+    pad = others[_subset_rows(gen, m, others.size, bit_set_padding(proto, kind, r))]
+    return _unary_rows(k, [np.broadcast_to(T, (m, r)), pad], m)
+
+
+def bit_set_padding(proto: FrequencyOracle, kind: str, r: int) -> int:
+    """Non-target values in an MGA bit-set report: unary :func:`mga_padding`; subset ω − r
+    (at least 0), so that the report holds exactly ω values."""
+    if kind == "subset":
+        return max(0, kinds.subset_size(proto) - r)
+    return mga_padding(proto, r)
 
 
 def _honest_reports(
@@ -304,14 +334,15 @@ def expected_support(
 ) -> NDArray[np.float64]:
     """E[support] of one fake report of ``attack``: shape ``proto.support_shape`` per report.
 
-    Closed forms (docs/attacks.md §3): RPA uniform report → 1/k (symbol), ½ (unary), 1/g
-    (hashing), ½ (Hadamard); RIA → P0 + (P1 − P0)/r on targets, P0 elsewhere; MGA → 1/r on
-    targets (symbol), 1 on targets and l/(k − r) elsewhere (unary), E[M_S]/r on targets and 1/g
+    Closed forms (docs/attacks.md §3): RPA uniform report → 1/k (symbol), ½ (unary), ω/k
+    (subset), 1/g (hashing), ½ (Hadamard); RIA → P0 + (P1 − P0)/r on targets, P0 elsewhere;
+    MGA → 1/r on targets (symbol), 1 on targets and l/(k − r) elsewhere (unary; subset with
+    l = ω − r, or ω/r on targets and 0 elsewhere when r > ω), E[M_S]/r on targets and 1/g
     elsewhere (per-user hashing, :mod:`longldp.attacks.occupancy`), the optimal set's average
     (hash pool, Hadamard rows).
     """
     attack = check_attack(attack)
-    kind = kinds.report_kind(proto)
+    kind = kinds.attack_kind(proto)
     T = check_targets(targets, proto.estimate_size)
     k, r = proto.k, T.size
     on_target = np.zeros(proto.estimate_size, dtype=bool)
@@ -322,10 +353,13 @@ def expected_support(
         return np.where(on_target, proto.P0 + (proto.P1 - proto.P0) / r, proto.P0)
     if kind == "symbol":
         return np.full(k, 1.0 / k) if attack == "RPA" else np.where(on_target, 1.0 / r, 0.0)
-    if kind == "unary":
+    if kind in kinds.BIT_SET_KINDS:
         if attack == "RPA":
-            return np.full(k, 0.5)
-        return np.where(on_target, 1.0, mga_padding(proto, r) / (k - r) if k > r else 0.0)
+            return np.full(k, 0.5 if kind == "unary" else kinds.subset_size(proto) / k)
+        if kind == "subset" and r > kinds.subset_size(proto):
+            return np.where(on_target, kinds.subset_size(proto) / r, 0.0)
+        pad = bit_set_padding(proto, kind, r)
+        return np.where(on_target, 1.0, pad / (k - r) if k > r else 0.0)
     g = kinds.hash_range(proto)
     if attack == "RPA":
         return np.full(k, 1.0 / g)
@@ -393,7 +427,7 @@ def craft_memos(
     round(p1 + (k − 1)q1) − r random others (an honest memo's weight). LOLOHA / L-SH: the
     hash function (or Hadamard row) and bucket of MGA (docs/attacks.md §5.3).
     """
-    kind = kinds.report_kind(proto)
+    kind = kinds.attack_kind(proto)
     _check_memo_space(proto, kind, OWNER)
     T = check_targets(targets, proto.estimate_size)
     gen = _rng(rng)
@@ -439,7 +473,7 @@ def expected_memo_support(
     Pr[memo points at v]: L-GRR 1/r on targets; UE chains 1 on targets, l'/(k − r) elsewhere;
     LOLOHA E[M_S]/r on targets and (for non-targets) the hash is independent, so 1/g overall.
     """
-    kind = kinds.report_kind(proto)
+    kind = kinds.attack_kind(proto)
     _check_memo_space(proto, kind, OWNER)
     T = check_targets(targets, proto.estimate_size)
     k, r = proto.k, T.size

@@ -1,100 +1,133 @@
-"""What a fake user can send: the report kind of a protocol, read from its public behaviour.
+"""What a fake user can send: the attack kind of a protocol, derived from its traits.
 
 An attack crafts *reports*, so what it can do depends only on the shape of a protocol's report
-and on which values a report supports (docs/math.md §1.1). Five kinds cover the registry:
+and on which values a report supports (docs/math.md §1.1). The protocol trait ``report_kind``
+(docs/design.md §2.1) decides it; two report kinds need one more public fact:
 
-==============  =======================================  ======================================
-kind            report                                   supports v when
-==============  =======================================  ======================================
-``symbol``      one symbol y of [0, k)                   y = v (GRR, L-GRR)
-``unary``       k bits, bit-packed                       bit v is 1 (SUE, OUE, the UE chains,
-                                                         RAPPOR with the one-hot encoder)
-``hashed``      (hash seed or pool index, bucket)        H(v) = bucket (BLH, OLH, LOLOHA)
-``hadamard``    (Hadamard row j, bit)                    popcount(j AND v) mod 2 = bit (SH, L-SH)
-``bucket-bits`` d sampled buckets and d bits             bucket j sampled with bit 1
-                                                         (dBitFlipPM; its estimate is per bucket)
-==============  =======================================  ======================================
+=========================  ==============  ====================================================
+``report_kind`` trait      attack kind     supports v when
+=========================  ==============  ====================================================
+``symbol``                 ``symbol``      the symbol is v (GRR, L-GRR)
+``bits``                   ``unary``       bit v is 1 (SUE, OUE, the UE chains)
+``hashed``                 ``hashed``      H(v) = bucket (BLH, OLH, LOLOHA)
+``hadamard``               ``hadamard``    popcount(j AND v) mod 2 = bit (SH, L-SH)
+``sampled-bits``           ``bucket-bits`` bucket(v) sampled with bit 1 (dBitFlipPM)
+``cohort-bits``            ``unary``       only when the estimate is a frequency vector
+                                           (``estimates_frequencies``), there is one cohort and
+                                           every possible encoding is one-hot: bit v is 1
+                                           (RAPPOR-onehot); otherwise refused
+``enumerated``             ``subset``      only when the enumerated report space is the
+                                           C(k, ω) subsets of a fixed size ``omega``: v is in
+                                           the subset (SS); otherwise refused
+=========================  ==============  ====================================================
 
-RAPPOR with the Bloom encoder reports Bloom bits of strings, not values: frequency attacks do
-not apply to it (:func:`longldp.attacks.apps.promote_string` attacks its decoder instead).
-
-The kind is read from a protocol's own report records (one report of a one-user population),
-never from a list of protocol names, so a protocol added to the registry is classified by what
-it sends. docs/attacks.md §1.
+A protocol whose kind no attack knows raises ``ValueError`` with the reason, never a silent
+fallback to another kind: Bloom and boolean RAPPOR estimate per-cohort shares of set bits, not
+frequencies of values (:func:`longldp.attacks.apps.promote_string` attacks the Bloom decoder
+instead); an enumerated report other than a fixed-size subset is opaque to the attacks. A
+protocol added to the registry is classified by its traits alone. docs/attacks.md §1.
 """
 
 from __future__ import annotations
 
-import functools
+import math
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from longldp.protocols import FrequencyOracle
+from longldp.protocols.base import ReportKind
 
-KINDS = ("symbol", "unary", "hashed", "hadamard", "bucket-bits")
+KINDS = ("symbol", "unary", "subset", "hashed", "hadamard", "bucket-bits")
+#: Kinds whose report is a set of values given as packed k-bit rows.
+BIT_SET_KINDS = ("unary", "subset")
 
-
-@functools.lru_cache(maxsize=256)
-def _kind_of(proto: FrequencyOracle) -> str:
-    traits = getattr(proto, "report_kind", None)  # a protocol may declare it (design §2)
-    if isinstance(traits, str) and traits in KINDS:
-        return traits
-    if getattr(proto, "encoder", "onehot") != "onehot":  # RAPPOR's Bloom or boolean encoders
-        return "bloom"
-    example = proto.perturb(np.zeros(1, dtype=np.int64), proto.new_memo(1), rng=0)
-    rec = np.asarray(example)
-    names = rec.dtype.names or ()
-    if not names and np.issubdtype(rec.dtype, np.integer) and rec.ndim == 1:
-        return "symbol"
-    if not names and rec.dtype == np.uint8 and rec.ndim == 2:
-        return "unary"
-    if set(names) == {"hash_id", "bucket"}:
-        return "hadamard" if hasattr(proto, "row_sums") else "hashed"
-    if set(names) == {"buckets", "bits"}:
-        return "bucket-bits"
-    if set(names) == {"cohort", "bits"}:
-        if getattr(proto, "encoder", None) == "onehot":
-            return "unary"
-        return "bloom"
-    return "unknown"
+#: Report kinds (the protocol trait) that alone decide the attack kind.
+BY_REPORT_KIND: dict[ReportKind, str] = {
+    ReportKind.SYMBOL: "symbol",
+    ReportKind.BITS: "unary",
+    ReportKind.HASHED: "hashed",
+    ReportKind.HADAMARD: "hadamard",
+    ReportKind.SAMPLED_BITS: "bucket-bits",
+}
 
 
-def report_kind(proto: FrequencyOracle, owner: str = "attacks") -> str:
-    """The report kind of ``proto`` (one of :data:`KINDS`); ValueError if no attack applies."""
+def _cohort_bits_kind(proto: FrequencyOracle, owner: str) -> str:
+    """RAPPOR-style (cohort, bits) reports: attackable as unary iff one-hot, one cohort."""
+    if not proto.estimates_frequencies:
+        raise ValueError(
+            f"{owner}: '{proto.name}' estimates, per cohort, the share of clients whose encoded "
+            "bit is set (estimates_frequencies is False), not a frequency vector over values, "
+            "so a gain on target values is undefined; attack RAPPOR's string decoder with "
+            "longldp.attacks.apps.promote_string."
+        )
+    encodings = proto.possible_encodings()  # type: ignore[attr-defined]
+    if int(getattr(proto, "m", 1)) != 1 or not np.array_equal(
+        encodings, np.eye(proto.k, dtype=bool)
+    ):
+        raise ValueError(
+            f"{owner}: '{proto.name}' reports cohort bits whose encoding is not one-hot in one "
+            "cohort; no attack knows which values such a report supports."
+        )
+    return "unary"
+
+
+def _enumerated_kind(proto: FrequencyOracle, owner: str) -> str:
+    """An enumerated report space: attackable as ``subset`` iff it is the ω-subsets of [0, k)."""
+    omega = getattr(proto, "omega", None)
+    if (
+        isinstance(omega, int)
+        and 1 <= omega < proto.k
+        and proto.report_space_size() == math.comb(proto.k, omega)
+    ):
+        return "subset"
+    raise ValueError(
+        f"{owner}: '{proto.name}' has an enumerated report space that is not the subsets of a "
+        "fixed size 'omega' of the domain; its reports are opaque to the attacks (no attack "
+        "knows which values they support)."
+    )
+
+
+def attack_kind(proto: FrequencyOracle, owner: str = "attacks") -> str:
+    """The attack kind of ``proto`` (one of :data:`KINDS`) from its traits; ValueError with
+    the reason when no attack applies."""
     if not isinstance(proto, FrequencyOracle):
         raise ValueError(f"{owner}: 'proto' must be a protocol object; got {proto!r}.")
-    kind = _kind_of(proto)
-    if kind == "bloom":
-        raise ValueError(
-            f"{owner}: '{proto.name}' with the Bloom encoder reports strings' Bloom bits, so "
-            "frequency attacks do not apply; use longldp.attacks.apps.promote_string."
-        )
-    if kind not in KINDS:
-        raise ValueError(f"{owner}: no attack knows the reports of '{proto.name}'.")
-    return kind
+    rk = proto.report_kind
+    if rk in BY_REPORT_KIND:
+        return BY_REPORT_KIND[rk]
+    if rk == ReportKind.COHORT_BITS:
+        return _cohort_bits_kind(proto, owner)
+    if rk == ReportKind.ENUMERATED:
+        return _enumerated_kind(proto, owner)
+    raise ValueError(
+        f"{owner}: no attack knows report kind {str(rk)!r} of '{proto.name}'; known: "
+        f"{', '.join(str(k) for k in (*BY_REPORT_KIND, ReportKind.COHORT_BITS))} and "
+        "fixed-size subsets."
+    )
 
 
 def wrap_unary(proto: FrequencyOracle, packed: NDArray[np.uint8]) -> NDArray[Any]:
-    """Packed bit rows as ``proto``'s report records (RAPPOR one-hot: cohort 0 and the bits)."""
-    dtype = getattr(proto, "report_dtype", None)
-    if dtype is None or getattr(proto, "encoder", None) != "onehot":
+    """Packed bit rows as ``proto``'s report records (cohort-bits: cohort 0 and the bits)."""
+    if proto.report_kind != ReportKind.COHORT_BITS:
         return packed
-    out = np.zeros(packed.shape[0], dtype=dtype)
+    out = np.zeros(packed.shape[0], dtype=proto.report_dtype)  # type: ignore[attr-defined]
     out["bits"] = packed
     return out
 
 
 def unary_bits(proto: FrequencyOracle, reports: NDArray[Any]) -> NDArray[np.uint8]:
-    """The packed bit rows of unary reports (unwraps RAPPOR's records)."""
+    """The packed bit rows of unary or subset reports (unwraps cohort-bits records)."""
     rec = np.asarray(reports)
     return rec["bits"] if rec.dtype.names else rec
 
 
 def hash_range(proto: FrequencyOracle) -> int:
-    """g, the number of buckets of a hashed or Hadamard protocol (Hadamard: 2)."""
-    return int(getattr(proto, "g", 2))
+    """g, the number of buckets of a hashed protocol; 2 (one bit) for a Hadamard one."""
+    if proto.report_kind == ReportKind.HADAMARD:
+        return 2
+    return int(proto.g)  # type: ignore[attr-defined]
 
 
 def hadamard_rows(proto: FrequencyOracle) -> int:
@@ -110,3 +143,8 @@ def n_buckets(proto: FrequencyOracle) -> int:
 def sampled_buckets(proto: FrequencyOracle) -> int:
     """d, the buckets each dBitFlipPM user answers."""
     return int(proto.d)  # type: ignore[attr-defined]
+
+
+def subset_size(proto: FrequencyOracle) -> int:
+    """ω, the number of values in every report of a subset protocol."""
+    return int(proto.omega)  # type: ignore[attr-defined]

@@ -140,7 +140,7 @@ def run_attack(
     attack = crafting.check_attack(attack, OWNER)
     variant = check.choice(OWNER, "variant", variant, VARIANTS)
     engine = check.choice(OWNER, "engine", engine, ENGINES)
-    kind = kinds.report_kind(proto, OWNER)
+    kind = kinds.attack_kind(proto, OWNER)
     if variant == "memo-mimic" and attack != "MGA":
         raise ValueError(f"{OWNER}: the 'memo-mimic' variant crafts memos with MGA; got {attack}.")
     T = threat.target_array(proto.estimate_size, OWNER)

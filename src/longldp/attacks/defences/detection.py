@@ -8,7 +8,9 @@ reports of OUE and OLH and removes the users whose reports support one. Our vers
 - an honest report's supports of two items a ≠ b are independent given the user's value (UE
   bits are independent; per-user hash values of distinct items are independent uniform; two
   columns of a Hadamard row are pairwise independent), so Cov(S_a, S_b) = −f_a f_b (P1 − P0)² ≤ 0
-  over the population;
+  over the population; the members of a subset-selection report are drawn without
+  replacement, so given the value they are negatively correlated and the covariance is
+  negative too;
 - the pair statistic z_ab = (C_ab − C_a C_b/R)/√(R p_a(1 − p_a) p_b(1 − p_b)) (C_ab reports
   supporting both, p_a = C_a/R) is then at most 0 in mean and ≈ N(0, 1) at most, and a pair is
   flagged when z_ab exceeds Φ⁻¹(1 − α/#pairs) (one-sided Bonferroni: asymptotic FPR ≤ α per
@@ -16,7 +18,8 @@ reports of OUE and OLH and removes the users whose reports support one. Our vers
 - flagged pairs are grown into itemsets (greedy cliques); a report is flagged when it supports
   every item of an itemset (``min_share`` of them, optionally).
 
-It applies to reports that support many items (UE, per-user hashing, Hadamard). One-symbol
+It applies to reports that support many items (UE, subset selection, per-user hashing,
+Hadamard). One-symbol
 reports support one item and dBitFlipPM's report one bucket per sampled bit: no itemsets
 (ValueError). A shared hash pool correlates honest supports (docs/math.md §2.4): refused too.
 Honest reports that happen to support a whole itemset are removed with the fakes; for an
@@ -43,11 +46,12 @@ OWNER = "detect_fake_reports"
 
 def check_applies(proto: FrequencyOracle, owner: str = OWNER) -> str:
     """The report kind, or ValueError when itemset detection does not apply."""
-    kind = kinds.report_kind(proto, owner)
+    kind = kinds.attack_kind(proto, owner)
     if kind in ("symbol", "bucket-bits"):
         raise ValueError(
             f"{owner}: a '{proto.name}' report supports one item (per answered bucket), so it "
-            "has no itemsets; itemset detection applies to unary, hashing and Hadamard reports."
+            "has no itemsets; itemset detection applies to unary, subset, hashing and Hadamard "
+            "reports."
         )
     if getattr(proto, "hash_pool", None) is not None:
         raise ValueError(
@@ -62,7 +66,7 @@ def supported_sets(proto: FrequencyOracle, records: ArrayLike) -> NDArray[np.boo
     kind = check_applies(proto, "supported_sets")
     rec = np.asarray(records)
     k = proto.k
-    if kind == "unary":
+    if kind in kinds.BIT_SET_KINDS:
         return np.unpackbits(kinds.unary_bits(proto, rec), axis=1, count=k).astype(bool)
     values = np.arange(k, dtype=np.int64)[None, :]
     out = np.empty((rec.shape[0], k), dtype=bool)

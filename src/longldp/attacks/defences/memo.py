@@ -46,7 +46,7 @@ _DENSE_CELLS = 1 << 26
 
 def check_applies(proto: FrequencyOracle, owner: str = OWNER) -> str:
     """The report kind, or ValueError when the defence does not apply to ``proto``."""
-    kind = kinds.report_kind(proto, owner)
+    kind = kinds.attack_kind(proto, owner)
     if not proto.longitudinal:
         raise ValueError(
             f"{owner}: '{proto.name}' is one-shot: it memoizes nothing, so a device's reports "
