@@ -5,7 +5,7 @@ Fake users inject crafted reports to raise the estimates of target items (Cao, J
 Modules (docs/attacks.md):
 
 - :mod:`.threat`: the threat model as data (β or m fake users, targets, timeline);
-- :mod:`.kinds`: what a protocol's report is, read from its records;
+- :mod:`.kinds`: the attack kind of a protocol, derived from its traits (report kind);
 - :mod:`.crafting`: RPA, RIA and MGA reports (and memos) and their expected support;
 - :mod:`.occupancy`: the law of MGA's hash search against local hashing;
 - :mod:`.gains`: closed-form expected gains from longldp's estimator;

@@ -9,9 +9,9 @@ application's output with and without them (docs/attacks.md §10):
   pad with random bits up to an honest report's expected weight (the RAPPOR form of
   [CJG21]'s MGA against unary encoding); RIA clients run the real client on the target.
 - :func:`promote_items` (SVIM, SVSM, LDPMiner, GFIM): fake users *hold* the target items and
-  run the miner honestly (input poisoning: the miners expose no report-level hook, so a
-  report-space MGA inside their padding-and-sampling oracles is out of reach of the public
-  API); the result is whether and where the targets enter the reported top-k.
+  run the miner honestly (input poisoning; docs/attacks.md §10.2 says precisely why a
+  report-space MGA inside their padding-and-sampling oracles is not offered); the result is
+  whether and where the targets enter the reported top-k.
 - :func:`shift_range` (FELIP): fake users hold the middle of a target query's box (input
   poisoning). The *true* answer moves by β(1 − a) (a the genuine answer, as fractions of all
   users); an unbiased linear estimator would follow it in expectation, but FELIP answers from
