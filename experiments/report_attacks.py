@@ -224,6 +224,8 @@ def best_defended(rows: list[dict]) -> list[str]:
 def figures(count: list[dict], reports: list[dict], folder: Path) -> list[str]:
     from matplotlib.figure import Figure
 
+    from longldp.experiments.plot import line_styles
+
     made = []
     ds = count[0]["dataset"]
     by = group(count, "dataset", "protocol", "attack", "variant", "defence", "beta", "eps_perm")
@@ -231,10 +233,11 @@ def figures(count: list[dict], reports: list[dict], folder: Path) -> list[str]:
     defences = list(dict.fromkeys(r["defence"] for r in count))
     fig = Figure(figsize=(4 * len(defences), 3.6))
     axes = fig.subplots(1, len(defences), sharey=True)
+    styles = line_styles(protocols_in(count))  # more than 10 protocols: colour alone repeats
     for ax, d in zip(np.atleast_1d(axes), defences, strict=True):
         for p in protocols_in(count):
             ys = [mean(by.get((ds, p, "MGA", "per-epoch", d, b, 2.0), []), "gain") for b in betas]
-            ax.plot(betas, np.maximum(ys, 1e-4), marker="o", label=p)
+            ax.plot(betas, np.maximum(ys, 1e-4), label=p, **styles[p])
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_title(f"defence: {d}")
