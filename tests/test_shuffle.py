@@ -332,6 +332,7 @@ def test_any_two_trajectories_within_the_sequential_bound(eps_1):
     for tau in (2, 3):
         trajectories = list(itertools.product(range(3), repeat=tau))
         law = {t: _lgrr_trajectory_law(proto, t) for t in trajectories}
-        worst = max(float(np.max(np.log(law[a] / law[b]))) for a in trajectories for b in trajectories)
+        pairs = itertools.product(trajectories, repeat=2)
+        worst = max(float(np.max(np.log(law[a] / law[b]))) for a, b in pairs)
         assert worst > min(tau * eps_1, 2.0 * min(tau, 3))  # (4.1) would understate it
         assert worst <= eps_1 + (tau - 1) * eps_2 + 1e-9
