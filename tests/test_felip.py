@@ -400,10 +400,11 @@ def test_engines_and_study_cell_end_to_end():
     r1 = run_felip(table, wl, "OLOLOHA", 2.0, alpha=0.1, tau=3, rng=15)
     r2 = run_felip(table, wl, "OLOLOHA", 2.0, alpha=0.1, tau=3, rng=15)
     assert np.array_equal(r1.answers, r2.answers) and r1.mse_per_timestamp.shape == (3,)
-    assert np.allclose(r1.truth, wl.fractions) and r1.spent is None
+    assert np.allclose(r1.truth, wl.fractions) and r1.spent["epsilon"] is None
+    assert np.all(r1.spent["reports"] == 3)  # counted by every engine; no memo at count level
     assert [row["t"] for row in r1.rows()] == [0, 1, 2]
     r3 = run_felip(table, wl, "adaptive", 1.0, tau=2, rng=16, engine="per-user")
-    assert np.isfinite(r3.mse_avg) and r3.spent is not None
+    assert np.isfinite(r3.mse_avg) and r3.spent["epsilon"] is not None
     json.dumps(r3.plan.describe())
     plan = r1.plan  # a (τ, n, d) array gives the same answers as the table at τ = 1
     a = simulate_felip(plan, x, wl, 17).answers

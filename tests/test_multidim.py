@@ -97,9 +97,13 @@ def test_smp_memo_persists_so_static_users_spend_eps_perm_once():
 
 
 def test_count_level_has_no_clients():
+    """No memo is drawn, so no ε bound; the reports are still counted (τ = 2 per user, in the
+    one attribute she reports)."""
     coll = MultidimCollection(KS, "ALLOMFREE", 2.0, alpha=0.5)
     res = coll.collect(make_values(5, 300), 6, engine="count-level")
-    assert res.spent_epsilon is None and res.reports is None
+    assert res.spent_epsilon is None
+    assert np.all(res.reports[np.arange(300), res.assignment] == 2)
+    assert np.all(res.reports.sum(axis=1) == 2)
     assert res.reporters.tolist() == [100, 100, 100]
 
 

@@ -27,8 +27,6 @@ from longldp import _validate as check
 from longldp.data import LongitudinalSets, SetData
 
 OWNER = "setvalued"
-#: Simulation engines (design §4): count-level, per-user (memos, count-level round 2), reports.
-ENGINES = ("count-level", "per-user", "reports")
 #: Longitudinal policies for candidates and padding lengths (math §9.5).
 POLICIES = ("reestimate", "freeze")
 

@@ -62,12 +62,12 @@ from longldp.experiments import _schema as sc
 from longldp.experiments import seeding
 from longldp.experiments.kinds import base
 from longldp.experiments.kinds.base import Cell, GridSpec, StudyKind
+from longldp.simulate import ENGINES
 
 __all__ = ["KIND", "GFIMDatasetSpec", "GFIMMethodSpec", "GFIMStudySpec", "run_cell"]
 
 SOURCES = ("laplace", "normal", "census-income")
 APPS = ("gfim", "ldpminer-sh")
-ENGINES = ("count-level", "per-user", "reports")
 
 
 @dataclass(frozen=True)
