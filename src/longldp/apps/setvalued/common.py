@@ -429,7 +429,8 @@ class MiningResult:
     budget : dict of str to numpy.ndarray or None
         Per user over all timestamps: ``reports``, ``memos`` and ``epsilon`` (sequential
         composition over the user's instances; min(t·ε1, m·ε∞) per memoizing instance,
-        math §4). ``epsilon``/``memos`` are None for count-level longitudinal runs.
+        math §4; :meth:`longldp.simulate.Population.budget`). ``epsilon``/``memos`` are None
+        for count-level longitudinal runs, which draw no memo.
     items : MiningResult or None
         SVSM: the top-k items of its internal SVIM.
     """

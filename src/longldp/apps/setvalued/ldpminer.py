@@ -26,12 +26,9 @@ from typing import Any
 import numpy as np
 
 from longldp import _validate as check
-from longldp import postprocess as pp
 from longldp.apps.setvalued.common import FloatArray, Timeline, TopK, top_indices
-from longldp.apps.setvalued.miner import MinerRun, TimelineMiner, check_common, postprocess_name
-from longldp.apps.setvalued.oracle import OracleSpec
+from longldp.apps.setvalued.miner import DOMAINS, MinerConfig, MinerRun, postprocess_name
 from longldp.apps.setvalued.psfo import ADAPTIVE
-from longldp.apps.setvalued.svim import DOMAINS
 from longldp.data import SetData
 from longldp.protocols import get_protocol_class
 
@@ -93,29 +90,18 @@ def true_length_bound(data: SetData, q: float) -> int:
 
 
 @dataclass(frozen=True)
-class LDPMiner(TimelineMiner):
-    """The LDPMiner baseline (math §9.4) configured once, run on any data (``run``: see
-    :class:`~longldp.apps.setvalued.miner.TimelineMiner`).
+class LDPMiner(MinerConfig):
+    """The LDPMiner baseline (math §9.4) configured once, run on any data.
 
-    Parameters
-    ----------
-    k : int
-        Output size, 1 <= k <= item domain size.
-    oracle : OracleSpec
-        The *total* budget: each phase runs at half of it.
-    params : LDPMinerParams, optional
-    policy : {"reestimate", "freeze"}, default="reestimate"
-    postprocess : str, callable or None, default=None
+    The fields of :class:`~longldp.apps.setvalued.miner.MinerConfig` (``run``: see
+    :class:`~longldp.apps.setvalued.miner.TimelineMiner`), with 1 <= k <= the item domain size,
+    ``params`` an :class:`LDPMinerParams`, and ``oracle`` the *total* budget: each phase runs
+    at half of it.
     """
 
-    k: int
-    oracle: OracleSpec
-    params: LDPMinerParams = field(default_factory=LDPMinerParams)
-    policy: str = "reestimate"
-    postprocess: str | pp.PostProcessor | None = None
+    owner = OWNER
 
-    def __post_init__(self) -> None:
-        check_common(self, OWNER)
+    params: LDPMinerParams = field(default_factory=LDPMinerParams)
 
     def start(self, timeline: Timeline, engine: str, rng: np.random.Generator) -> LDPMinerRun:
         """Every user reports in both phases: no groups to draw."""

@@ -22,6 +22,7 @@ spent budget. A subclass writes ``step`` (its own logic) and ``params_record``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -51,9 +52,11 @@ from longldp.data import SetData
 from longldp.protocols import FrequencyOracle
 from longldp.simulate import Population, ReportingGroup
 
-#: How a PSFO codes the candidates C (math §9.5): ``"rank"`` their position in C (one-shot),
-#: ``"items"`` their item id over I ∪ {⊥} (a time-stable domain), ``"slots"`` |C| sticky slots.
-CANDIDATE_CODES = ("rank", "items", "slots")
+#: Longitudinal domains of the candidates C (math §9.5): ``"items"`` their item id over I ∪ {⊥}
+#: (a time-stable domain), ``"slots"`` |C| sticky slots (an item keeps its slot while in C).
+DOMAINS = ("items", "slots")
+#: How a PSFO codes the candidates: their ``"rank"`` in C (one-shot), or a longitudinal domain.
+CANDIDATE_CODES = ("rank", *DOMAINS)
 #: The miners' default engine (docs/design.md §4): the cheapest, exact per timestamp.
 MINER_ENGINE = "count-level"
 
@@ -93,6 +96,39 @@ class TimelineMiner:
     def start(self, timeline: Timeline, engine: str, rng: np.random.Generator) -> MinerRun:
         """The miner's state before t = 0 (the fixed user groups are drawn here)."""
         raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class MinerConfig(TimelineMiner):
+    """The configuration SVIM, SVSM and LDPMiner share (each redefines ``params``).
+
+    Parameters
+    ----------
+    k : int
+        Output size.
+    oracle : OracleSpec
+        One-shot (ε) or longitudinal (ε∞, ε1) oracle and budget.
+    params : object
+        The miner's own constants (SVIMParams, SVSMParams, LDPMinerParams).
+    policy : {"reestimate", "freeze"}, default="reestimate"
+        Longitudinal candidates and lengths: re-estimated every timestamp, or kept from t = 0.
+    postprocess : str, callable or None, default=None
+        Applied to every FO's estimate vector (:mod:`longldp.postprocess`).
+    """
+
+    #: The miner's name in error messages.
+    owner: ClassVar[str] = "miner"
+    #: Smallest k the miner accepts (SVSM: 2, an itemset has two items).
+    min_k: ClassVar[int] = 1
+
+    k: int
+    oracle: OracleSpec
+    params: Any = None
+    policy: str = "reestimate"
+    postprocess: str | pp.PostProcessor | None = None
+
+    def __post_init__(self) -> None:
+        check_common(self, self.owner, self.min_k)
 
 
 class MinerRun:
@@ -290,7 +326,7 @@ class MinerRun:
 
 
 def check_common(app: Any, owner: str, min_k: int = 1) -> None:
-    """Validate and normalize the fields SVIM, SVSM and LDPMiner share (from __post_init__):
+    """Validate and normalize the fields of a :class:`MinerConfig` (from ``__post_init__``):
     k >= ``min_k``, the policy, the post-processing name and the oracle spec."""
     k = check.integer(owner, "k", app.k, minimum=1)
     if k < min_k:

@@ -31,7 +31,6 @@ from typing import Any
 import numpy as np
 
 from longldp import _validate as check
-from longldp import postprocess as pp
 from longldp.apps.setvalued.common import (
     IntArray,
     Timeline,
@@ -40,13 +39,10 @@ from longldp.apps.setvalued.common import (
     split_groups,
     top_indices,
 )
-from longldp.apps.setvalued.miner import MinerRun, TimelineMiner, check_common, postprocess_name
-from longldp.apps.setvalued.oracle import OracleSpec
+from longldp.apps.setvalued.miner import DOMAINS, MinerConfig, MinerRun, postprocess_name
 from longldp.simulate import Population
 
 OWNER = "SVIM"
-#: Encodings of the longitudinal estimation domain (math §9.5).
-DOMAINS = ("items", "slots")
 
 
 @dataclass(frozen=True)
@@ -86,32 +82,19 @@ class SVIMParams:
 
 
 @dataclass(frozen=True)
-class SVIM(TimelineMiner):
-    """SVIM (WLJ; math §9.2, §9.5) configured once, run on any data (``run``: see
-    :class:`~longldp.apps.setvalued.miner.TimelineMiner`).
+class SVIM(MinerConfig):
+    """SVIM (WLJ; math §9.2, §9.5) configured once, run on any data.
 
-    Parameters
-    ----------
-    k : int
-        Output size, 1 <= k <= item domain size.
-    oracle : OracleSpec
-        One-shot (ε; ``"adaptive"`` by default) or longitudinal (ε∞, ε1) oracle.
-    params : SVIMParams, optional
-    policy : {"reestimate", "freeze"}, default="reestimate"
-        Longitudinal candidates and ℓ: re-estimated every timestamp, or kept from t = 0.
-    postprocess : str, callable or None, default=None
-        Applied to every FO's full estimate vector (items and dummies) before dummies are
-        dropped and before ℓ-scaling ([002] uses ``"norm-sub"``).
+    The fields of :class:`~longldp.apps.setvalued.miner.MinerConfig` (``run``: see
+    :class:`~longldp.apps.setvalued.miner.TimelineMiner`), with 1 <= k <= the item domain size,
+    ``params`` an :class:`SVIMParams`, and ``postprocess`` applied to every FO's full estimate
+    vector (items and dummies) before dummies are dropped and before ℓ-scaling ([002] uses
+    ``"norm-sub"``).
     """
 
-    k: int
-    oracle: OracleSpec
-    params: SVIMParams = field(default_factory=SVIMParams)
-    policy: str = "reestimate"
-    postprocess: str | pp.PostProcessor | None = None
+    owner = OWNER
 
-    def __post_init__(self) -> None:
-        check_common(self, OWNER)
+    params: SVIMParams = field(default_factory=SVIMParams)
 
     def start(self, timeline: Timeline, engine: str, rng: np.random.Generator) -> SVIMRun:
         """Groups G1/G2/G3 drawn once (math §9.2)."""

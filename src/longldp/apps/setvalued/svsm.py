@@ -31,7 +31,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
-from longldp import postprocess as pp
 from longldp.apps.setvalued.common import (
     ContainmentIndex,
     FloatArray,
@@ -43,8 +42,7 @@ from longldp.apps.setvalued.common import (
     split_groups,
     sticky_slots,
 )
-from longldp.apps.setvalued.miner import MinerRun, TimelineMiner, check_common, postprocess_name
-from longldp.apps.setvalued.oracle import OracleSpec
+from longldp.apps.setvalued.miner import MinerConfig, MinerRun, postprocess_name
 from longldp.apps.setvalued.psfo import pad_and_sample
 from longldp.apps.setvalued.svim import SVIM, SVIMParams, SVIMRun
 
@@ -215,29 +213,19 @@ class SVSMParams:
 
 
 @dataclass(frozen=True)
-class SVSM(TimelineMiner):
-    """SVSM (WLJ; math §9.3, §9.5) configured once, run on any data (``run``: see
-    :class:`~longldp.apps.setvalued.miner.TimelineMiner`; the result's ``items`` is the
-    internal SVIM's result).
+class SVSM(MinerConfig):
+    """SVSM (WLJ; math §9.3, §9.5) configured once, run on any data.
 
-    Parameters
-    ----------
-    k : int
-        Output size: 2 <= k <= 2^d − 1 for d items. The internal SVIM uses min(k, d).
-    oracle : OracleSpec
-    params : SVSMParams, optional
-    policy : {"reestimate", "freeze"}, default="reestimate"
-    postprocess : str, callable or None, default=None
+    The fields of :class:`~longldp.apps.setvalued.miner.MinerConfig` (``run``: see
+    :class:`~longldp.apps.setvalued.miner.TimelineMiner`; the result's ``items`` is the
+    internal SVIM's result), with 2 <= k <= 2^d − 1 for d items (the internal SVIM uses
+    min(k, d)) and ``params`` an :class:`SVSMParams`.
     """
 
-    k: int
-    oracle: OracleSpec
-    params: SVSMParams = field(default_factory=SVSMParams)
-    policy: str = "reestimate"
-    postprocess: str | pp.PostProcessor | None = None
+    owner = OWNER
+    min_k = 2
 
-    def __post_init__(self) -> None:
-        check_common(self, OWNER, min_k=2)
+    params: SVSMParams = field(default_factory=SVSMParams)
 
     def start(self, timeline: Timeline, engine: str, rng: np.random.Generator) -> SVSMRun:
         """Groups G1-G3 (SVIM) and G4/G5 drawn once (math §9.3)."""

@@ -21,74 +21,13 @@ cell ids and random streams of committed results, are the kind's own.
 
 from __future__ import annotations
 
-from longldp.experiments.kinds.contract import Cell, StudyKind, StudyLike
-from longldp.experiments.kinds.grid import (
-    Axis,
-    GridSpec,
-    SkipReasons,
-    alphas,
-    budget_axes,
-    grid,
-    grid_values,
-)
-from longldp.experiments.kinds.keys import (
-    EPS_PERM,
-    GRID_PARAMETERS,
-    NONE,
-    PlainEntry,
-    ProtocolEntry,
-    alpha_key,
-    distinct_labels,
-    engine_key,
-    entries_key,
-    option_value,
-    parse_entries,
-    parse_grid,
-    parse_protocol_entry,
-    plain,
-    postprocess_key,
-    tau_key,
-)
-from longldp.experiments.kinds.rows import (
-    apply_postprocess,
-    columns,
-    longitudinal_codes,
-    mse_columns,
-    postprocess_rows,
-    skipped_rows,
-)
+from longldp.experiments.kinds import contract as _contract
+from longldp.experiments.kinds import grid as _grid
+from longldp.experiments.kinds import keys as _keys
+from longldp.experiments.kinds import rows as _rows
+from longldp.experiments.kinds.contract import *  # noqa: F403  (re-exported, see above)
+from longldp.experiments.kinds.grid import *  # noqa: F403
+from longldp.experiments.kinds.keys import *  # noqa: F403
+from longldp.experiments.kinds.rows import *  # noqa: F403
 
-__all__ = [
-    "EPS_PERM",
-    "GRID_PARAMETERS",
-    "NONE",
-    "Axis",
-    "Cell",
-    "GridSpec",
-    "PlainEntry",
-    "ProtocolEntry",
-    "SkipReasons",
-    "StudyKind",
-    "StudyLike",
-    "alpha_key",
-    "alphas",
-    "apply_postprocess",
-    "budget_axes",
-    "columns",
-    "distinct_labels",
-    "engine_key",
-    "entries_key",
-    "grid",
-    "grid_values",
-    "longitudinal_codes",
-    "mse_columns",
-    "option_value",
-    "parse_entries",
-    "parse_grid",
-    "parse_protocol_entry",
-    "plain",
-    "postprocess_key",
-    "postprocess_rows",
-    "skipped_rows",
-    "tau_key",
-]
+__all__ = sorted({*_contract.__all__, *_grid.__all__, *_keys.__all__, *_rows.__all__})
