@@ -78,6 +78,7 @@ class ReportingGroup:
 
     @property
     def engine(self) -> str:
+        """The population's engine."""
         return self.population.engine
 
     def support(

@@ -41,10 +41,12 @@ class Simulation:
 
     @property
     def mse_per_timestamp(self) -> NDArray[np.float64]:
+        """MSE_t = (1/d) Σ_v (f̂_t(v) − f_t(v))² of every timestamp, shape (τ,)."""
         return metrics.mse_per_timestamp(self.estimates, self.truth)
 
     @property
     def mse_avg(self) -> float:
+        """MSE_avg: the mean of MSE_t over the τ timestamps ([002] eq. 1)."""
         return metrics.mse_avg(self.estimates, self.truth)
 
 
