@@ -266,45 +266,38 @@ class Population:
         return [g.sample_counts(np.stack(c), rng) for g, c in zip(self.groups, counts, strict=True)]
 
     def budget(self) -> Budget:
-        """Per user, the sum over her groups of ``reports``, ``memos`` and ``epsilon``.
+        """Per user, the sum over her groups of ``reports``, ``memos`` and ``epsilon``
+        (sequential composition, docs/math.md §4).
 
         A key is None when any group's is unknown (a chain under the count-level engine).
         """
-        out: Budget = {
-            "reports": np.zeros(self.n, dtype=np.int64),
-            "memos": np.zeros(self.n, dtype=np.int64),
-            "epsilon": np.zeros(self.n, dtype=np.float64),
-        }
-        for g in self.groups:
-            for key, part in g.budget().items():
-                total = out[key]
-                if part is None or total is None:
-                    out[key] = None
-                elif g.users is None:
-                    total += part
-                else:
-                    total[g.users] += part  # users are distinct within a group
-        return out
+        return self._budget(by_group=False)
 
     def budget_by_group(self) -> Budget:
         """Per user and group, shape (n, number of groups): 0 where a user is not a member.
 
         A key is None when any group's is unknown (a chain under the count-level engine).
         """
-        width = len(self.groups)
+        return self._budget(by_group=True)
+
+    def _budget(self, by_group: bool) -> Budget:
+        """The one loop over the groups: each member's part goes to her row (and the group's
+        column when ``by_group``), added to what her other groups spent."""
+        shape = (self.n, len(self.groups)) if by_group else (self.n,)
         out: Budget = {
-            "reports": np.zeros((self.n, width), dtype=np.int64),
-            "memos": np.zeros((self.n, width), dtype=np.int64),
-            "epsilon": np.zeros((self.n, width), dtype=np.float64),
+            "reports": np.zeros(shape, dtype=np.int64),
+            "memos": np.zeros(shape, dtype=np.int64),
+            "epsilon": np.zeros(shape, dtype=np.float64),
         }
         for j, g in enumerate(self.groups):
             rows = slice(None) if g.users is None else g.users
+            where = (rows, j) if by_group else rows
             for key, part in g.budget().items():
                 table = out[key]
                 if part is None or table is None:
                     out[key] = None
                 else:
-                    table[rows, j] = part
+                    table[where] += part  # users are distinct within a group
         return out
 
     def _check_values(self, values: Sequence[ArrayLike]) -> None:
