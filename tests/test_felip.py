@@ -459,3 +459,21 @@ def test_deployment_path_clients_and_aggregators():
     ans = model.answer([make_query(schema, {"a": (1, 8), "c": (4, 25)})])
     assert ans.shape == (1,) and 0 <= ans[0] <= plan.n
     assert all(abs(model.grid_counts(i).sum() - plan.n) <= 1 for i in range(plan.m))
+
+
+@pytest.mark.parametrize(
+    ("oracle", "kw", "message"),
+    [
+        ("OUE", {"alpha": 0.5}, r"unknown parameter\(s\) alpha; .* one-shot oracle"),
+        ("L-OSUE", {}, r"missing parameter\(s\) eps_1"),
+        ("L-OSUE", {"eps_1": 0.5, "alpha": 0.5}, "give 'eps_1' or 'alpha', not both"),
+        ("L-OSUE", {"alpha": 1.5}, "'alpha' must be"),
+        ("L-OSUE", {"eps_1": 3.0}, r"'eps_1' must be a finite number in \(0, 2\)"),
+        (("GRR", "L-OSUE"), {"alpha": 0.5}, "all one-shot or all chains"),
+    ],
+)
+def test_oracle_budget_is_parsed_by_the_one_budget_type(oracle, kw, message):
+    """FELIP's budget goes through longldp.privacy.Budget: the same refusals as every entry."""
+    with pytest.raises(ValueError, match=message):
+        oracle_spec(oracle, 2.0, **kw)
+    assert oracle_spec("L-OSUE", 2.0, alpha=0.25).eps_1 == pytest.approx(0.5)

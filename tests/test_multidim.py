@@ -420,7 +420,7 @@ BAD = [
     ("eps_1-missing", lambda: _coll(eps_1=None), "'eps_1'"),
     ("alpha", lambda: _coll(eps_1=None, alpha=1.2), "'alpha'"),
     ("alpha-and-eps_1", lambda: _coll(eps_1=0.3, alpha=0.5), "'alpha'"),
-    ("eps_1-one-round", lambda: _coll(chain="dBitFlipPM"), "'eps_1'"),
+    ("eps_1-one-round", lambda: _coll(chain="dBitFlipPM"), "unknown parameter(s) eps_1"),
     ("calibration", lambda: _coll(calibration="bogus"), "'calibration'"),
     ("values-d", lambda: _coll().collect(GOOD[..., :2], 0), "'values'"),
     ("values-list-d", lambda: _coll().collect([GOOD[0, :, 0]], 0), "'values'"),

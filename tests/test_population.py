@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import longldp as ll
-from longldp.simulate import ENGINES, Population
+from longldp.simulate import ENGINES, Population, engines_for
+from registry_cases import build, cases
 
 CHAIN = {"k": 5, "eps_perm": 2.0, "eps_1": 0.8}
 
@@ -46,6 +47,45 @@ def test_run_is_support_timestamp_after_timestamp_except_count_level(engine):
         want = [np.stack([s[j] for s in steps]) for j in range(2)]
     for g, w in zip(got, want, strict=True):
         assert g.shape[0] == 4 and np.array_equal(g, w)
+
+
+@pytest.mark.parametrize(("cls", "params"), cases())
+def test_every_registered_protocol_runs_through_its_engines(cls, params):
+    """Every registered protocol (tests/registry_cases.py) runs through the population under
+    each engine that applies to it, on its own inputs (codes, or RAPPOR's strings); the others
+    are refused. Support and estimate have the protocol's shapes; every user sent τ reports;
+    under the memo-keeping engines a chain holds one memo for a user whose value never changes
+    and at most one per distinct value (counted here from the data), and her ε is the
+    protocol's bound for (τ, memos); at count level a chain's budget is unknown and a one-shot
+    protocol's is τ·ε."""
+    proto = build(cls, params, 5)
+    tau, n = 4, 40
+    rng = np.random.default_rng(7)
+    codes = rng.integers(0, proto.domain_size or 3, size=(tau, n))
+    codes[:, : n // 2] = codes[0, : n // 2]  # half the users never change value
+    distinct = np.array([np.unique(codes[:, i]).size for i in range(n)])
+    for engine in ENGINES:
+        if engine not in engines_for(cls):
+            with pytest.raises(ValueError, match=f"{engine!r} engine draws support counts"):
+                Population.of(proto, n, engine)
+            continue
+        pop = Population.of(proto, n, engine)
+        (support,) = pop.run(([proto.as_inputs(row)] for row in codes), rng)
+        assert support.shape == (tau, *proto.support_shape)
+        assert proto.estimate(support[-1], n).shape == proto.estimate_shape
+        spent = pop.budget()
+        assert np.all(spent["reports"] == tau)
+        if engine == "count-level" and proto.longitudinal:
+            assert spent["memos"] is None and spent["epsilon"] is None
+            continue
+        memos = spent["memos"]
+        if proto.longitudinal:  # a memo per distinct memo key: a value, or its hash or bucket
+            assert np.all(memos[: n // 2] == 1)
+            assert np.all((memos >= 1) & (memos <= distinct))
+        else:
+            assert np.all(memos == 0)
+        bound = [proto.budget_spent(tau, m).epsilon for m in memos]
+        assert np.allclose(spent["epsilon"], bound, rtol=1e-9)
 
 
 def test_budget_sums_over_groups_and_keeps_them_apart_by_group():

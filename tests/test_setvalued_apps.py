@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pytest
 
-import longldp as ll
 from longldp.apps.setvalued.ldpminer import LDPMiner
 from longldp.apps.setvalued.metrics import evaluate, setvalued_truth
 from longldp.apps.setvalued.mining import mine
@@ -241,6 +240,12 @@ def test_bad_input_raises_clear_errors(small):
         make_spec("NOPE", eps=1.0)
     with pytest.raises(ValueError, match="eps_1"):
         make_spec("L-OSUE", eps_perm=1.0, eps_1=2.0)
+    # alpha goes through the one budget parser, privacy.Budget
+    assert make_spec("L-OSUE", eps_perm=2.0, alpha=0.25).eps_1 == pytest.approx(0.5)
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) alpha"):
+        make_spec("dBitFlipPM", eps_perm=1.0, alpha=0.5)
+    with pytest.raises(ValueError, match="not both"):
+        make_spec("L-OSUE", eps_perm=1.0, eps_1=0.5, alpha=0.5)
     with pytest.raises(ValueError, match="app"):
         mine(small, "FP-growth", k=2, eps=1.0)
     with pytest.raises(ValueError, match="SetData"):
@@ -248,8 +253,6 @@ def test_bad_input_raises_clear_errors(small):
 
 
 def test_registry_protocols_are_accepted_by_name():
-    # "RAPPOR" given budgets builds L-SUE (RAPPOR tuned by ε∞ and ε1).
-    assert (
-        make_spec("rappor", eps_perm=2.0, alpha=0.5).chain(3).name
-        == ll.protocol("L-SUE", k=3, eps_perm=2.0, eps_1=1.0).name
-    )
+    # "RAPPOR" given budgets is refused, naming L-SUE (RAPPOR tuned by ε∞ and ε1).
+    with pytest.raises(ValueError, match=r'RAPPOR: unknown parameter.*use protocol "L-SUE"'):
+        make_spec("rappor", eps_perm=2.0, alpha=0.5)

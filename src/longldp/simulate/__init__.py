@@ -11,8 +11,16 @@
 
 from __future__ import annotations
 
-from longldp.simulate.engines import COUNT_LEVEL, ENGINES, PER_USER, REPORTS, check_engine
-from longldp.simulate.population import Budget, Population, ReportingGroup
+from longldp.simulate.engines import (
+    COUNT_LEVEL,
+    ENGINES,
+    PER_USER,
+    REPORTS,
+    check_applies,
+    check_engine,
+    engines_for,
+)
+from longldp.simulate.population import Population, ReportingGroup, SpentByUser
 from longldp.simulate.simulation import Simulation, simulate
 
 __all__ = [
@@ -20,10 +28,12 @@ __all__ = [
     "ENGINES",
     "PER_USER",
     "REPORTS",
-    "Budget",
     "Population",
     "ReportingGroup",
     "Simulation",
+    "SpentByUser",
+    "check_applies",
     "check_engine",
+    "engines_for",
     "simulate",
 ]

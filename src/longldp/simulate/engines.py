@@ -22,6 +22,14 @@
   and 50× (dBitFlipPM), only 1.03× for L-GRR with the "paper" calibration. Use it for
   per-timestamp accuracy (MSE per timestamp), not for statistics over time. No memo is drawn,
   so the spent budget of a memoizing chain is unknown (:meth:`Population.budget`).
+
+Which engines apply is a trait of the protocol class (:func:`engines_for`): the per-user and
+reports engines run every registered protocol, on its own inputs (integer codes, or the
+strings of Bloom-filter RAPPOR). The count-level engine draws support counts from *value
+counts* (``sample_support``), which exist only for a protocol whose estimate is a vector of
+value frequencies (``estimates_frequencies``); RAPPOR's Bloom and boolean encoders estimate
+per-cohort shares of set bits and have no such sampler (Bloom RAPPOR draws its count-level
+matrix from strings and counts: ``RAPPOR.sample_counts``).
 """
 
 from __future__ import annotations
@@ -40,3 +48,21 @@ ENGINES = (PER_USER, REPORTS, COUNT_LEVEL)
 def check_engine(owner: str, engine: Any) -> str:
     """``engine`` lower-cased when it names an engine; else ``ValueError`` naming ``owner``."""
     return check.choice(owner, "engine", engine, ENGINES)
+
+
+def engines_for(proto: Any) -> tuple[str, ...]:
+    """The engines that run a protocol (class or instance), from its traits (see above)."""
+    if proto.estimates_frequencies:
+        return ENGINES
+    return (PER_USER, REPORTS)
+
+
+def check_applies(owner: str, engine: str, proto: Any) -> None:
+    """``ValueError`` naming ``owner`` when ``engine`` cannot run ``proto`` (`engines_for`)."""
+    allowed = engines_for(proto)
+    if engine not in allowed:
+        raise ValueError(
+            f"{owner}: the {engine!r} engine draws support counts from value counts, which "
+            f"{proto.name} does not estimate (per-cohort shares); 'engine' must be one of "
+            f"{', '.join(repr(e) for e in allowed)} for it."
+        )

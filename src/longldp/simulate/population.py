@@ -34,10 +34,13 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
+from longldp import privacy
 from longldp.protocols import FrequencyOracle
-from longldp.simulate.engines import COUNT_LEVEL, PER_USER, check_engine
+from longldp.simulate.engines import COUNT_LEVEL, PER_USER, check_applies, check_engine
 
-Budget = dict[str, NDArray | None]
+#: Per user (or per user and group): ``reports``, ``memos`` and ``epsilon`` arrays; a key is
+#: None when unknown (a chain under the count-level engine).
+SpentByUser = dict[str, NDArray | None]
 
 
 class ReportingGroup:
@@ -116,7 +119,8 @@ class ReportingGroup:
             )
         self.reports += 1
         if self.engine == COUNT_LEVEL:
-            return proto.sample_support(np.bincount(vals, minlength=proto.k), self.n, rng)
+            counts = np.bincount(vals, minlength=proto.domain_size)
+            return proto.sample_support(counts, self.n, rng)
         # A fixed protocol keeps its memo; a one-shot oracle per call draws fresh state.
         memo = self.memo if self.proto is not None else proto.new_memo(self.n)
         if self.engine == PER_USER:
@@ -138,7 +142,7 @@ class ReportingGroup:
         self.reports += table.shape[0] if table.ndim == 2 else 1
         return self.proto.sample_support(table, self.n, rng)
 
-    def budget(self) -> Budget:
+    def budget(self) -> SpentByUser:
         """Per member: ``reports``, distinct ``memos`` and the ``epsilon`` bound (math §4).
 
         Fixed protocol: ``proto.spent_budget`` of the memos, min(t·ε1, m·ε∞) for a chain. Under
@@ -154,7 +158,7 @@ class ReportingGroup:
             return {"reports": self.reports, "memos": spent["memos"], "epsilon": spent["epsilon"]}
         if self.proto.longitudinal:
             return {"reports": self.reports, "memos": None, "epsilon": None}
-        eps = self.reports * self.proto.single_report_epsilon()
+        eps = privacy.spent_epsilon(self.reports, 0, self.proto.single_report_epsilon(), None)
         return {"reports": self.reports, "memos": np.zeros_like(self.reports), "epsilon": eps}
 
     def _protocol(self, oracle: FrequencyOracle | None, eps: float | None) -> FrequencyOracle:
@@ -171,7 +175,8 @@ class ReportingGroup:
                 f"{owner}: group {self.label!r} has no fixed protocol: every call must pass a "
                 f"one-shot oracle; got {oracle!r}."
             )
-        self._oneshot_eps += oracle.eps if eps is None else eps
+        check_applies(owner, self.engine, oracle)
+        self._oneshot_eps += oracle.single_report_epsilon() if eps is None else eps
         return oracle
 
 
@@ -232,6 +237,8 @@ class Population:
                     f"{self.owner}: a group's 'users' must be distinct indices in [0, {self.n}), "
                     f"at least one; got shape {who.shape}."
                 )
+        if proto is not None:
+            check_applies(self.owner, self.engine, proto)
         group = ReportingGroup(self, proto, who, label or f"group {len(self.groups)}")
         self.groups.append(group)
         return group
@@ -260,12 +267,12 @@ class Population:
         for values in timestamps:
             self._check_values(values)
             for table, g, v in zip(counts, self.groups, values, strict=True):
-                table.append(np.bincount(np.asarray(v), minlength=g.proto.k))  # type: ignore[union-attr]
+                table.append(np.bincount(np.asarray(v), minlength=g.proto.domain_size))  # type: ignore[union-attr]
         if not counts or not counts[0]:
             raise ValueError(f"{self.owner}: 'timestamps' is empty; need at least one.")
         return [g.sample_counts(np.stack(c), rng) for g, c in zip(self.groups, counts, strict=True)]
 
-    def budget(self) -> Budget:
+    def budget(self) -> SpentByUser:
         """Per user, the sum over her groups of ``reports``, ``memos`` and ``epsilon``
         (sequential composition, docs/math.md §4).
 
@@ -273,18 +280,18 @@ class Population:
         """
         return self._budget(by_group=False)
 
-    def budget_by_group(self) -> Budget:
+    def budget_by_group(self) -> SpentByUser:
         """Per user and group, shape (n, number of groups): 0 where a user is not a member.
 
         A key is None when any group's is unknown (a chain under the count-level engine).
         """
         return self._budget(by_group=True)
 
-    def _budget(self, by_group: bool) -> Budget:
+    def _budget(self, by_group: bool) -> SpentByUser:
         """The one loop over the groups: each member's part goes to her row (and the group's
         column when ``by_group``), added to what her other groups spent."""
         shape = (self.n, len(self.groups)) if by_group else (self.n,)
-        out: Budget = {
+        out: SpentByUser = {
             "reports": np.zeros(shape, dtype=np.int64),
             "memos": np.zeros(shape, dtype=np.int64),
             "epsilon": np.zeros(shape, dtype=np.float64),

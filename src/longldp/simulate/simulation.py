@@ -63,7 +63,8 @@ def simulate(
     ----------
     proto : FrequencyOracle
     values : array_like of int, shape (τ, n)
-        τ >= 1 timestamps of n >= 1 users, codes in [0, k).
+        τ >= 1 timestamps of n >= 1 users, codes in [0, k). ``proto`` must estimate value
+        frequencies (not RAPPOR's per-cohort shares: see :class:`Population` for those).
     rng : numpy.random.Generator or seed
     engine : {"per-user", "reports", "count-level"}, default="per-user"
         See :mod:`longldp.simulate.engines` for what each reproduces.
@@ -81,11 +82,17 @@ def simulate(
             f"users; got {data.shape}."
         )
     engine = check_engine(OWNER, engine)
+    if not proto.estimates_frequencies:
+        raise ValueError(
+            f"{OWNER}: 'proto' must estimate value frequencies; {proto.name} estimates "
+            "per-cohort shares: run it through longldp.simulate.Population and decode them."
+        )
     gen = np.random.default_rng(rng)
     tau, n = data.shape
-    check.domain_values(OWNER, data, proto.k)
-    offsets = np.arange(tau)[:, None] * proto.k
-    counts = np.bincount((data + offsets).ravel(), minlength=tau * proto.k).reshape(tau, proto.k)
+    k = proto.domain_size
+    check.domain_values(OWNER, data, k)
+    offsets = np.arange(tau)[:, None] * k
+    counts = np.bincount((data + offsets).ravel(), minlength=tau * k).reshape(tau, k)
     truth = proto.frequencies_from_counts(counts, n)
     population = Population.of(proto, n, engine, OWNER)
     (support,) = population.run(([row] for row in data), gen)

@@ -17,7 +17,16 @@ from typing import Any
 from longldp.experiments import seeding
 from longldp.experiments.kinds.contract import Cell, StudyLike
 
-__all__ = ["Axis", "GridSpec", "SkipReasons", "alphas", "budget_axes", "grid", "grid_values"]
+__all__ = [
+    "Axis",
+    "GridSpec",
+    "SkipReasons",
+    "alphas",
+    "budget_axes",
+    "eps_1_at",
+    "grid",
+    "grid_values",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -61,6 +70,11 @@ def budget_axes(
 def alphas(grid_alpha: Sequence[float] | None, uses_alpha: bool) -> list[tuple[int, Any]]:
     """The α axis of one entry: every α of the grid, or the single (0, None) without ε1."""
     return list(enumerate(grid_alpha or ())) if uses_alpha else [(0, None)]
+
+
+def eps_1_at(eps_perm: float, alpha: float | None) -> float | None:
+    """ε1 = α·ε∞ at a grid point (docs/math.md §4.1); None for an entry without ε1."""
+    return None if alpha is None else alpha * eps_perm
 
 
 def grid(

@@ -381,7 +381,7 @@ def cells(study: Any) -> list[Cell]:
             "solution": sol.as_json(),
             "eps_perm": eps,
             "alpha": alpha,
-            "eps_1": None if alpha is None else alpha * eps,
+            "eps_1": base.eps_1_at(eps, alpha),
             "rep": r,
             "engine": spec.engine,
             "postprocess": list(spec.postprocess),

@@ -267,7 +267,7 @@ def cells(study: Any) -> list[Cell]:
 
     def params(v: Any, at: Any) -> dict[str, Any]:
         proto, app, eps, alpha = v["protocol"], v["app"], v["eps_perm"], v["alpha"]
-        eps_1 = None if alpha is None else alpha * eps
+        eps_1 = base.eps_1_at(eps, alpha)
         point = (app, at["protocol"], at["eps_perm"], at["alpha"])
         return {
             "dataset": v["dataset"].as_json(),
