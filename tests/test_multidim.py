@@ -209,6 +209,16 @@ def test_spl_splits_the_budget_and_composes():
     assert np.all(moving.spent_by_attribute <= 2 * eps_perm / d * (1 + 1e-9))
 
 
+def test_spl_total_budget_may_exceed_eps_max_when_each_share_does_not():
+    """The collection's (ε∞, ε1) is a user's whole tuple: SPL gives each attribute 1/d of it, so
+    only the shares meet longldp.privacy.EPS_MAX (checked by the one budget parser)."""
+    eps_max = ll.privacy.EPS_MAX
+    coll = MultidimCollection(KS, "SPL", 2 * eps_max, eps_1=eps_max, chain="L-GRR")
+    assert coll.attribute_budgets == pytest.approx((2 * eps_max / 3, eps_max / 3))
+    with pytest.raises(ValueError, match=r"'eps_perm' must be a finite number > 0 and <= 30"):
+        MultidimCollection(KS, "SMP", 2 * eps_max, eps_1=eps_max, chain="L-GRR")
+
+
 # ------------------------------------------------------------------------------ ALLOMFREE choice
 
 
@@ -420,7 +430,7 @@ BAD = [
     ("eps_1-missing", lambda: _coll(eps_1=None), "'eps_1'"),
     ("alpha", lambda: _coll(eps_1=None, alpha=1.2), "'alpha'"),
     ("alpha-and-eps_1", lambda: _coll(eps_1=0.3, alpha=0.5), "'alpha'"),
-    ("eps_1-one-round", lambda: _coll(chain="dBitFlipPM"), "unknown parameter(s) eps_1"),
+    ("eps_1-one-round", lambda: _coll(chain="dBitFlipPM"), "'eps_1'"),
     ("calibration", lambda: _coll(calibration="bogus"), "'calibration'"),
     ("values-d", lambda: _coll().collect(GOOD[..., :2], 0), "'values'"),
     ("values-list-d", lambda: _coll().collect([GOOD[0, :, 0]], 0), "'values'"),

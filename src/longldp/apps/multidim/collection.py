@@ -26,6 +26,7 @@ eq. 15 (L-OSUE), §4.5 Algorithm 1 (ALLOMFREE), §5.1 (MSE_avg). See docs/multid
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -318,8 +319,8 @@ class MultidimCollection:
     eps_perm : float
         ε∞, the longitudinal (memoized) budget of a user's whole tuple.
     eps_1 : float, optional
-        ε1 < ε∞, the budget of one report. Give ``eps_1`` or ``alpha``, not both (neither for
-        chains with one round, dBitFlipPM); parsed by :class:`longldp.privacy.Budget`.
+        ε1 < ε∞, the budget of one report. Give ``eps_1`` or ``alpha`` (not needed by chains
+        with one round, dBitFlipPM).
     alpha : float, optional
         α = ε1/ε∞ in (0, 1); ``eps_1 = alpha * eps_perm``.
     chain : str or sequence of str, optional
@@ -784,11 +785,36 @@ def _resolve_eps_1(
     needed: bool,
     names: tuple[str, ...],
 ) -> float | None:
-    """ε1 of the collection by the one budget parser (:class:`longldp.privacy.Budget`): ε∞ with
-    ``eps_1`` or ``alpha`` when a candidate chain has two rounds, ε∞ alone otherwise."""
-    takes = ("eps_perm", "eps_1") if needed else ("eps_perm",)
-    budget = privacy.Budget(eps_perm=eps_perm, eps_1=eps_1, alpha=alpha)
-    return budget.parameters(f"{OWNER}: {'/'.join(names)}", takes).get("eps_1")
+    """ε1 of the collection from ``eps_1`` or ``alpha`` (not both, unless equal).
+
+    Not :meth:`longldp.privacy.Budget.parameters`: ε∞ and ε1 here are the budget of a user's
+    whole tuple, which SPL splits over the d attributes, so the total may exceed
+    ``privacy.EPS_MAX`` while every attribute's share is within it. Each attribute's protocol
+    gets its share through the one parser, in :func:`build_protocol`.
+    """
+    if not needed:
+        if eps_1 is not None or alpha is not None:
+            raise ValueError(
+                f"{OWNER}: 'eps_1'/'alpha' do not apply to {', '.join(names)} (one round: "
+                f"a report costs ε∞); got eps_1={eps_1!r}, alpha={alpha!r}."
+            )
+        return None
+    if alpha is not None:
+        a = check.positive_float(OWNER, "alpha", alpha, upper=1.0)
+        from_alpha = a * eps_perm
+        if eps_1 is not None and not (
+            isinstance(eps_1, numbers.Real) and abs(float(eps_1) - from_alpha) <= 1e-12 * eps_perm
+        ):
+            raise ValueError(
+                f"{OWNER}: give 'eps_1' or 'alpha', not both (unless eps_1 == alpha·eps_perm); "
+                f"got eps_1={eps_1!r}, alpha={alpha!r}."
+            )
+        return from_alpha
+    if eps_1 is None:
+        raise ValueError(
+            f"{OWNER}: 'eps_1' (or 'alpha') is required by {', '.join(names)}; got None."
+        )
+    return check.positive_float(OWNER, "eps_1", eps_1, upper=eps_perm)
 
 
 def _check_postprocess(postprocess: Any) -> None:
