@@ -19,7 +19,8 @@ trials per world for the inputs 0 and k − 1 (the game's two worlds), the whole
 included (histograms, columns, bits, bit pairs, naive Bayes and the classifier), beside
 ``audit_game`` on the same protocol in the same run; the ratio is black box / game. It also
 times the randomizer alone (2·10⁶ reports), so that the audit's own share is visible. OUE at
-k = 128 has a 16-byte body, the widest report of the target (reports of ≤ 16 bytes).
+k = 128 has a 16-byte body, the widest report of the target (reports of ≤ 16 bytes). Each row
+records the load average when it started and the process's CPU time beside the wall time.
 
 The script prints Markdown tables and writes them (and JSON) under ``benchmarks/results/``; it
 never fails on a miss (timings on a shared machine vary).
