@@ -1,0 +1,1 @@
+export class Uploader {}; export function parseRetryAfter(){}
