@@ -60,10 +60,12 @@ export class LocalStorageStore {
  * non-extractable WebCrypto HMAC key, so page scripts can use it but never read it out.
  */
 export class IndexedDBStore {
-  constructor(name = "longldp", indexedDB = globalThis.indexedDB) {
+  /** `name`: the database; `prefix`: this client's keys in it (several clients may share one). */
+  constructor(name = "longldp", prefix = "", indexedDB = globalThis.indexedDB) {
     if (!indexedDB) throw new TypeError("IndexedDBStore: no indexedDB here");
     this.idb = indexedDB;
     this.name = name;
+    this.k = (key) => (prefix ? `${prefix}.${key}` : key);
   }
   _db() {
     return (this._open ??= new Promise((ok, ko) => {
@@ -83,24 +85,24 @@ export class IndexedDBStore {
     });
   }
   async secret() {
-    const have = await this._tx("readonly", (s) => s.get("secret"));
+    const have = await this._tx("readonly", (s) => s.get(this.k("secret")));
     if (have !== undefined) return have;
     const key = await crypto.subtle.generateKey({ name: "HMAC", hash: "SHA-256", length: 256 }, false, ["sign"]);
     // add() fails if another tab created it meanwhile: then use theirs.
     try {
-      await this._tx("readwrite", (s) => s.add(key, "secret"));
+      await this._tx("readwrite", (s) => s.add(key, this.k("secret")));
       return key;
     } catch {
-      return this._tx("readonly", (s) => s.get("secret"));
+      return this._tx("readonly", (s) => s.get(this.k("secret")));
     }
   }
   async load() {
-    return (await this._tx("readonly", (s) => s.get("state"))) ?? null;
+    return (await this._tx("readonly", (s) => s.get(this.k("state")))) ?? null;
   }
   async save(text) {
-    await this._tx("readwrite", (s) => s.put(text, "state"));
+    await this._tx("readwrite", (s) => s.put(text, this.k("state")));
   }
   async clear() {
-    await this._tx("readwrite", (s) => s.delete("state"));
+    await this._tx("readwrite", (s) => s.delete(this.k("state")));
   }
 }
