@@ -26,8 +26,8 @@ export async function secretId(key) {
   return toHex((await hmac(key, label("longldp/secret-id/v1"))).subarray(0, 8));
 }
 
-async function stateTag(key, body) {
-  const macKey = await hmacKey(await hmac(key, label("longldp/state-mac/v1")));
+/** The state's tag: HMAC(HMAC(secret, "longldp/state-mac/v1"), canonical JSON of the rest). */
+async function stateTag(macKey, body) {
   return toHex(await hmac(macKey, utf8(canonicalJson(body))));
 }
 
@@ -78,6 +78,7 @@ export class DeviceClient {
     this._warn = warn ?? ((m) => console.warn(m));
     this._key = await hmacKey(secret ?? (await store.secret()));
     this._secretId = await secretId(this._key);
+    this._macKey = await hmacKey(await hmac(this._key, label("longldp/state-mac/v1")));
     this._lock = Promise.resolve();
     const proto = spec === undefined ? undefined : protocolFromSpec(spec);
     const text = await store.load();
@@ -118,7 +119,7 @@ export class DeviceClient {
     } catch {
       throw new TypeError(`${where}: its authentication tag does not match: corrupt or modified; refusing it`);
     }
-    if (typeof mac !== "string" || mac !== (await stateTag(this._key, typed))) {
+    if (typeof mac !== "string" || mac !== (await stateTag(this._macKey, typed))) {
       throw new TypeError(`${where}: its authentication tag does not match: corrupt or modified; refusing it`);
     }
     if (proto && canonicalJson(proto.spec) !== canonicalJson(stored.spec)) {
@@ -149,7 +150,7 @@ export class DeviceClient {
       dropped: this.dropped,
       queue: this._queue.map((q) => ({ id: toHex(q.id), epoch: q.epoch, report: toBase64(q.report) })),
     };
-    body.mac = await stateTag(this._key, body);
+    body.mac = await stateTag(this._macKey, body);
     await this.store.save(canonicalJson(body));
   }
 

@@ -27,27 +27,10 @@ export function pyFloat(x) {
   return `${sign}${int}.${frac || "0"}`;
 }
 
-function str(s) {
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0);
-    if (ch === '"') out += '\\"';
-    else if (ch === "\\") out += "\\\\";
-    else if (ch === "\n") out += "\\n";
-    else if (ch === "\r") out += "\\r";
-    else if (ch === "\t") out += "\\t";
-    else if (ch === "\b") out += "\\b";
-    else if (ch === "\f") out += "\\f";
-    else if (c < 0x20 || c > 0x7e) {
-      if (c === 0x7f) out += ch;
-      else if (c > 0xffff) {
-        const v = c - 0x10000;
-        out += `\\u${(0xd800 + (v >> 10)).toString(16)}\\u${(0xdc00 + (v & 0x3ff)).toString(16)}`;
-      } else out += `\\u${c.toString(16).padStart(4, "0")}`;
-    } else out += ch;
-  }
-  return out + '"';
-}
+/** A JSON string as Python writes it with ensure_ascii: JSON.stringify's escapes, then every
+ * UTF-16 code unit from 0x7f up as \uXXXX (lower-case hex, as Python). */
+const str = (s) =>
+  JSON.stringify(s).replace(/[\u007f-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 
 /**
  * Canonical JSON text. Integral Numbers are JSON integers, other Numbers and {@link PyFloat}

@@ -1,7 +1,7 @@
 // The public hash pool of the local-hashing protocols (hash_pool = m): NumPy's
 // default_rng(SeedSequence([pool_seed, 0x10CA1])).integers(0, 2**63, m), i.e. SeedSequence's
-// entropy mixing, PCG64 (XSL-RR 128/64) and Lemire's bounded integers, re-implemented with
-// BigInt (docs/client-spec.md, appendix A). Loaded only by protocols with a pool.
+// entropy mixing then PCG64 (XSL-RR 128/64), whose bounded draw on [0, 2⁶³) is the output
+// shifted right by one (docs/client-spec.md, appendix A). Loaded only by protocols with a pool.
 
 const M32 = 0xffffffff;
 const mul32 = (a, b) => Math.imul(a, b) >>> 0;
@@ -62,13 +62,7 @@ export function poolSeeds(poolSeed, m) {
     const r = state >> 122n;
     return ((x >> r) | (x << ((64n - r) & 63n))) & M64;
   };
-  const excl = 1n << 63n;
-  const threshold = (M64 - (excl - 1n)) % excl;
-  const out = [];
-  for (let i = 0; i < m; i++) {
-    let p = next() * excl;
-    while ((p & M64) < threshold) p = next() * excl;
-    out.push(p >> 64n);
-  }
-  return out;
+  // Lemire's bounded integer on [0, 2⁶³): (x·2⁶³) >> 64 = x >> 1; its rejection threshold
+  // (2⁶⁴ − 2⁶³) mod 2⁶³ is 0, so no draw is ever rejected.
+  return Array.from({ length: m }, () => next() >> 1n);
 }
