@@ -2,6 +2,6 @@
 export { DeviceClient, BudgetExceededError, secretId } from "./client.js";
 export { protocolFromSpec, PROTOCOL_NAMES } from "./protocols.js";
 export { MemoryStore, LocalStorageStore, IndexedDBStore } from "./stores.js";
-export { Uploader, parseRetryAfter } from "./upload.js";
+export { Uploader, parseRetryAfter, fetchSpec } from "./upload.js";
 export { HmacStream, CryptoSource, floats, integers } from "./random.js";
 export { header, record, batch } from "./wire.js";
