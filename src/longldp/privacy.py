@@ -185,12 +185,15 @@ def _ue_q2_for_half_p2(owner: str, p1: float, q1: float, eps_perm: float, eps_1:
     c2 = B0 * B1 * (b - 1)
     c1 = B1 * (1 - A0) - A1 * B0 - b * (B0 * (1 - A1) - A0 * B1)
     c0 = A1 * (1 - A0) - b * A0 * (1 - A1)
-    roots = np.roots([c2, c1, c0])
-    real = roots[np.isreal(roots)].real
-    valid = real[(real >= 0) & (real < 0.5)]
-    if valid.size != 1:  # pragma: no cover - excluded by the eps_max check above
+    # Both roots without cancellation: t = −(c1 + sign(c1)·√D)/2, roots t/c2 and c0/t. A closed
+    # form (not an eigenvalue solver) so that every client computes the same q2, bit for bit
+    # (docs/client-spec.md §3.2).
+    disc = math.sqrt(max(c1 * c1 - 4 * c2 * c0, 0.0))
+    t = -0.5 * (c1 + (disc if c1 >= 0 else -disc))
+    valid = [x for x in (t / c2, c0 / t) if 0 <= x < 0.5]
+    if len(valid) != 1:  # pragma: no cover - excluded by the eps_max check above
         raise ValueError(f"{owner}: no valid q2 for eps_perm={eps_perm}, eps_1={eps_1}.")
-    return float(valid[0])
+    return valid[0]
 
 
 def loue_q2(eps_perm: float, eps_1: float) -> float:
@@ -367,12 +370,30 @@ def ue_report_epsilon(
 
 
 def round_up(eps: float) -> float:
-    """Round an ε outward by 1e-12 (relative) so float error can never understate privacy loss.
+    """Round an ε outward by 1e-12 (relative), then up to a multiple of 2⁻³⁶, so float error can
+    never understate privacy loss.
 
     As OpenDP does with outward-rounded arithmetic; 1e-12 is far above the ~1e-16 error of the
-    closed forms and far below any budget that matters.
+    closed forms and far below any budget that matters. The 2⁻³⁶ grid (≈ 1.5e-11) makes the
+    claimed ε the same number in every implementation whose exp and log differ from this one's
+    in the last bits (another libm, a JavaScript engine): they disagree only when the two
+    values straddle a grid point, about once in 10⁴–10⁵ (docs/client-spec.md §3.3).
     """
-    return eps + 1e-12 * max(1.0, abs(eps))
+    bumped = eps + 1e-12 * max(1.0, abs(eps))
+    if not math.isfinite(bumped):
+        return bumped
+    return math.ceil(bumped / ROUNDING_GRID) * ROUNDING_GRID
+
+
+#: The grid ε values are rounded up to (:func:`round_up`).
+ROUNDING_GRID = 2.0**-36
+
+
+def exceeds_budget(spent: float, terms: int, limit: float) -> bool:
+    """Whether a spent ε made of ``terms`` rounded-up terms (reports or memos) is above
+    ``limit`` by more than their outward rounding (10⁻¹² relative and one grid step each), so
+    that a limit equal to the exact spend, e.g. 2·ε1 after two reports, is not refused."""
+    return spent > limit * (1 + 1e-12) + terms * ROUNDING_GRID
 
 
 def channel_epsilon(channel: ArrayLike) -> float:

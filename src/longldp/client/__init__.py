@@ -299,7 +299,9 @@ class DeviceClient:
             )
         key = self._derive.memo_id(value)
         after = self.budget_after(value)
-        if self.max_epsilon is not None and after.epsilon > self.max_epsilon * (1 + 1e-12):
+        if self.max_epsilon is not None and privacy.exceeds_budget(
+            after.epsilon, after.reports, self.max_epsilon
+        ):
             raise BudgetExceededError(
                 f"{self.proto.name}: reporting would spend ε = {after.epsilon:.6g} in total, "
                 f"past max_epsilon = {self.max_epsilon:.6g} (spent so far "
