@@ -3,7 +3,7 @@
 
 import { concat, fromBase64, fromHex, toBase64, toHex, uintBE, utf8 } from "./bytes.js";
 import { canonicalJson, PyFloat } from "./json.js";
-import { protocolFromSpec } from "./protocols.js";
+import { GRID, protocolFromSpec } from "./protocols.js";
 import { CryptoSource, HmacStream, hmac, hmacKey } from "./random.js";
 import { batch, fingerprintHex, header, ID_SIZE, MAX_EPOCH } from "./wire.js";
 
@@ -214,7 +214,8 @@ export class DeviceClient {
       const o = this.proto;
       const key = this.memoId(value);
       const after = this.budgetAfter(value);
-      if (this.maxEpsilon !== undefined && after.epsilon > this.maxEpsilon * (1 + 1e-12)) {
+      // past the limit by more than the outward rounding of its terms (privacy.exceeds_budget)
+      if (this.maxEpsilon !== undefined && after.epsilon > this.maxEpsilon * (1 + 1e-12) + after.reports * GRID) {
         throw new BudgetExceededError(
           `${o.name}: reporting would spend ε = ${after.epsilon.toPrecision(6)} in total, past maxEpsilon = ${this.maxEpsilon} (spent so far ${this.spentBudget.epsilon.toPrecision(6)}); the report was not made`,
         );

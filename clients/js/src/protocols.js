@@ -50,7 +50,9 @@ function choice(owner, name, v, allowed) {
 }
 
 // ------------------------------------------------------------------------------ privacy math
-export const roundUp = (eps) => eps + 1e-12 * max(1, abs(eps));
+/** ε rounded outward: up by 1e-12 relative, then up to a multiple of 2⁻³⁶ (privacy.round_up). */
+export const GRID = 2 ** -36;
+export const roundUp = (eps) => Math.ceil((eps + 1e-12 * max(1, abs(eps))) / GRID) * GRID;
 
 function grrProbabilities(eps, k) {
   const p = 1 / (1 + (k - 1) * exp(-eps));
@@ -129,8 +131,9 @@ function halfP2Q2(owner, p1, q1, a, b_) {
 export function quadraticRoot(c2, c1, c0) {
   const disc = sqrt(max(c1 * c1 - 4 * c2 * c0, 0));
   const t = -0.5 * (c1 + (c1 >= 0 ? disc : -disc));
-  for (const x of [t / c2, c0 / t]) if (x >= 0 && x < 0.5) return x;
-  throw new RangeError("no valid q2 for these budgets");
+  const valid = [t / c2, c0 / t].filter((x) => x >= 0 && x < 0.5);
+  if (valid.length !== 1) throw new RangeError("no valid q2 for these budgets");
+  return valid[0];
 }
 
 // ------------------------------------------------------------------------------ hashing
