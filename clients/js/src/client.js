@@ -93,7 +93,8 @@ export class DeviceClient {
     this._header = await header(this.proto);
     const name = utf8(this.collection);
     this._context = concat(this._header, uintBE(name.length, 2), name);
-    this._state = await this.proto.state(new HmacStream(this._key, concat(label("longldp/state/v1|"), this._context)));
+    const stream = new HmacStream(this._key, concat(label("longldp/state/v1|"), this._context));
+    this._state = await this.proto.state(stream, { key: this._key, header: this._header, collection: this.collection });
     this._memos = new Map();
     if (text == null) await this._save();
   }
@@ -162,21 +163,24 @@ export class DeviceClient {
   }
 
   // -------------------------------------------------------------------- randomization
-  /** The memo key of `value` (its value, hash bucket or bucket) as text; checks `value`. */
+  /** The memo key of `value` (its value, hash bucket, bucket or encoding) as text; checks `value`. */
   memoId(value) {
-    const o = this.proto;
-    if (typeof value !== "number" || !Number.isInteger(value)) {
-      throw new TypeError(`${o.name}: 'value' must be an integer in [0, ${o.k}); got ${typeof value === "string" ? JSON.stringify(value) : String(value)}`);
-    }
-    if (value < 0 || value >= o.k) throw new RangeError(`${o.name}: 'value' must be in [0, ${o.k}); got ${value}`);
-    return String(o.key(value, this._state));
+    return String(this.proto.key(this.proto.check(value), this._state));
+  }
+
+  /** Round 1's input: the memo key as a number, or RAPPOR's encoding (hex) as is. */
+  _input(key) {
+    return this.proto.memoSource ? key : Number(key);
   }
 
   async _round1(key) {
     let memo = this._memos.get(key);
     if (memo === undefined) {
-      const ctx = concat(label("longldp/round1/v1|"), this._context, uintBE(key, 8));
-      memo = await this.proto.round1(Number(key), this._state, new HmacStream(this._key, ctx));
+      const o = this.proto;
+      const src = o.memoSource
+        ? o.memoSource(key, this._state)
+        : new HmacStream(this._key, concat(label("longldp/round1/v1|"), this._context, uintBE(key, 8)));
+      memo = await o.round1(this._input(key), this._state, src);
       this._memos.set(key, memo);
     }
     return memo;
@@ -222,7 +226,7 @@ export class DeviceClient {
       }
       const payload = o.memoizes
         ? await o.round2(await this._round1(key), this._random)
-        : await o.round1(Number(key), this._state, this._random);
+        : await o.round1(this._input(key), this._state, this._random);
       const report = concat(this._header, o.body(payload, this._state));
       const id = Uint8Array.from(await this._random.bytes(ID_SIZE));
       const before = [this.reports, new Set(this._memoKeys), [...this._queue], this.dropped];

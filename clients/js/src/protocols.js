@@ -195,11 +195,22 @@ export function packBits(bits) {
   return out;
 }
 
+// ------------------------------------------------------------------------------ values
+const text = (v) => (typeof v === "string" ? JSON.stringify(v) : String(v));
+
+/** The default value check: an integer in [0, k) (TypeError for another type). */
+function checkInt(v) {
+  if (typeof v !== "number" || !Number.isInteger(v)) throw new TypeError(`${this.name}: 'value' must be an integer in [0, ${this.k}); got ${text(v)}`);
+  if (v < 0 || v >= this.k) throw new RangeError(`${this.name}: 'value' must be in [0, ${this.k}); got ${v}`);
+  return v;
+}
+
 // ------------------------------------------------------------------------------ families
 // A family gives: derive(P) → chain fields; state(src); key(v, st); round1(key, st, src);
 // round2(payload, src); body(payload, st); epsilons.
 
 const symbol = {
+  check: checkInt,
   key: (v) => v,
   round1(key, st, src) {
     return grrRound(key, this.k, this.p1, src);
@@ -216,6 +227,7 @@ const symbol = {
 };
 
 const unary = {
+  check: checkInt,
   key: (v) => v,
   round1(key, st, src) {
     return ueRound1(key, this.k, this.p1, this.q1, src);
@@ -231,6 +243,7 @@ const unary = {
 };
 
 const hashing = {
+  check: checkInt,
   async state(src) {
     const pool = this.params.hash_pool;
     const [id] = await bigIntegers(src, 0, pool === null ? 1n << 63n : pool, 1);
@@ -275,6 +288,7 @@ const hadamard = {
 };
 
 const dbitflip = {
+  check: checkInt,
   async state(src) {
     const { b, d } = this;
     if (d === b) return { sampled: Array.from({ length: b }, (_, i) => i) };
@@ -299,6 +313,70 @@ const dbitflip = {
   },
 };
 
+// RAPPOR: state, cohort and PRR from the RAPPOR key (src/rappor.js, loaded on first use); the
+// memo key is the packed encoding in hex.
+const rappor = {
+  check(v) {
+    const o = this.name;
+    if (this.encoder === "bloom") {
+      if (typeof v !== "string" && !(v instanceof Uint8Array)) throw new TypeError(`${o}: 'value' must be a string or bytes; got ${text(v)}`);
+      return v;
+    }
+    if (this.encoder === "boolean") {
+      if (v !== 0 && v !== 1 && v !== true && v !== false) throw new (typeof v === "number" ? RangeError : TypeError)(`${o}: 'value' must be 0, 1, false or true; got ${text(v)}`);
+      return Number(v);
+    }
+    return checkInt.call(this, v);
+  },
+  async state(src, dev) {
+    const mod = await import("./rappor.js");
+    return { mod, ...(await mod.rapporState(this, dev.key, dev.header, dev.collection)) };
+  },
+  key(v, st) {
+    return [...packBits(st.mod.encode(this, v, st))].map((b) => b.toString(16).padStart(2, "0")).join("");
+  },
+  memoSource(key, st) {
+    return st.mod.prrStream(st, Uint8Array.from(key.match(/../g), (h) => parseInt(h, 16)));
+  },
+  bits(key) {
+    return Uint8Array.from({ length: this.k }, (_, i) => (parseInt(key.slice(2 * (i >> 3), 2 * (i >> 3) + 2), 16) >> (7 - (i & 7))) & 1);
+  },
+  round1(key, st, src) {
+    return (this.memoizes ? st.mod.prr : st.mod.oneTime)(this, this.bits(key), src);
+  },
+  round2(memo, src) {
+    return ueRound2(memo, this.p2, this.q2, src);
+  },
+  body(bits, st) {
+    return concatBytes(uintBE(st.cohort, 2), packBits(bits));
+  },
+  epsilons() {
+    const h = this.params.h ?? 1;
+    const { f, p, q } = this.params;
+    const [qs, ps] = chainSupport(1 - f / 2, f / 2, q, p);
+    const e1 = h * abs(log((qs * (1 - ps)) / (ps * (1 - qs))));
+    return [e1, this.memoizes ? 2 * h * log((1 - f / 2) / (f / 2)) : e1];
+  },
+};
+
+function rapporChain(encoder, oneTime, types) {
+  return [rappor, !oneTime, types, (P, o) => {
+    if (encoder === "bloom") {
+      choice(o, "bloom_hash", P.bloom_hash, ["rappor-md5-1byte"]);
+      int(o, "k", P.k, 1, 256);
+      int(o, "h", P.h, 1, 16);
+    }
+    if ("m" in P) int(o, "m", P.m, 1, 65536);
+    for (const r of ["f", "p", "q"]) if (P[r] < 0 || P[r] > 1) throw fail(o, r, "a number in [0, 1]", P[r]);
+    if (P.f >= 1) throw fail(o, "f", "a number in [0, 1)", P.f);
+    if (P.p === P.q) throw new RangeError(`${o}: 'p' and 'q' must differ (p = q makes reports independent of the value); got p = q = ${P.p}`);
+    if (P.f === 0 && !oneTime) throw fail(o, "f", "> 0 for longitudinal use (f = 0 memoizes the true bits); use the one-time variant", P.f);
+    const k = encoder === "boolean" ? 1 : P.k;
+    const chain = oneTime ? [...chainSupport(1 - P.f / 2, P.f / 2, P.q, P.p), 1, 0] : [1 - P.f / 2, P.f / 2, P.q, P.p];
+    return { ...chainOf(...chain), k, encoder };
+  }];
+}
+
 function concatBytes(...parts) {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
@@ -313,7 +391,11 @@ const LH1 = { ...ONE, hash_pool: "int?", pool_seed: I };
 const CH = { k: I, eps_perm: F, eps_1: F };
 const LGRR = { ...CH, calibration: "str" };
 const LOLOHA = { ...LGRR, hash_pool: "int?", pool_seed: I };
-const DEFAULTS = { calibration: "exact", hash_pool: null, pool_seed: 0, b: null, d: 1 };
+const RATES = { f: F, p: F, q: F };
+const BLOOM = { k: I, h: I, m: I, ...RATES, bloom_hash: "str" };
+const ONEHOT = { k: I, ...RATES };
+const BOOLEAN = { m: I, ...RATES };
+const DEFAULTS = { calibration: "exact", hash_pool: null, pool_seed: 0, b: null, d: 1, h: 2, m: 1, f: 0.5, p: 0.5, q: 0.75, bloom_hash: "rappor-md5-1byte" };
 
 function lhChain(g, p1, p2) {
   return { g, p1, q1: (1 - p1) / (g - 1), p2, q2: p2 < 1 ? (1 - p2) / (g - 1) : 0, P0: 1 / g };
@@ -392,6 +474,12 @@ const TABLE = {
     if (P.hash_pool !== null) throw fail(o, "hash_pool", "null (the Hadamard rows are the family)", P.hash_pool);
     return { ...loloha(() => 2)(P, o), m: hadamardSize(P.k), P0: 0.5 };
   }],
+  RAPPOR: [14, ...rapporChain("bloom", false, BLOOM)],
+  "RAPPOR-onehot": [17, ...rapporChain("onehot", false, ONEHOT)],
+  "RAPPOR-boolean": [18, ...rapporChain("boolean", false, BOOLEAN)],
+  "RAPPOR-one-time": [19, ...rapporChain("bloom", true, BLOOM)],
+  "RAPPOR-onehot-one-time": [20, ...rapporChain("onehot", true, ONEHOT)],
+  "RAPPOR-boolean-one-time": [21, ...rapporChain("boolean", true, BOOLEAN)],
 };
 
 function chainOf(p1, q1, p2, q2) {
@@ -431,7 +519,7 @@ export function protocolFromSpec(spec) {
     if (v === undefined) throw new RangeError(`${name}: missing parameter(s) ${key}`);
     if (v instanceof PyFloat) v = v.value;
     if (type === F) real(name, key, v);
-    else if (type === I) int(name, key, v, key === "k" ? 2 : 0);
+    else if (type === I) int(name, key, v, key === "k" ? (family === rappor ? 1 : 2) : 0);
     else if (type === "int?" && v !== null) int(name, key, v, 1);
     else if (type === "str" && typeof v !== "string") throw fail(name, key, "a string", v, TypeError);
     P[key] = v;
