@@ -86,8 +86,7 @@ def main() -> None:
         )
         print(json.dumps(rows[-1]))
     args.out.write_text(
-        json.dumps({"reports": args.reports, "state_dir": str(base), "rows": rows}, indent=2)
-        + "\n"
+        json.dumps({"reports": args.reports, "state_dir": str(base), "rows": rows}, indent=2) + "\n"
     )
 
 
