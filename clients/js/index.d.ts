@@ -83,6 +83,10 @@ export class DeviceClient {
   budgetAfter(value: number | string): SpentBudget;
   batch(limit: number): { items: QueuedReport[]; data: Uint8Array };
   acknowledge(ids: Uint8Array[]): Promise<void>;
+  /** The {device, credential} held on `server` (device identities), or null. */
+  credential(server: string): { device: number; credential: string } | null;
+  setCredential(server: string, device: number, credential: string): Promise<void>;
+  forgetCredential(server: string): Promise<void>;
   drop(ids: Uint8Array[], reason: string): Promise<void>;
 }
 
@@ -122,7 +126,10 @@ export interface UploadResult {
 export interface UploaderOptions {
   baseUrl: string;
   collection: string;
-  token: string;
+  /** the shared ingest token, or: */
+  token?: string;
+  /** the enrollment token: the device enrolls on first use and keeps its credential */
+  enrollToken?: string;
   batchSize?: number;
   /** seconds per request */
   timeout?: number;

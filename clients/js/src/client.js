@@ -89,6 +89,7 @@ export class DeviceClient {
       Object.assign(this, { proto, collection: collection ?? "default", reports: 0, dropped: 0 });
       this._memoKeys = new Set();
       this._queue = [];
+      this._credentials = {};
     }
     this._header = await header(this.proto);
     const name = utf8(this.collection);
@@ -135,6 +136,8 @@ export class DeviceClient {
     this.dropped = body.dropped;
     this._memoKeys = new Set(body.memo_keys);
     this._queue = body.queue.map((q) => ({ id: fromHex(q.id), epoch: q.epoch, report: fromBase64(q.report) }));
+    this._credentials = body.credentials ?? {};
+    this._keepCredentials = "credentials" in body;
   }
 
   async _save() {
@@ -149,6 +152,8 @@ export class DeviceClient {
       memo_keys: [...this._memoKeys].sort(),
       spent_epsilon: new PyFloat(this.spentBudget.epsilon),
       dropped: this.dropped,
+      // device credentials by server (docs/server.md, device identities), as Python writes them
+      ...(this._keepCredentials || Object.keys(this._credentials).length ? { credentials: this._credentials } : {}),
       queue: this._queue.map((q) => ({ id: toHex(q.id), epoch: q.epoch, report: toBase64(q.report) })),
     };
     body.mac = await stateTag(this._macKey, body);
@@ -243,6 +248,29 @@ export class DeviceClient {
       }
       for (const q of overflow) this._warn(`upload queue full (${this.queueLimit}): dropped report ${toHex(q.id)} of epoch ${q.epoch}`);
       return id;
+    });
+  }
+
+  // -------------------------------------------------------------------- device identity
+  /** The {device, credential} this device holds on `server` (its base URL), or null. */
+  credential(server) {
+    return this._credentials[server.replace(/\/+$/, "")] ?? null;
+  }
+
+  /** Keep the credential a server issued at enrollment (saved in the state). */
+  setCredential(server, device, credential) {
+    if (typeof credential !== "string" || !credential) throw new TypeError("DeviceClient: 'credential' must be a non-empty string");
+    return this._serial(async () => {
+      this._credentials[server.replace(/\/+$/, "")] = { device: Number(device), credential };
+      await this._save();
+    });
+  }
+
+  /** Forget the credential held on `server` (the next upload enrolls anew). */
+  forgetCredential(server) {
+    return this._serial(async () => {
+      delete this._credentials[server.replace(/\/+$/, "")];
+      await this._save();
     });
   }
 

@@ -52,23 +52,27 @@ export class Uploader {
    * @param {object} o
    * @param {string} o.baseUrl  e.g. "https://ldp.example.org"
    * @param {string} o.collection
-   * @param {string} o.token  the collection's ingest token
+   * @param {string} [o.token]  the collection's shared ingest token, or
+   * @param {string} [o.enrollToken]  its enrollment token: the device enrolls on first use
+   *   (POST …/devices) and keeps its own credential in its state (docs/server.md)
    * @param {number} [o.batchSize=500] @param {number} [o.timeout=10] seconds per request
    * @param {number} [o.maxAttempts=8] consecutive failures before flush() gives up
    * @param {number} [o.baseDelay=1] @param {number} [o.maxDelay=3600] seconds
    * @param {(s: number) => Promise<void>} [o.sleep] @param {() => number} [o.rand] uniform [0, 1)
    * @param {typeof fetch} [o.fetch]
    */
-  constructor({ baseUrl, collection, token, batchSize = 500, timeout = 10, maxAttempts = 8, baseDelay = 1, maxDelay = 3600, sleep, rand, fetch }) {
+  constructor({ baseUrl, collection, token, enrollToken, batchSize = 500, timeout = 10, maxAttempts = 8, baseDelay = 1, maxDelay = 3600, sleep, rand, fetch }) {
     if (typeof baseUrl !== "string" || !/^https?:\/\//.test(baseUrl)) {
       throw new TypeError(`Uploader: 'baseUrl' must be http(s)://…; got ${JSON.stringify(baseUrl)}`);
     }
     if (typeof collection !== "string" || !collection) throw new TypeError("Uploader: 'collection' must be a non-empty string");
-    if (typeof token !== "string" || !token) throw new TypeError("Uploader: 'token' (the collection's ingest token) is required");
+    if (!token === !enrollToken || typeof (token ?? enrollToken) !== "string") {
+      throw new TypeError("Uploader: give exactly one of 'token' (the shared ingest token) and 'enrollToken' (devices enroll)");
+    }
     if (!(batchSize >= 1 && maxAttempts >= 1 && baseDelay >= 0 && maxDelay >= 0)) {
       throw new RangeError("Uploader: 'batchSize' and 'maxAttempts' must be >= 1, 'baseDelay' and 'maxDelay' >= 0");
     }
-    Object.assign(this, { baseUrl, collection, token, batchSize, timeout, maxAttempts, baseDelay, maxDelay });
+    Object.assign(this, { baseUrl, collection, token, enrollToken, batchSize, timeout, maxAttempts, baseDelay, maxDelay });
     this.sleep = sleep ?? sleepMs;
     this.rand = rand ?? (() => globalThis.crypto.getRandomValues(new Uint32Array(1))[0] / 2 ** 32);
     this.fetch = fetch ?? globalThis.fetch.bind(globalThis);
@@ -76,6 +80,38 @@ export class Uploader {
 
   get url() {
     return url(this.baseUrl, this.collection, "/reports");
+  }
+
+  _wait(failures, retryAfter, result) {
+    const cap = Math.min(this.maxDelay, this.baseDelay * 2 ** failures);
+    let wait = this.rand() * cap;
+    if (retryAfter !== null) wait = Math.max(wait, Math.min(retryAfter, this.maxDelay));
+    if (failures + 1 < this.maxAttempts) {
+      result.waits.push(wait);
+      return this.sleep(wait);
+    }
+  }
+
+  /** The bearer token: the shared one, the device's credential, or one obtained by enrolling now. */
+  async _bearer(client, result) {
+    if (this.token) return this.token;
+    const held = client.credential(this.baseUrl);
+    if (held) return held.credential;
+    for (let failures = 0; failures < this.maxAttempts; failures++) {
+      result.attempts += 1;
+      const { status, body, retryAfter } = await this._post(url(this.baseUrl, this.collection, "/devices"), new Uint8Array(0), this.enrollToken);
+      if (status === 201) {
+        const answer = parseJson(body) ?? {};
+        await client.setCredential(this.baseUrl, answer.device, answer.credential);
+        return answer.credential;
+      }
+      if (status !== null && status >= 400 && status < 500 && !RETRY.has(status)) {
+        result.refused = status;
+        return null;
+      }
+      await this._wait(failures, retryAfter, result);
+    }
+    return null;
   }
 
   /**
@@ -86,10 +122,11 @@ export class Uploader {
     const result = { acknowledged: 0, dropped: 0, attempts: 0, remaining: 0, refused: null, waits: [] };
     let failures = 0;
     let limit = this.batchSize;
-    while (client.queue.length && failures < this.maxAttempts) {
+    const bearer = client.queue.length ? await this._bearer(client, result) : null;
+    while (bearer !== null && client.queue.length && failures < this.maxAttempts) {
       const { items, data } = client.batch(limit);
       result.attempts += 1;
-      const { status, body, retryAfter } = await this._post(data);
+      const { status, body, retryAfter } = await this._post(this.url, data, bearer);
       const ids = items.map((q) => q.id);
       if (status !== null && status >= 200 && status < 300) {
         await client.acknowledge(ids);
@@ -107,28 +144,22 @@ export class Uploader {
         await client.drop(bad, `HTTP ${status}: ${typeof answer?.error === "string" ? answer.error : body.slice(0, 200)}`);
         result.dropped += bad.length;
       } else {
-        const cap = Math.min(this.maxDelay, this.baseDelay * 2 ** failures);
-        let wait = this.rand() * cap;
-        if (retryAfter !== null) wait = Math.max(wait, Math.min(retryAfter, this.maxDelay));
+        await this._wait(failures, retryAfter, result);
         failures += 1;
-        if (failures < this.maxAttempts) {
-          result.waits.push(wait);
-          await this.sleep(wait);
-        }
       }
     }
     result.remaining = client.queue.length;
     return result;
   }
 
-  async _post(data) {
+  async _post(target, data, bearer) {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), this.timeout * 1000);
     try {
-      const resp = await this.fetch(this.url, {
+      const resp = await this.fetch(target, {
         method: "POST",
         body: data,
-        headers: { Authorization: `Bearer ${this.token}`, "Content-Type": "application/octet-stream" },
+        headers: { Authorization: `Bearer ${bearer}`, "Content-Type": "application/octet-stream" },
         signal: abort.signal,
       });
       const body = await resp.text();

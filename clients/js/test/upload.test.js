@@ -120,3 +120,41 @@ test("bad uploader options are refused", () => {
   assert.throws(() => new Uploader({ baseUrl: "http://x", collection: "c", token: "" }), TypeError);
   assert.throws(() => new Uploader({ baseUrl: "http://x", collection: "c", token: "t", batchSize: 0 }), RangeError);
 });
+
+test("device identities: enroll once (retrying a 503), keep the credential across a restart, upload with it", async () => {
+  const srv = await scripted([
+    [503, { "Retry-After": "1" }, '{"error":"busy"}'],
+    [201, {}, '{"collection":"c 1","device":17,"credential":"ll_device_17.secret"}'],
+    [200, {}, "{}"],
+    [200, {}, "{}"],
+  ]);
+  const store = new MemoryStore();
+  const c = await DeviceClient.open({ store, spec: SPEC, collection: "c 1", warn: () => {} });
+  await c.report(1, 0);
+  const up = new Uploader({ baseUrl: `${srv.base}/`, collection: "c 1", enrollToken: "enroll-tok", sleep: async () => {} });
+  const r = await up.flush(c);
+  assert.deepEqual([r.acknowledged, r.refused], [1, null]);
+  assert.deepEqual(srv.seen.map((s) => [s.url, s.auth]), [
+    ["/v1/collections/c%201/devices", "Bearer enroll-tok"],
+    ["/v1/collections/c%201/devices", "Bearer enroll-tok"],
+    ["/v1/collections/c%201/reports", "Bearer ll_device_17.secret"],
+  ]);
+  const again = await DeviceClient.open({ store, warn: () => {} });
+  assert.deepEqual(again.credential(srv.base), { device: 17, credential: "ll_device_17.secret" });
+  await again.report(2, 1);
+  await up.flush(again);
+  srv.close();
+  assert.equal(srv.seen.length, 4); // no second enrollment
+  assert.equal(srv.seen[3].auth, "Bearer ll_device_17.secret");
+});
+
+test("a refused enrollment keeps the queue and stops; exactly one kind of token is accepted", async () => {
+  const srv = await scripted([[409, {}, '{"error":"collection takes a shared ingest token"}']]);
+  const c = await client(2);
+  const r = await new Uploader({ baseUrl: srv.base, collection: "c 1", enrollToken: "e" }).flush(c);
+  srv.close();
+  assert.deepEqual([r.refused, r.remaining, srv.seen.length], [409, 2, 1]);
+  assert.equal(c.credential(srv.base), null);
+  assert.throws(() => new Uploader({ baseUrl: "http://x", collection: "c", token: "t", enrollToken: "e" }), TypeError);
+  assert.throws(() => new Uploader({ baseUrl: "http://x", collection: "c" }), TypeError);
+});
