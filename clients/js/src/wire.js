@@ -10,10 +10,16 @@ export const MAX_EPOCH = 2 ** 32 - 1;
 /** The canonical JSON of a protocol's spec (the bytes its fingerprint hashes). */
 export const specJson = (proto) => canonicalJson(proto.spec);
 
+const headers = new Map();
+
 /** The 12-byte header of every report: "LL", version 1, protocol id, fingerprint (8 bytes). */
 export async function header(proto) {
-  const digest = await sha256(new TextEncoder().encode(specJson(proto)));
-  return concat(new Uint8Array([0x4c, 0x4c, 1, proto.id]), digest.subarray(0, 8));
+  const spec = specJson(proto);
+  if (!headers.has(spec)) {
+    const digest = await sha256(new TextEncoder().encode(spec));
+    headers.set(spec, concat(new Uint8Array([0x4c, 0x4c, 1, proto.id]), digest.subarray(0, 8)));
+  }
+  return headers.get(spec).slice();
 }
 
 /** The fingerprint of a header, as 16 hex digits (what the server publishes). */
