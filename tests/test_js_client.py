@@ -14,8 +14,10 @@ from __future__ import annotations
 import http.client
 import http.server
 import json
+import os
 import shutil
 import subprocess
+import sys
 import threading
 from urllib.parse import urlsplit
 
@@ -228,3 +230,26 @@ def test_chromium_end_to_end_against_a_real_server(tmp_path):
     finally:
         site.shutdown()
         srv.stop()
+
+
+# ------------------------------------------------------------------------------ black-box audit
+
+
+def test_node_client_passes_the_black_box_audit():
+    """clients/js/bin/audit-client.mjs behind ``longldp audit --exec`` (docs/audit.md §9): the
+    framing works and a correct client's claim is not refuted (confidence 1 − 10⁻⁶, so a false
+    refutation has probability below 10⁻⁶); the bounds of longer runs are in clients/js's
+    README."""
+    require(NODE is not None, "node (Debian's nodejs)")
+    spec = json.dumps({"name": "L-GRR", "params": {"k": 4, "eps_perm": 2.0, "eps_1": 1.0}})
+    cmd = f"{NODE} {JS / 'bin' / 'audit-client.mjs'} '{spec}'"
+    args = ["--exec", cmd, "--k", "4", "--claim", "1.0", "--trials", "400", "--alpha", "1e-6"]
+    out = subprocess.run(
+        [sys.executable, "-m", "longldp", "audit", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "No claim refuted" in out.stdout
