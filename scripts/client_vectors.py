@@ -27,16 +27,15 @@ from unittest import mock
 import numpy as np
 
 import longldp as ll
-import longldp.client as device
-from longldp.client import BudgetExceededError, DeviceClient
-from longldp.protocols import HmacRandom
+from longldp.client import BudgetExceededError, DeviceClient, device
+from longldp.protocols import NAMES, HmacRandom
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "clients" / "js" / "test" / "vectors.json"
 FORMAT = "longldp.client-vectors/1"
 
 #: name → (spec, collection, values, max_epsilon)
-CASES: dict[str, tuple[dict[str, Any], str, list[int], float | None]] = {
+CASES: dict[str, tuple[dict[str, Any], str, list[Any], float | None]] = {
     "GRR": ({"name": "GRR", "params": {"k": 10, "eps": 1.0}}, "vectors", [3, 3, 9, 0], None),
     "SUE": ({"name": "SUE", "params": {"k": 12, "eps": 2.0}}, "vectors", [0, 11, 11], None),
     "OUE": ({"name": "OUE", "params": {"k": 12, "eps": 1.5}}, "vectors", [5, 5, 2], None),
@@ -134,6 +133,58 @@ CASES: dict[str, tuple[dict[str, Any], str, list[int], float | None]] = {
         [7, 6, 0],
         None,
     ),
+    "SS": ({"name": "SS", "params": {"k": 10, "eps": 1.0}}, "vectors", [3, 3, 9, 0], None),
+    "SS-omega": (
+        {"name": "SS", "params": {"k": 20, "eps": 0.5, "omega": 7}},
+        "vectors",
+        [19, 0, 7],
+        None,
+    ),
+    "RAPPOR": (
+        {"name": "RAPPOR", "params": {"k": 16, "h": 2, "m": 4, "f": 0.5, "p": 0.25, "q": 0.75}},
+        "vectors",
+        ["apple", "pear", "apple", "crème brûlée"],
+        None,
+    ),
+    "RAPPOR-one-cohort": (
+        {"name": "RAPPOR", "params": {"k": 12, "h": 3, "f": 0.25, "p": 0.5, "q": 0.75}},
+        "vectors",
+        ["a", "b", "a"],
+        None,
+    ),
+    "RAPPOR-onehot": (
+        {"name": "RAPPOR-onehot", "params": {"k": 10, "f": 0.5, "p": 0.25, "q": 0.75}},
+        "vectors",
+        [2, 9, 2, 0],
+        None,
+    ),
+    "RAPPOR-boolean": (
+        {"name": "RAPPOR-boolean", "params": {"m": 3, "f": 0.5, "p": 0.25, "q": 0.75}},
+        "vectors",
+        [1, 0, 1, 1],
+        None,
+    ),
+    "RAPPOR-one-time": (
+        {
+            "name": "RAPPOR-one-time",
+            "params": {"k": 16, "h": 2, "m": 4, "f": 0.0, "p": 0.25, "q": 0.75},
+        },
+        "vectors",
+        ["apple", "pear"],
+        None,
+    ),
+    "RAPPOR-onehot-one-time": (
+        {"name": "RAPPOR-onehot-one-time", "params": {"k": 10, "f": 0.25, "p": 0.5, "q": 0.75}},
+        "vectors",
+        [4, 4],
+        None,
+    ),
+    "RAPPOR-boolean-one-time": (
+        {"name": "RAPPOR-boolean-one-time", "params": {"f": 0.0, "p": 0.25, "q": 0.75}},
+        "vectors",
+        [0, 1],
+        None,
+    ),
 }
 
 
@@ -154,15 +205,19 @@ def _state_text(state: dict[str, np.ndarray]) -> dict[str, Any]:
 
 
 @contextlib.contextmanager
-def _fixed_csprng(stream: HmacRandom) -> Iterator[None]:
-    """Round 2 and report ids from ``stream`` instead of the OS (what the JS tests inject)."""
+def _fixed_csprng(client: DeviceClient, stream: HmacRandom) -> Iterator[None]:
+    """Round 2 (the protocol client's round-2 source) and report ids (``os.urandom`` in
+    :mod:`longldp.client.device`) from ``stream`` instead of the OS: what the JS tests inject.
+    Round 1 stays the client's own :class:`~longldp.protocols.DerivedRound1`."""
     fake_os = mock.Mock(wraps=device.os)
     fake_os.urandom = stream._bytes
-    with (
-        mock.patch.object(device, "SecureRandom", lambda: stream),
-        mock.patch.object(device, "os", fake_os),
-    ):
-        yield
+    own = client._client.round2
+    client._client.round2 = stream
+    try:
+        with mock.patch.object(device, "os", fake_os):
+            yield
+    finally:
+        client._client.round2 = own
 
 
 def case_vector(name: str, folder: Path) -> dict[str, Any]:
@@ -172,8 +227,8 @@ def case_vector(name: str, folder: Path) -> dict[str, Any]:
     csprng_key = _secret(name, "csprng")
     stream = HmacRandom(csprng_key, f"longldp/test-vectors/csprng|{name}".encode())
     path = folder / f"{name}.json"
-    with _fixed_csprng(stream):
-        client = DeviceClient(path, proto, collection, secret=secret, max_epsilon=max_epsilon)
+    client = DeviceClient(path, proto, collection, secret=secret, max_epsilon=max_epsilon)
+    with _fixed_csprng(client, stream):
         steps: list[dict[str, Any]] = []
         for epoch, value in enumerate(values):
             step: dict[str, Any] = {"value": value, "epoch": epoch}
@@ -186,7 +241,7 @@ def case_vector(name: str, folder: Path) -> dict[str, Any]:
             queued = client.queue[-1]
             budget = client.spent_budget
             step.update(
-                memo_key=client._derive.memo_id(value),
+                memo_key=client._client.memo_id(value),
                 memo=_memo_text(client.memo(value)) if proto.longitudinal else None,
                 record=(queued.id + queued.epoch.to_bytes(4, "big") + queued.report).hex(),
                 budget={
@@ -213,8 +268,9 @@ def case_vector(name: str, folder: Path) -> dict[str, Any]:
             "eps_1": proto.single_report_epsilon(),
             "eps_perm": proto.first_round_epsilon(),
             **({"g": int(proto.g)} if hasattr(proto, "g") else {}),
+            **({"omega": int(proto.omega)} if hasattr(proto, "omega") else {}),
         },
-        "state": _state_text(client._user_state),
+        "state": _state_text(client.user_state),
         "steps": steps,
         "state_file": path.read_text(),
     }
@@ -227,6 +283,7 @@ def vectors() -> dict[str, Any]:
     return {
         "format": FORMAT,
         "spec": "docs/client-spec.md",
+        "protocols": list(NAMES),
         "generated_by": "scripts/client_vectors.py",
         "cases": cases,
     }

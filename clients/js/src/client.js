@@ -3,7 +3,7 @@
 
 import { concat, fromBase64, fromHex, toBase64, toHex, uintBE, utf8 } from "./bytes.js";
 import { canonicalJson, PyFloat } from "./json.js";
-import { GRID, protocolFromSpec } from "./protocols.js";
+import { protocolFromSpec } from "./protocols.js";
 import { CryptoSource, HmacStream, hmac, hmacKey } from "./random.js";
 import { batch, fingerprintHex, header, ID_SIZE, MAX_EPOCH } from "./wire.js";
 
@@ -29,6 +29,21 @@ export async function secretId(key) {
 /** The state's tag: HMAC(HMAC(secret, "longldp/state-mac/v1"), canonical JSON of the rest). */
 async function stateTag(macKey, body) {
   return toHex(await hmac(macKey, utf8(canonicalJson(body))));
+}
+
+/**
+ * The spent total as privacy.spent_budget reports it: the per-term margin of 1e-12 taken off
+ * once, then rounded up to 12 significant digits (through decimal text, so 3 is 3, not
+ * 3.0000000000000004); docs/client-spec.md §6.1.
+ */
+function spentTotal(total) {
+  if (total > 0 && Number.isFinite(total)) {
+    const exponent = Math.floor(Math.log10(total)) - 11;
+    // 10^e as the decimal literal (correctly rounded, as C's pow gives it here; V8's 10 ** e is not)
+    const steps = Math.ceil((total * (1 - 1e-12)) / Number(`1e${exponent}`) - 1e-3);
+    return Number(`${steps}e${exponent}`);
+  }
+  return total;
 }
 
 function checkInt(owner, name, v, lo, hi) {
@@ -137,7 +152,6 @@ export class DeviceClient {
     this._memoKeys = new Set(body.memo_keys);
     this._queue = body.queue.map((q) => ({ id: fromHex(q.id), epoch: q.epoch, report: fromBase64(q.report) }));
     this._credentials = body.credentials ?? {};
-    this._keepCredentials = "credentials" in body;
   }
 
   async _save() {
@@ -152,8 +166,7 @@ export class DeviceClient {
       memo_keys: [...this._memoKeys].sort(),
       spent_epsilon: new PyFloat(this.spentBudget.epsilon),
       dropped: this.dropped,
-      // device credentials by server (docs/server.md, device identities), as Python writes them
-      ...(this._keepCredentials || Object.keys(this._credentials).length ? { credentials: this._credentials } : {}),
+      credentials: this._credentials, // by server base URL (device identities, §7)
       queue: this._queue.map((q) => ({ id: toHex(q.id), epoch: q.epoch, report: toBase64(q.report) })),
     };
     body.mac = await stateTag(this._macKey, body);
@@ -175,16 +188,15 @@ export class DeviceClient {
 
   /** Round 1's input: the memo key as a number, or RAPPOR's encoding (hex) as is. */
   _input(key) {
-    return this.proto.memoSource ? key : Number(key);
+    return this.proto.keyBytes ? key : Number(key);
   }
 
   async _round1(key) {
     let memo = this._memos.get(key);
     if (memo === undefined) {
       const o = this.proto;
-      const src = o.memoSource
-        ? o.memoSource(key, this._state)
-        : new HmacStream(this._key, concat(label("longldp/round1/v1|"), this._context, uintBE(key, 8)));
+      const x = o.keyBytes ? o.keyBytes(key) : uintBE(Number(key), 8);
+      const src = new HmacStream(this._key, concat(label("longldp/round1/v1|"), this._context, x));
       memo = await o.round1(this._input(key), this._state, src);
       this._memos.set(key, memo);
     }
@@ -199,7 +211,7 @@ export class DeviceClient {
 
   _budget(t, d) {
     const o = this.proto;
-    return { reports: t, memos: o.memoizes ? d : 0, epsilon: o.memoizes ? Math.min(t * o.eps1, d * o.epsInf) : t * o.eps1 };
+    return { reports: t, memos: o.memoizes ? d : 0, epsilon: spentTotal(o.memoizes ? Math.min(t * o.eps1, d * o.epsInf) : t * o.eps1) };
   }
 
   /** Reports t, distinct memos d and ε = min(t·ε1, d·ε∞) (one-shot protocols: t·ε). */
@@ -223,8 +235,7 @@ export class DeviceClient {
       const o = this.proto;
       const key = this.memoId(value);
       const after = this.budgetAfter(value);
-      // past the limit by more than the outward rounding of its terms (privacy.exceeds_budget)
-      if (this.maxEpsilon !== undefined && after.epsilon > this.maxEpsilon * (1 + 1e-12) + after.reports * GRID) {
+      if (this.maxEpsilon !== undefined && after.epsilon > this.maxEpsilon * (1 + 1e-12)) {
         throw new BudgetExceededError(
           `${o.name}: reporting would spend ε = ${after.epsilon.toPrecision(6)} in total, past maxEpsilon = ${this.maxEpsilon} (spent so far ${this.spentBudget.epsilon.toPrecision(6)}); the report was not made`,
         );

@@ -50,9 +50,8 @@ function choice(owner, name, v, allowed) {
 }
 
 // ------------------------------------------------------------------------------ privacy math
-/** ε rounded outward: up by 1e-12 relative, then up to a multiple of 2⁻³⁶ (privacy.round_up). */
-export const GRID = 2 ** -36;
-export const roundUp = (eps) => Math.ceil((eps + 1e-12 * max(1, abs(eps))) / GRID) * GRID;
+/** ε rounded outward by 1e-12 relative (privacy.round_up). */
+export const roundUp = (eps) => eps + 1e-12 * max(1, abs(eps));
 
 function grrProbabilities(eps, k) {
   const p = 1 / (1 + (k - 1) * exp(-eps));
@@ -313,8 +312,10 @@ const dbitflip = {
   },
 };
 
-// RAPPOR: state, cohort and PRR from the RAPPOR key (src/rappor.js, loaded on first use); the
-// memo key is the packed encoding in hex.
+// RAPPOR (every encoder): the cohort from the state stream, the memo key the packed encoding
+// (hex), the PRR from the memo stream of those bytes; Bloom hashing in src/rappor.js (MD5),
+// loaded on first use.
+let bloom; // src/rappor.js's Bloom hashing, once a Bloom-filter protocol is opened
 const rappor = {
   check(v) {
     const o = this.name;
@@ -328,21 +329,24 @@ const rappor = {
     }
     return checkInt.call(this, v);
   },
-  async state(src, dev) {
-    const mod = await import("./rappor.js");
-    return { mod, ...(await mod.rapporState(this, dev.key, dev.header, dev.collection)) };
+  async state(src) {
+    const m = this.params.m ?? 1;
+    const st = { cohort: m === 1 ? 0 : (await integers(src, 0, m, 1))[0] };
+    if (this.encoder === "bloom") bloom ??= (await import("./rappor.js")).bloom;
+    return st;
   },
   key(v, st) {
-    return [...packBits(st.mod.encode(this, v, st))].map((b) => b.toString(16).padStart(2, "0")).join("");
+    const bits = new Uint8Array(this.k);
+    if (this.encoder === "bloom") for (const i of bloom(v, st.cohort, this.params.h, this.k)) bits[i] = 1;
+    else bits[this.encoder === "onehot" ? v : 0] = this.encoder === "onehot" ? 1 : v;
+    return [...packBits(bits)].map((b) => b.toString(16).padStart(2, "0")).join("");
   },
-  memoSource(key, st) {
-    return st.mod.prrStream(st, Uint8Array.from(key.match(/../g), (h) => parseInt(h, 16)));
-  },
-  bits(key) {
-    return Uint8Array.from({ length: this.k }, (_, i) => (parseInt(key.slice(2 * (i >> 3), 2 * (i >> 3) + 2), 16) >> (7 - (i & 7))) & 1);
-  },
-  round1(key, st, src) {
-    return (this.memoizes ? st.mod.prr : st.mod.oneTime)(this, this.bits(key), src);
+  keyBytes: (key) => Uint8Array.from(key.match(/../g), (h) => parseInt(h, 16)),
+  /** PRR (one-time: PRR and IRR in one draw): k floats; bit_i = u_i < (encoded_i ? p1 : q1). */
+  async round1(key, st, src) {
+    const u = await floats(src, this.k);
+    const enc = this.keyBytes(key);
+    return u.map((x, i) => (x < ((enc[i >> 3] >> (7 - (i & 7))) & 1 ? this.p1 : this.q1) ? 1 : 0));
   },
   round2(memo, src) {
     return ueRound2(memo, this.p2, this.q2, src);
@@ -350,12 +354,21 @@ const rappor = {
   body(bits, st) {
     return concatBytes(uintBE(st.cohort, 2), packBits(bits));
   },
+  /** ε1 and ε∞ for encodings differing in (x, y) bits (privacy.rappor_report_epsilon, rappor_prr_epsilon). */
   epsilons() {
-    const h = this.params.h ?? 1;
     const { f, p, q } = this.params;
-    const [qs, ps] = chainSupport(1 - f / 2, f / 2, q, p);
-    const e1 = h * abs(log((qs * (1 - ps)) / (ps * (1 - qs))));
-    return [e1, this.memoizes ? 2 * h * log((1 - f / 2) / (f / 2)) : e1];
+    const [x, y] = this.differing;
+    const [hi, lo] = chainSupport(1 - f / 2, f / 2, q, p);
+    let e1;
+    if (x === y) e1 = x * abs(log((hi * (1 - lo)) / (lo * (1 - hi))));
+    else if (lo <= 0 || hi <= 0 || lo >= 1 || hi >= 1) e1 = Infinity;
+    else {
+      const u = max(log(hi / lo), log((1 - hi) / (1 - lo)));
+      const d = max(log(lo / hi), log((1 - lo) / (1 - hi)));
+      e1 = max(x * u + y * d, y * u + x * d);
+    }
+    const prr = log((1 - f / 2) / (f / 2));
+    return [e1, !this.memoizes ? e1 : x === y ? 2 * x * prr : max(x, y) * prr];
   },
 };
 
@@ -373,9 +386,38 @@ function rapporChain(encoder, oneTime, types) {
     if (P.f === 0 && !oneTime) throw fail(o, "f", "> 0 for longitudinal use (f = 0 memoizes the true bits); use the one-time variant", P.f);
     const k = encoder === "boolean" ? 1 : P.k;
     const chain = oneTime ? [...chainSupport(1 - P.f / 2, P.f / 2, P.q, P.p), 1, 0] : [1 - P.f / 2, P.f / 2, P.q, P.p];
-    return { ...chainOf(...chain), k, encoder };
+    const differing = encoder === "bloom" ? [P.h, P.h] : encoder === "boolean" ? [1, 0] : [1, 1];
+    return { ...chainOf(...chain), k, encoder, differing };
   }];
 }
+
+// Subset selection: a size-ω subset holding v w.p. P1, the rest the smallest of k uniforms.
+const subsetProbabilities = (eps, k, omega) => {
+  const a = omega * exp(eps);
+  const p1 = a / (a + k - omega);
+  return [p1, (omega - p1) / (k - 1), (k - omega) / (a + k - omega)];
+};
+
+const subset = {
+  check: checkInt,
+  key: (v) => v,
+  /** u' (v ∈ Y if u' < P1), then k floats with u_v := 2: the ω − 1 smallest, plus v or the ω-th. */
+  async round1(v, st, src) {
+    const held = (await floats(src, 1))[0] < this.p1;
+    const u = await floats(src, this.k);
+    u[v] = 2;
+    const chosen = [...u.keys()].sort((i, j) => u[i] - u[j] || i - j).slice(0, this.omega);
+    if (held) chosen[this.omega - 1] = v;
+    const bits = new Uint8Array(this.k);
+    for (const i of chosen) bits[i] = 1;
+    return bits;
+  },
+  body: packBits,
+  epsilons() {
+    const e = log((this.p1 * (this.k - this.omega)) / (this.notP1 * this.omega));
+    return [e, e];
+  },
+};
 
 function concatBytes(...parts) {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
@@ -395,7 +437,7 @@ const RATES = { f: F, p: F, q: F };
 const BLOOM = { k: I, h: I, m: I, ...RATES, bloom_hash: "str" };
 const ONEHOT = { k: I, ...RATES };
 const BOOLEAN = { m: I, ...RATES };
-const DEFAULTS = { calibration: "exact", hash_pool: null, pool_seed: 0, b: null, d: 1, h: 2, m: 1, f: 0.5, p: 0.5, q: 0.75, bloom_hash: "rappor-md5-1byte" };
+const DEFAULTS = { calibration: "exact", hash_pool: null, pool_seed: 0, b: null, d: 1, h: 2, m: 1, f: 0.5, p: 0.5, q: 0.75, bloom_hash: "rappor-md5-1byte", omega: null };
 
 function lhChain(g, p1, p2) {
   return { g, p1, q1: (1 - p1) / (g - 1), p2, q2: p2 < 1 ? (1 - p2) / (g - 1) : 0, P0: 1 / g };
@@ -474,6 +516,15 @@ const TABLE = {
     if (P.hash_pool !== null) throw fail(o, "hash_pool", "null (the Hadamard rows are the family)", P.hash_pool);
     return { ...loloha(() => 2)(P, o), m: hadamardSize(P.k), P0: 0.5 };
   }],
+  SS: [22, subset, false, { ...ONE, omega: "int?" }, (P, o) => {
+    budget(o, "eps", P.eps);
+    const { eps, k } = P;
+    P.omega = P.omega === null
+      ? integerArgmin((w) => vstar(...subsetProbabilities(eps, k, w)), k / (exp(eps) + 1), 1, k - 1)
+      : int(o, "omega", P.omega, 1, k - 1);
+    const [p1, q1, notP1] = subsetProbabilities(eps, k, P.omega);
+    return { ...chainOf(p1, q1, 1, 0), omega: P.omega, notP1 };
+  }],
   RAPPOR: [14, ...rapporChain("bloom", false, BLOOM)],
   "RAPPOR-onehot": [17, ...rapporChain("onehot", false, ONEHOT)],
   "RAPPOR-boolean": [18, ...rapporChain("boolean", false, BOOLEAN)],
@@ -486,8 +537,9 @@ function chainOf(p1, q1, p2, q2) {
   return { p1, q1, p2, q2 };
 }
 
-/** Canonical protocol names, in wire-id order. */
+/** Canonical protocol names. */
 export const PROTOCOL_NAMES = Object.keys(TABLE);
+const ALIASES = { dbitflip: "dBitFlipPM", "subset-selection": "SS" };
 
 /**
  * A protocol from its spec `{name, params}` (as `proto.spec()` in Python and the server's
@@ -504,7 +556,8 @@ export function protocolFromSpec(spec) {
   if (given === null || typeof given !== "object" || Array.isArray(given)) {
     throw new TypeError(`protocol spec: 'params' must be an object; got ${show(given)}`);
   }
-  const name = PROTOCOL_NAMES.find((n) => n.toLowerCase() === spec.name.toLowerCase());
+  const lower = spec.name.toLowerCase();
+  const name = ALIASES[lower] ?? PROTOCOL_NAMES.find((n) => n.toLowerCase() === lower);
   if (name === undefined) {
     throw new RangeError(`protocol spec: 'name' must be one of ${PROTOCOL_NAMES.join(", ")}; got ${show(spec.name)}`);
   }

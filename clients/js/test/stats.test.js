@@ -70,3 +70,36 @@ test("round 2 from the CSPRNG: L-GRR keeps the memo with p2; L-OSUE flips bits w
   }
   within(flips, 4 * n, ue.proto.q2, "L-OSUE round 2 flips");
 });
+
+test("RAPPOR: cohorts uniform; the PRR keeps a set Bloom bit with 1 − f/2 and sets an unset one with f/2", async () => {
+  const n = 2000, m = 4, k = 16;
+  const cs = await devices({ name: "RAPPOR", params: { k, h: 2, m, f: 0.5, p: 0.25, q: 0.75 } }, n);
+  const { p1, q1 } = cs[0].proto;
+  for (let j = 0; j < m; j++) within(cs.filter((c) => c._state.cohort === j).length, n, 1 / m, `cohort ${j}`);
+  let set = 0, setOnes = 0, unsetOnes = 0;
+  for (const c of cs) {
+    const key = c.memoId("apple"); // the Bloom filter of "apple" in the device's cohort (hex)
+    const enc = Array.from({ length: k }, (_, i) => (parseInt(key.slice(2 * (i >> 3), 2 * (i >> 3) + 2), 16) >> (7 - (i & 7))) & 1);
+    const prr = await c.memo("apple");
+    enc.forEach((e, i) => {
+      set += e;
+      if (e) setOnes += prr[i];
+      else unsetOnes += prr[i];
+    });
+  }
+  within(setOnes, set, p1, "PRR of set bits");
+  within(unsetOnes, n * k - set, q1, "PRR of unset bits");
+});
+
+test("SS: the subset holds ω values, the own value with P1 and every other with P0", async () => {
+  const n = 4000, k = 8;
+  const [c] = await devices({ name: "SS", params: { k, eps: 1 } }, 1);
+  const { p1, q1, omega } = c.proto;
+  const counts = new Array(k).fill(0);
+  for (let i = 0; i < n; i++) {
+    const bits = await c.proto.round1(3, c._state, c._random);
+    assert.equal(bits.reduce((a, x) => a + x, 0), omega);
+    bits.forEach((x, v) => (counts[v] += x));
+  }
+  for (let v = 0; v < k; v++) within(counts[v], n, v === 3 ? p1 : q1, `value ${v} in the subset`);
+});
