@@ -54,9 +54,10 @@ import { protocolFromSpec } from "./src/index.js";
 import { header } from "./src/wire.js";
 const out = [];
 for (const spec of JSON.parse(process.argv[1])) {
-  const o = protocolFromSpec(spec);
+  const o = await protocolFromSpec(spec);
   const h = Buffer.from(await header(o)).toString("hex");
-  out.push({ header: h, p1: o.p1, q1: o.q1, p2: o.p2, q2: o.q2, eps_1: o.eps1, eps_perm: o.epsInf });
+  const { p1, q1, p2, q2 } = o;
+  out.push({ header: h, p1, q1, p2, q2, eps_1: o.eps1, eps_perm: o.epsInf });
 }
 console.log(JSON.stringify(out));
 """

@@ -149,7 +149,7 @@ export class Uploader {
 
 export function parseRetryAfter(value: string | null | undefined, now?: number): number | null;
 export function fetchSpec(baseUrl: string, collection: string, token: string, fetchFn?: typeof fetch): Promise<ProtocolSpec>;
-export function protocolFromSpec(spec: ProtocolSpec): Protocol;
+export function protocolFromSpec(spec: ProtocolSpec): Promise<Protocol>;
 export const PROTOCOL_NAMES: readonly string[];
 export function secretId(key: CryptoKey): Promise<string>;
 

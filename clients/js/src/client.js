@@ -3,6 +3,7 @@
 
 import { concat, fromBase64, fromHex, toBase64, toHex, uintBE, utf8 } from "./bytes.js";
 import { canonicalJson, PyFloat } from "./json.js";
+import { int } from "./check.js";
 import { protocolFromSpec } from "./protocols.js";
 import { CryptoSource, HmacStream, hmac, hmacKey } from "./random.js";
 import { batch, fingerprintHex, header, ID_SIZE, MAX_EPOCH } from "./wire.js";
@@ -46,13 +47,6 @@ function spentTotal(total) {
   return total;
 }
 
-function checkInt(owner, name, v, lo, hi) {
-  if (typeof v !== "number" || !Number.isInteger(v)) {
-    throw new TypeError(`${owner}: '${name}' must be an integer; got ${typeof v === "string" ? JSON.stringify(v) : String(v)}`);
-  }
-  if (v < lo || v > hi) throw new RangeError(`${owner}: '${name}' must be in [${lo}, ${hi}]; got ${v}`);
-  return v;
-}
 
 /** One device's client for one collection. Create with {@link DeviceClient.open}. */
 export class DeviceClient {
@@ -82,7 +76,7 @@ export class DeviceClient {
     if (maxEpsilon !== undefined && !(typeof maxEpsilon === "number" && maxEpsilon > 0 && Number.isFinite(maxEpsilon))) {
       throw new RangeError(`${own}: 'maxEpsilon' must be a positive number; got ${maxEpsilon}`);
     }
-    checkInt(own, "queueLimit", queueLimit, 1, 2 ** 31);
+    int(own, "queueLimit", queueLimit, 1, 2 ** 31);
     if (collection !== undefined && (typeof collection !== "string" || !collection)) {
       throw new TypeError(`${own}: 'collection' must be a non-empty string`);
     }
@@ -95,7 +89,7 @@ export class DeviceClient {
     this._secretId = await secretId(this._key);
     this._macKey = await hmacKey(await hmac(this._key, label("longldp/state-mac/v1")));
     this._lock = Promise.resolve();
-    const proto = spec === undefined ? undefined : protocolFromSpec(spec);
+    const proto = spec === undefined ? undefined : await protocolFromSpec(spec);
     const text = await store.load();
     if (text != null) {
       await this._restore(text, proto, collection);
@@ -110,7 +104,7 @@ export class DeviceClient {
     const name = utf8(this.collection);
     this._context = concat(this._header, uintBE(name.length, 2), name);
     const stream = new HmacStream(this._key, concat(label("longldp/state/v1|"), this._context));
-    this._state = await this.proto.state(stream, { key: this._key, header: this._header, collection: this.collection });
+    this._state = await this.proto.state(stream);
     this._memos = new Map();
     if (text == null) await this._save();
   }
@@ -129,14 +123,10 @@ export class DeviceClient {
       throw new RangeError(`${where}: written under another device secret (secret id ${full.secret_id}, this device's is ${this._secretId}); refusing it`);
     }
     const { mac, ...body } = full;
-    let stored, typed;
-    try {
-      stored = protocolFromSpec(body.protocol);
-      typed = { ...body, protocol: stored.spec, spent_epsilon: new PyFloat(body.spent_epsilon) };
-    } catch {
-      throw new TypeError(`${where}: its authentication tag does not match: corrupt or modified; refusing it`);
-    }
-    if (typeof mac !== "string" || mac !== (await stateTag(this._macKey, typed))) {
+    // The tag covers the canonical JSON with Python's floats (2.0, not 2): rebuild it through the spec.
+    const stored = await protocolFromSpec(body.protocol).catch(() => null);
+    const typed = stored && { ...body, protocol: stored.spec, spent_epsilon: new PyFloat(body.spent_epsilon) };
+    if (!typed || typeof mac !== "string" || mac !== (await stateTag(this._macKey, typed))) {
       throw new TypeError(`${where}: its authentication tag does not match: corrupt or modified; refusing it`);
     }
     if (proto && canonicalJson(proto.spec) !== canonicalJson(stored.spec)) {
@@ -231,7 +221,7 @@ export class DeviceClient {
    */
   report(value, epoch) {
     return this._serial(async () => {
-      checkInt("DeviceClient", "epoch", epoch, 0, MAX_EPOCH);
+      int("DeviceClient", "epoch", epoch, 0, MAX_EPOCH);
       const o = this.proto;
       const key = this.memoId(value);
       const after = this.budgetAfter(value);

@@ -1,5 +1,5 @@
 // Randomness: the keyed HMAC-SHA256 stream (round 1, per-device state) and the platform CSPRNG
-// (round 2), with the two conversions every protocol uses (docs/client-spec.md §2).
+// (round 2), docs/client-spec.md §2.1; the two draws every protocol uses are in src/common.js.
 
 import { concat, uintBE } from "./bytes.js";
 
@@ -74,46 +74,4 @@ export class CryptoSource {
     }
     return out;
   }
-}
-
-const TWO_M53 = 2 ** -53;
-const TWO64 = 1n << 64n;
-
-/** n floats uniform on [0, 1): 8-byte little-endian word w → (w >> 11)·2⁻⁵³. */
-export async function floats(source, n) {
-  const raw = await source.bytes(8 * n);
-  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-  const out = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const lo = view.getUint32(8 * i, true);
-    const hi = view.getUint32(8 * i + 4, true);
-    out[i] = (hi * 2097152 + (lo >>> 11)) * TWO_M53;
-  }
-  return out;
-}
-
-/**
- * n integers uniform on [low, high) as BigInt: low + w mod span for each word w below the
- * largest multiple of span under 2⁶⁴ (rejected words are skipped, in stream order).
- */
-export async function bigIntegers(source, low, high, n) {
-  const lo = BigInt(low);
-  const span = BigInt(high) - lo;
-  if (span <= 0n) throw new RangeError(`integers: 'high' must be > 'low'; got ${low}, ${high}`);
-  const limit = TWO64 - (TWO64 % span);
-  const out = [];
-  while (out.length < n) {
-    const raw = await source.bytes(8 * (n - out.length));
-    const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
-    for (let i = 0; i < raw.length; i += 8) {
-      const w = view.getBigUint64(i, true);
-      if (w < limit) out.push(lo + (w % span));
-    }
-  }
-  return out;
-}
-
-/** As {@link bigIntegers}, as Numbers (high ≤ 2⁵³). */
-export async function integers(source, low, high, n) {
-  return (await bigIntegers(source, low, high, n)).map(Number);
 }

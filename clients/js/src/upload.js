@@ -36,7 +36,7 @@ export async function fetchSpec(baseUrl, collection, token, fetchFn = globalThis
   const resp = await fetchFn(url(baseUrl, collection), { headers: { Authorization: `Bearer ${token}` } });
   if (!resp.ok) throw new RangeError(`collection ${JSON.stringify(collection)}: HTTP ${resp.status} from the server`);
   const info = await resp.json();
-  const proto = protocolFromSpec(info.protocol);
+  const proto = await protocolFromSpec(info.protocol);
   const mine = fingerprintHex(await header(proto));
   if (info.fingerprint !== undefined && info.fingerprint !== mine) {
     throw new RangeError(

@@ -51,8 +51,8 @@ test("bad values and epochs throw one-line TypeError/RangeError; nothing is queu
   await c.report(3, 0);
   const saved = store.state;
   const cases = [
-    [12, RangeError, /'value' must be in \[0, 12\); got 12/],
-    [-1, RangeError, /'value' must be in \[0, 12\)/],
+    [12, RangeError, /'value' must be an integer in \[0, 12\); got 12/],
+    [-1, RangeError, /'value' must be an integer in \[0, 12\)/],
     [1.5, TypeError, /'value' must be an integer/],
     ["3", TypeError, /'value' must be an integer in \[0, 12\); got "3"/],
     [null, TypeError, /'value' must be an integer/],
@@ -84,7 +84,7 @@ test("unknown or malformed protocol specs are refused with one line", async () =
     [{ name: "L-GRR", params: {}, extra: 1 }, TypeError, /unknown key\(s\) extra/],
   ];
   for (const [spec, Err, msg] of bad) {
-    assert.throws(() => protocolFromSpec(spec), (err) => err instanceof Err && msg.test(err.message) && !err.message.includes("\n"), JSON.stringify(spec));
+    await assert.rejects(protocolFromSpec(spec), (err) => err instanceof Err && msg.test(err.message) && !err.message.includes("\n"), JSON.stringify(spec));
     const store = new MemoryStore();
     await assert.rejects(DeviceClient.open({ store, spec, collection: "x" }), Err);
     assert.equal(store.state, null);

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { test } from "node:test";
 import { BudgetExceededError, DeviceClient, HmacStream, MemoryStore, PROTOCOL_NAMES } from "../src/index.js";
 import { hmacKey } from "../src/random.js";
-import { packBits } from "../src/protocols.js";
+import { packBits } from "../src/common.js";
 
 const vectors = JSON.parse(readFileSync(new URL("./vectors.json", import.meta.url), "utf8"));
 const hex = (b) => Buffer.from(b).toString("hex");
