@@ -62,15 +62,10 @@ KNOWN_UNDOCUMENTED = frozenset(
         "longldp.apps.gfim.gfim.GFIMResult.budget",
         "longldp.apps.gfim.gfim.GFIMResult.params",
         "longldp.apps.gfim.gfim.GFIMResult.topk",
-        "longldp.apps.gfim.gfim.GFIMRun.result",
-        "longldp.apps.setvalued.ldpminer.LDPMinerRun.result",
         "longldp.apps.setvalued.metrics.MetricTable.tau",
         "longldp.apps.setvalued.metrics.SetValuedTruth.tau",
-        "longldp.apps.setvalued.oracle.FOInstance.n",
         "longldp.apps.setvalued.svim.SVIMParams.describe",
-        "longldp.apps.setvalued.svim.SVIMRun.result",
         "longldp.apps.setvalued.svsm.SVSMParams.describe",
-        "longldp.apps.setvalued.svsm.SVSMRun.result",
         "longldp.audit.game.LoopClients.report",
         "longldp.audit.game.PopulationClients.report",
         "longldp.audit.game.Reporter.report",
@@ -90,8 +85,6 @@ KNOWN_UNDOCUMENTED = frozenset(
         "longldp.server.service.Service.is_admin",
         "longldp.server.service.Service.list_collections",
         "longldp.server.service.Service.series",
-        "longldp.simulate.Simulation.mse_avg",
-        "longldp.simulate.Simulation.mse_per_timestamp",
     }
 )
 

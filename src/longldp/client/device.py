@@ -137,6 +137,8 @@ class DeviceClient:
             self._reports = int(body["reports"])
             self._memo_keys = {str(k) for k in body["memo_keys"]}
             self._dropped = int(body["dropped"])
+            # Device credentials by server (docs/client-spec.md §7): kept as written.
+            self._credentials = dict(body.get("credentials", {}))
             self._queue = [
                 QueuedReport(bytes.fromhex(q["id"]), int(q["epoch"]), base64.b64decode(q["report"]))
                 for q in body["queue"]
@@ -151,6 +153,7 @@ class DeviceClient:
             self._reports = 0
             self._memo_keys: set[str] = set()
             self._dropped = 0
+            self._credentials: dict[str, Any] = {}
             self._queue: list[QueuedReport] = []
         context = DerivedRound1.context_of(self.proto, self.collection)
         self._client = Client(
@@ -281,6 +284,7 @@ class DeviceClient:
                 "memo_keys": sorted(self._memo_keys),
                 "spent_epsilon": self.spent_budget.epsilon,
                 "dropped": self._dropped,
+                "credentials": self._credentials,
                 "queue": [
                     {
                         "id": q.id.hex(),
