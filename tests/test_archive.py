@@ -1,6 +1,7 @@
 """Report archives: layout, simulated writer, local and Dask aggregation, memory bound, refusals.
 
-``distributed`` is imported at module level: without Dask this module fails, it never skips.
+The tests on a real Dask cluster use the ``dask_cluster`` fixture, which marks them ``dask``:
+without Dask they fail under CI=true (tests/conftest.py), they never skip there.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import distributed  # noqa: F401  (without Dask this module fails to collect, never skips)
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq

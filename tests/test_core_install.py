@@ -16,6 +16,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("scipy", "matplotlib", "pyarrow", "typer", "rich")
 
@@ -82,6 +84,7 @@ def _pip(*args: str) -> subprocess.CompletedProcess:
     return proc
 
 
+@pytest.mark.install
 def test_core_install_in_a_fresh_venv(tmp_path):
     """Build the wheel, install it with its dependencies into an empty venv, use it there."""
     tree = tmp_path / "tree"

@@ -23,27 +23,19 @@ from longldp.client.upload import Uploader, fetch_protocol
 from longldp.server import db
 from longldp.server.app import RETRY_AFTER_S
 from longldp.server.service import Service
+from real_parts import CHROMIUM
 from server_helpers import (
     ADMIN,
-    CHROMIUM,
     LiveServer,
     bearer,
-    db_url,
     new_ids,
     records,
-    require,
     wire_reports,
 )
 
 SPEC = {"name": "L-GRR", "params": {"k": 8, "eps_perm": 2.0, "eps_1": 1.0}}
 PROTO = ll.protocol("L-GRR", k=8, eps_perm=2.0, eps_1=1.0)
 OCTET = "application/octet-stream"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend(request, tmp_path):
-    pg = request.getfixturevalue("pg_cluster") if request.param == "postgresql" else None
-    return db_url(request.param, pg, tmp_path)
 
 
 @pytest.fixture
@@ -218,6 +210,7 @@ def test_concurrent_and_retried_batches_count_once(server, backend):
     assert est["estimate"] == agg.estimate().tolist()
 
 
+@pytest.mark.postgres
 def test_postgres_stopped_gives_503_then_recovers_without_loss(request, tmp_path):
     pg = request.getfixturevalue("pg_cluster")
     url = pg.new_database()
@@ -327,8 +320,8 @@ class _Dom(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
+@pytest.mark.browser
 def test_dashboard_renders_in_headless_chromium(tmp_path):
-    require(CHROMIUM is not None, "chromium (/usr/bin/chromium)")
     srv = LiveServer(str(tmp_path / "dash.db"), tmp_path).start()
     try:
         col = create(srv.base, "dash")
