@@ -140,7 +140,10 @@ def test_unbiased_per_user(solution, chain, engine):
     a = coll.assign(n, 22) if coll.sampling else None
     results, est = run_reps(coll, values, reps, engine, 23, a)
     assert_unbiased(coll, results, est, reps)
-    assert all(np.array_equal(r.assignment, a) for r in results) if coll.sampling else True
+    if coll.sampling:  # every repetition used the one fixed assignment
+        assert all(np.array_equal(r.assignment, a) for r in results)
+    else:  # SPL: every user reports every attribute, nobody is assigned
+        assert all(r.assignment is None for r in results)
 
 
 def test_smp_population_variance_includes_sampling_error():
