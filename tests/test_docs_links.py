@@ -201,8 +201,8 @@ def test_multiprocess_examples_have_the_main_guard(path):
     for block in python_blocks(path):
         try:
             tree = ast.parse(block)
-        except SyntaxError:
-            continue
+        except SyntaxError as err:  # a ```python block must be Python, not skipped unread
+            pytest.fail(f"{path.name}: a ```python block does not parse: {err}")
         guarded = _guarded(tree)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call) or id(node) in guarded:
