@@ -75,7 +75,8 @@ def test_lasso_runs_when_candidates_outnumber_rows_and_procedure_b():
         assert res.summary["lasso"] == 1.0 and res.summary["kept"] < 60
         assert res.detected[0]
     b = decode(proto, C, cands, procedure="B")
-    assert b.detected[0] and b.estimate[0] == pytest.approx(60_000, rel=0.2)
+    assert b.detected[:3].all()
+    assert np.all(np.abs(b.estimate[:3] - counts) < 5 * b.std_error[:3])  # SE ≈ 220 here
 
 
 def test_select_corrections():
