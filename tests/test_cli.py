@@ -17,6 +17,7 @@ from longldp.cli import app
 runner = CliRunner()
 
 
+@pytest.mark.slow
 def test_protocols_command_lists_every_protocol():
     result = runner.invoke(app, ["protocols", "--k", "20", "--eps-perm", "1", "--alpha", "0.5"])
     assert result.exit_code == 0, result.output
@@ -96,6 +97,7 @@ def test_every_command_and_sub_group_shares_the_error_rule():
     assert result.stderr == "error: bad thing\n"
 
 
+@pytest.mark.slow
 def test_version_and_python_dash_m():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0

@@ -84,6 +84,7 @@ def _pip(*args: str) -> subprocess.CompletedProcess:
     return proc
 
 
+@pytest.mark.slow
 @pytest.mark.install
 def test_core_install_in_a_fresh_venv(tmp_path):
     """Build the wheel, install it with its dependencies into an empty venv, use it there."""

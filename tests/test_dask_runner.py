@@ -15,7 +15,7 @@ import pytest
 from longldp.experiments import Cell, run_study, store
 from study_helpers import stable
 
-pytestmark = pytest.mark.dask
+pytestmark = [pytest.mark.dask, pytest.mark.slow]  # a real cluster and study runs
 
 TINY = Path(__file__).resolve().parents[1] / "experiments" / "tiny.toml"
 

@@ -108,6 +108,7 @@ def mean_var_se(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return x.mean(axis=0), np.sqrt(s2 / R), s2, se_s2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_support_mean_and_variance_agree(pid: str) -> None:
     """Per support entry and timestamp: mean and variance of the two engines within Z SE."""
@@ -169,6 +170,7 @@ def test_chi_square_two_sample(pid: str) -> None:
     assert pvalues.min() >= ALPHA / pvalues.size, pvalues
 
 
+@pytest.mark.slow
 def test_chi_square_detects_a_mismatch() -> None:
     """Power check: the same test rejects count-level draws at ε1 = 1.25 instead of 1.0."""
     pid = "L-GRR-exact"

@@ -99,6 +99,7 @@ def expected_cells() -> list[tuple]:
 # ---------------------------------------------------------------------------------- the CLI
 
 
+@pytest.mark.slow
 def test_cli_run_writes_table_and_plot_writes_pngs(tmp_path):
     runner = CliRunner()
     out = tmp_path / "run"
@@ -307,6 +308,7 @@ def test_stale_temporaries_are_removed(tmp_path):
     assert list(folder.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_workers(tmp_path, baseline):
     report = run_study(TINY, tmp_path, workers=2, progress=False)
     assert report.computed == report.cells
@@ -413,6 +415,7 @@ def test_load_study_reports_file_problems(tmp_path):
         load_study(broken)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "path", sorted((ROOT / "experiments").glob("*.toml")), ids=lambda p: p.name
 )
@@ -476,6 +479,7 @@ def test_a_new_kind_is_one_small_registration(tmp_path):
         )
 
 
+@pytest.mark.slow
 def test_plot_draws_protocols_without_alpha_in_every_figure(tmp_path, baseline):
     paths = plot_results(baseline, tmp_path, band_kind="percentile")
     assert len(paths) == 4 and all(p.stat().st_size > 0 for p in paths)

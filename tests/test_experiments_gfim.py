@@ -27,6 +27,7 @@ def tiny(tmp_path_factory) -> tuple[pa.Table, Path]:
     return run_study_cli(TINY, out, "GFIM"), out
 
 
+@pytest.mark.slow
 def test_tiny_rows_options_and_budget(tiny) -> None:
     table, _ = tiny
     expected = {f.name for f in gk.COLUMNS} | {"study", "kind", "status", "spawn_key"}
@@ -55,6 +56,7 @@ def test_tiny_rows_options_and_budget(tiny) -> None:
     assert {r["tau"] for r in chain} == {1, 3}
 
 
+@pytest.mark.slow
 def test_tiny_plot(tiny, tmp_path) -> None:
     """The kind's defaults (one line per method, linear y) with the y column overridden."""
     _, out = tiny

@@ -31,6 +31,7 @@ def tiny_table(tmp_path_factory) -> pa.Table:
     return run_study_cli(TINY, tmp_path_factory.mktemp("tiny"), "SVSM")
 
 
+@pytest.mark.slow
 def test_tiny_study_rows_and_columns(tiny_table):
     expected = {f.name for f in sk.COLUMNS} | {"study", "kind", "status", "spawn_key"}
     assert expected <= set(tiny_table.column_names)
@@ -82,6 +83,7 @@ def test_tiny_study_rows_and_columns(tiny_table):
     assert {r["k"] for r in ok} == {8}
 
 
+@pytest.mark.slow
 def test_tiny_row_replays_from_its_streams(tiny_table):
     row = next(
         r
@@ -107,11 +109,13 @@ def test_tiny_row_replays_from_its_streams(tiny_table):
     assert run.summary()["items"]["mse"] == pytest.approx(row["mse_avg"], rel=1e-12)
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_workers(tiny_table, tmp_path):
     two = run_study(load_study(TINY), tmp_path / "two", workers=2, progress=False)
     assert stable(pq.read_table(two.path)).equals(stable(tiny_table))
 
 
+@pytest.mark.slow
 def test_shipped_studies_parse():
     sizes = {}
     for name in STUDIES:

@@ -70,6 +70,7 @@ def png_size(path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fmt", "magic"), [("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<")])
 def test_formats(tmp_path, fmt, magic):
     (path,) = plot_results(chains_table(), tmp_path, fmt=fmt)
@@ -78,6 +79,7 @@ def test_formats(tmp_path, fmt, magic):
         assert b"<svg" in path.read_bytes()[:2000]
 
 
+@pytest.mark.slow
 def test_dpi_scales_the_png(tmp_path):
     (low,) = plot_results(chains_table(), tmp_path / "a", dpi=50)
     (high,) = plot_results(chains_table(), tmp_path / "b", dpi=150)

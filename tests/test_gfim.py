@@ -82,6 +82,7 @@ def test_sampling_shist_unbiased_with_exact_variance(engine: str, R: int) -> Non
     assert np.all(var <= L * L * c2 / data.n) and np.all(var > 0)
 
 
+@pytest.mark.slow
 def test_ivw_combination_unbiased() -> None:
     """With C = every item there is no selection: the combined estimate is unbiased for f on
     every item, and its weight is V1/(V1 + V2)."""

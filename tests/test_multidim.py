@@ -114,6 +114,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("solution", "chain", "eps_perm"), CASES)
 def test_unbiased_count_level(solution, chain, eps_perm):
     coll = MultidimCollection(KS, solution, eps_perm, alpha=0.5, chain=chain)
@@ -146,6 +147,7 @@ def test_unbiased_per_user(solution, chain, engine):
         assert all(r.assignment is None for r in results)
 
 
+@pytest.mark.slow
 def test_smp_population_variance_includes_sampling_error():
     """Assignment redrawn every repetition: the estimate of the *population* frequency is
     unbiased with variance Var_j(n_j, f) + f(1−f)(n−n_j)/(n_j(n−1)) (balanced partition)."""
@@ -170,6 +172,7 @@ def test_smp_population_variance_includes_sampling_error():
     assert max(sampling_share) > 0.2  # the test would notice a missing sampling term
 
 
+@pytest.mark.slow
 def test_expected_mse_avg_matches_empirical():
     """Raw estimates: E[MSE_avg] = mean of the analytic variances; the empirical mean of
     MSE_avg over repetitions lies within Z SE (SE from the per-repetition spread)."""

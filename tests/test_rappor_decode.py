@@ -154,6 +154,7 @@ def test_bad_files_and_counts(tmp_path):
         decode(proto, np.zeros((2, 9), dtype=np.int64), ["a"], correction="holm")
 
 
+@pytest.mark.slow
 def test_cli_decode(tmp_path):
     proto = ll.protocol("RAPPOR", k=32, h=2, m=4, f=0.5, p=0.5, q=0.75)
     cands, counts = population(6, 4, 50_000)
@@ -514,6 +515,7 @@ def test_resample_is_google_rappors():
     np.testing.assert_allclose(resample(y, sd, np.random.default_rng(0))[1], sd * np.sqrt(2))
 
 
+@pytest.mark.slow
 def test_procedure_b_standard_errors_follow_the_resampling_rule():
     """With the data fit plus four copies perturbed with the data's own SD, the reported SE
     (sd of the five fits) is, to first order, √(0.8/1.16) = 0.83 of the estimate's spread

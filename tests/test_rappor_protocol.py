@@ -133,6 +133,7 @@ def test_onehot_rappor_and_lsue_give_identical_reports():
 
 
 # ---------------------------------------------------------------------- estimates
+@pytest.mark.slow
 def test_per_bit_estimates_unbiased_with_analytic_variance():
     proto = paper(m=1)
     strings = ["a", "b", "c", "d"]

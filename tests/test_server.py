@@ -130,6 +130,7 @@ def test_token_matrix(backend):
     assert a["read_token"] not in dump and a["ingest_token"] not in dump
 
 
+@pytest.mark.slow
 def test_ingest_is_idempotent_and_estimates_are_exact(backend, tmp_path):
     client = make_client(backend)
     col = create(client, postprocess="norm-sub")

@@ -127,6 +127,7 @@ def _collect(engine: str, reps: int, data, spec) -> tuple[np.ndarray, np.ndarray
     return est, ell
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chain", ["L-OSUE", "BiLOLOHA"])
 def test_engines_agree_in_distribution(chain):
     """Per-user (memos across t) and count-level engines: same law of every estimate per t.

@@ -106,6 +106,7 @@ def test_table_covers_the_brief() -> None:
 
 
 # ---------------------------------------------------------------------- unbiasedness
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_unbiased_count_level(pid: str) -> None:
     est = count_level_estimates(pid, N_COUNT, R_COUNT, seed_of("count", pid))
@@ -162,6 +163,7 @@ def pool_estimates(m: int) -> np.ndarray:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", [64, 1024])
 def test_hash_pool_variance_includes_pool_term(m: int) -> None:
     """Across fresh pools the estimate's variance is variance(n, f) with the pool term, which is
@@ -209,6 +211,7 @@ def test_hash_pool_variance_formula() -> None:
     assert math.isclose(float(expected[1]), 0.29 / 64, rel_tol=1e-12)
 
 
+@pytest.mark.slow
 def test_hash_pool_variance_beyond_two_buckets() -> None:
     """At g > 2 the pool term still holds, which needs hash values of distinct inputs to be
     independent (the 2-universal family first used here failed this by 4-8 SE)."""
