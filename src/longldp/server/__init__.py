@@ -47,16 +47,19 @@ def serve(
     """
     import uvicorn
 
-    if admin_token is None:
-        admin_token = os.environ.get(ADMIN_TOKEN_ENV)
-    if not admin_token:
-        admin_token = "ll_admin_" + secrets.token_urlsafe(32)
-        print(f"admin token (shown once): {admin_token}", file=sys.stderr, flush=True)
     if not isinstance(port, int) or not 0 < port < 65536:
         raise ValueError(f"serve: 'port' must be in [1, 65535]; got {port!r}.")
     if max_body_bytes < 1024 or max_batch < 1:
         raise ValueError("serve: 'max_body_bytes' must be ≥ 1024 and 'max_batch' ≥ 1.")
+    if admin_token is None:
+        admin_token = os.environ.get(ADMIN_TOKEN_ENV)
+    generated = not admin_token
+    if generated:
+        admin_token = "ll_admin_" + secrets.token_urlsafe(32)
+    # The database is opened (and migrated) before the token is shown: a bad --db fails alone.
     app = build_app(db, admin_token, Limits(max_body_bytes, max_batch))
+    if generated:
+        print(f"admin token (shown once): {admin_token}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
 
 
