@@ -97,7 +97,6 @@ def test_every_command_and_sub_group_shares_the_error_rule():
     assert result.stderr == "error: bad thing\n"
 
 
-@pytest.mark.slow
 def test_version_and_python_dash_m():
     result = runner.invoke(app, ["--version"])
     assert result.exit_code == 0

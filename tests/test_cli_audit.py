@@ -20,7 +20,6 @@ runner = CliRunner()
 SMALL = ["--trials", "4000", "--lifetime-trials", "2000", "--seed", "1"]
 
 
-@pytest.mark.slow
 def test_audit_passes_an_honest_protocol():
     args = ["audit", "L-OSUE", "--k", "4", "--eps-perm", "2", "--eps-1", "0.8", "--taus", "1,8"]
     result = runner.invoke(app, [*args, "--pattern", "both", *SMALL])

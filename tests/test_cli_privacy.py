@@ -59,7 +59,6 @@ def test_bad_input_is_one_line_and_exit_2(args):
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
 
 
-@pytest.mark.slow
 def test_protocols_shows_the_shuffled_figures_at_its_n():
     result = runner.invoke(
         app, ["protocols", "--k", "20", "--n", "20000", "--epochs", "3", "--delta", "1e-5"]

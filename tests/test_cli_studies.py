@@ -207,7 +207,6 @@ def drawn(tmp_path_factory):
     return figures[0]
 
 
-@pytest.mark.slow
 def test_single_panel_keeps_title_and_legend_inside(drawn):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 

@@ -205,7 +205,6 @@ def test_bad_arguments(tmp_path):
 # ---------------------------------------------------------------------- privacy unaffected
 
 
-@pytest.mark.slow
 def test_hmac_round1_has_the_protocol_distribution_lgrr():
     """Over many secrets, memo(0) of L-GRR is 0 w.p. p1 and each other symbol w.p. q1, and the
     memos of two values are independent (p1² for both faithful): the exact channel's law."""
@@ -231,7 +230,6 @@ def test_hmac_round1_has_the_protocol_distribution_lgrr():
     assert abs(both - n * p) < 5 * np.sqrt(n * p * (1 - p))
 
 
-@pytest.mark.slow
 def test_hmac_round1_has_the_protocol_distribution_ue_and_lh():
     osue = ll.protocol("L-OSUE", k=6, eps_perm=2.0, eps_1=1.0)
     lh = ll.protocol("OLOLOHA", k=6, eps_perm=2.0, eps_1=1.0)

@@ -170,7 +170,6 @@ def test_chi_square_two_sample(pid: str) -> None:
     assert pvalues.min() >= ALPHA / pvalues.size, pvalues
 
 
-@pytest.mark.slow
 def test_chi_square_detects_a_mismatch() -> None:
     """Power check: the same test rejects count-level draws at ε1 = 1.25 instead of 1.0."""
     pid = "L-GRR-exact"
