@@ -71,7 +71,8 @@ def make_records(proto, n: int, distinct: int, rng: np.random.Generator):  # typ
     """n upload records over ``distinct`` perturbed reports (ids all fresh), epoch 0."""
     values = np.minimum(rng.geometric(0.01, distinct) - 1, proto.k - 1)
     reps = proto.perturb(values, proto.new_memo(distinct), rng)
-    wires = [proto.wire_header + b for b in proto.to_bytes(reps)]
+    blob = proto.encode_reports(reps)
+    wires = [blob[i : i + proto.wire_size] for i in range(0, len(blob), proto.wire_size)]
     ids = [bytes(r) for r in rng.integers(0, 256, size=(n, 16), dtype=np.uint8)]
     chosen = [wires[i % distinct] for i in range(n)]
     return ids, chosen

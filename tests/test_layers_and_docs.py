@@ -116,6 +116,7 @@ def test_protocol_and_math_modules_need_only_numpy():
         "types",
         "itertools",
         "functools",
+        "enum",
         # standard library, for the wire format and the keyed round-1 stream
         "hashlib",
         "hmac",

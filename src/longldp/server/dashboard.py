@@ -22,18 +22,39 @@ TOP_CHART = 6
 TOP_TABLE = 20
 
 
+def flat(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows whose estimate arrays are flat float lists (NaN for a missing number), and the label
+    of each position: "value v", or "cohort j, bit i" for RAPPOR's (m, k) Bloom shares."""
+    if not rows:
+        return rows, []
+    shape = np.shape(np.array(rows[0]["estimate"], dtype=float))
+    if len(shape) == 1:
+        labels = [f"value {v}" for v in range(shape[0])]
+    else:
+        labels = [f"cohort {j}, bit {i}" for j in range(shape[0]) for i in range(shape[1])]
+    keys = ("estimate", "se", "lower", "upper")
+    out = [
+        {**r, **{c: np.array(r[c], dtype=float).ravel().tolist() for c in keys}} for r in rows
+    ]
+    return out, labels
+
+
 def chart_data(rows: list[dict[str, Any]], top: int = TOP_CHART) -> dict[str, Any]:
-    """The chart's inline data: epochs, counts and, for the top values, estimate and interval."""
+    """The chart's inline data: epochs, counts and, for the top values, estimate and interval
+    (positions with a number at every epoch only)."""
+    rows, labels = flat(rows)
     if not rows:
         return {"epochs": [], "n": [], "series": []}
     est = np.array([r["estimate"] for r in rows])
-    order = np.argsort(-est.mean(axis=0), kind="stable")[:top]
+    mean = np.where(np.all(np.isfinite(est), axis=0), est.mean(axis=0), -np.inf)
+    order = [v for v in np.argsort(-mean, kind="stable")[:top] if np.isfinite(mean[v])]
     return {
         "epochs": [r["epoch"] for r in rows],
         "n": [r["n"] for r in rows],
         "series": [
             {
                 "value": int(v),
+                "label": labels[v],
                 "estimate": [r["estimate"][v] for r in rows],
                 "lower": [r["lower"][v] for r in rows],
                 "upper": [r["upper"][v] for r in rows],
@@ -53,13 +74,15 @@ def render_dashboard(info: dict[str, Any], rows: list[dict[str, Any]], method: s
         for r in rows
     )
     latest = ""
+    rows, labels = flat(rows)
     if rows:
         last = rows[-1]
         est = np.asarray(last["estimate"])
-        top = np.argsort(-est, kind="stable")[:TOP_TABLE]
+        top = [v for v in np.argsort(-np.nan_to_num(est, nan=-np.inf), kind="stable")[:TOP_TABLE]]
+        top = [v for v in top if np.isfinite(est[v])]
         est_of = last["estimate"]
         latest = "".join(
-            f'<tr data-value="{v}"><td>{v}</td>'
+            f'<tr data-value="{v}"><td>{esc(labels[v].removeprefix("value "))}</td>'
             f'<td class="num" data-estimate="{est_of[v]!r}">{est_of[v]:.4f}</td>'
             f'<td class="num">{last["se"][v]:.4f}</td>'
             f'<td class="num">[{last["lower"][v]:.4f}, {last["upper"][v]:.4f}]</td></tr>'
@@ -193,7 +216,7 @@ intervals.</p>
                     "data-lower": s.lower[j], "data-upper": s.upper[j]}}, g);
     }});
     var label = el("text", {{x: W - R + 8, y: T + 14 + 16 * i, style: "fill:" + c}});
-    label.textContent = "value " + s.value;
+    label.textContent = s.label;
   }});
   svg.setAttribute("data-rendered", data.series.length);
 }})();

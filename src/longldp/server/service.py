@@ -25,12 +25,10 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 
 from longldp import postprocess as pp
-from longldp.protocols import FrequencyOracle
+from longldp.protocols import FrequencyOracle, protocol_from_spec
 from longldp.server import _codec as codec
 from longldp.server import db, tokens
 
-#: Two-sided 95% normal quantile used for the intervals.
-Z95 = 1.959963984540054
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 MAX_EPOCH = 2**32 - 1
 #: Largest domain a collection may have (support counts are stored per epoch).
@@ -186,7 +184,7 @@ class Service:
         if isinstance(k_in, int) and k_in > MAX_K:
             raise ClientError(422, f"'protocol': k must be at most {MAX_K:,} on this server.")
         try:
-            proto = codec.protocol_from_spec(spec_in)  # type: ignore[arg-type]
+            proto = protocol_from_spec(spec_in)  # type: ignore[arg-type]
         except (ValueError, TypeError) as exc:
             raise ClientError(422, f"'protocol': {exc}") from None
         first = _int_field(body, "first_epoch", 0)
@@ -204,6 +202,12 @@ class Service:
         method = body.get("postprocess")
         if method is not None:
             method = _postprocess_name(method)
+            if len(proto.estimate_shape) != 1:
+                raise ClientError(
+                    422,
+                    f"'postprocess' applies to frequency estimates; {proto.name} estimates an "
+                    f"array of shape {proto.estimate_shape}: give none.",
+                )
         description = body.get("description", "")
         if not isinstance(description, str) or len(description) > 2000:
             raise ClientError(422, "'description' must be a string of at most 2000 characters.")
@@ -212,7 +216,7 @@ class Service:
         row = {
             "name": name,
             "protocol_spec": json.dumps(spec, sort_keys=True),
-            "protocol_id": proto.protocol_id,
+            "protocol_id": proto.wire_id,
             "fingerprint": proto.fingerprint(),
             "first_epoch": first,
             "last_epoch": last,
@@ -261,7 +265,7 @@ class Service:
         col = Collection(
             id=row["id"],
             name=row["name"],
-            proto=codec.protocol_from_spec(spec),
+            proto=protocol_from_spec(spec),
             spec=spec,
             protocol_id=row["protocol_id"],
             fingerprint=bytes(row["fingerprint"]),
@@ -616,29 +620,18 @@ class Service:
 def estimate_payload(
     proto: FrequencyOracle, support: NDArray[np.int64], n: int, postprocess: str | None
 ) -> dict[str, Any]:
-    """Estimates of one epoch with standard errors and 95% normal intervals.
-
-    ``raw`` is ``proto.estimate(support, n)`` exactly, the unbiased estimator; ``estimate``
-    is the same or, with a post-processing method, ``proto.estimate(support, n, method)``.
-    The standard error is that of the unbiased estimator, sqrt(proto.variance(n, f)) at the
-    plug-in f = clip(raw, 0, 1); the interval is raw ± 1.96·SE. Post-processing is not
-    linear, so the interval is stated for the unbiased estimate (docs/server.md).
+    """Estimates of one epoch with standard errors and 95% normal intervals: the protocol's
+    one estimate-with-SE function (:meth:`FrequencyOracle.estimate_with_se`, docs/math.md
+    §1.5), as JSON (nested lists for RAPPOR's (m, k) Bloom shares; an empty cohort's NaN as
+    null). ``raw`` is the unbiased estimate, ``estimate`` the same or its post-processing, and
+    the interval raw ± 1.96·SE is stated for the unbiased estimate (docs/server.md).
     """
-    raw = proto.estimate(support, n)
     try:
-        est = raw if postprocess is None else proto.estimate(support, n, postprocess)
+        out = proto.estimate_with_se(support, n, postprocess, level=0.95).as_dict()
     except ValueError as exc:
         raise ClientError(422, f"post-processing {postprocess!r} does not apply: {exc}") from None
-    se = np.sqrt(proto.variance(n, np.clip(raw, 0.0, 1.0)))
-    return {
-        "n": n,
-        "postprocess": postprocess,
-        "estimate": [float(x) for x in est],
-        "raw": [float(x) for x in raw],
-        "se": [float(x) for x in se],
-        "lower": [float(x) for x in raw - Z95 * se],
-        "upper": [float(x) for x in raw + Z95 * se],
-    }
+    del out["level"]
+    return out
 
 
 def _postprocess_name(method: Any) -> str:
