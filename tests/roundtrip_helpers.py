@@ -6,9 +6,9 @@ estimate must have, and arrays rebuilt from the archive's estimate rows.
 from __future__ import annotations
 
 import hashlib
-from unittest import mock
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import numpy as np
 

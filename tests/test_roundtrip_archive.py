@@ -21,8 +21,8 @@ from registry_cases import build, cases
 from roundtrip_helpers import (
     EPOCHS,
     FIELDS,
-    K,
     N_DEVICES,
+    K,
     archive_arrays,
     device_batches,
     estimate_shape,

@@ -27,8 +27,8 @@ from registry_cases import build, cases
 from roundtrip_helpers import (
     EPOCHS,
     FIELDS,
-    K,
     N_DEVICES,
+    K,
     archive_arrays,
     as_array,
     device_batches,
@@ -50,7 +50,9 @@ def server_round_trip(db_url: str, spec: dict[str, Any], batches: dict[int, byte
 
 
 def _requests(client: TestClient, spec: dict[str, Any], batches: dict[int, bytes]) -> dict:
-    col = client.post("/v1/collections", json={"name": NAME, "protocol": spec}, headers=bearer(ADMIN))
+    col = client.post(
+        "/v1/collections", json={"name": NAME, "protocol": spec}, headers=bearer(ADMIN)
+    )
     assert col.status_code == 201, col.text
     tokens = col.json()
     ingest, read = bearer(tokens["ingest_token"]), bearer(tokens["read_token"])
