@@ -161,6 +161,7 @@ def chi_square_pvalues(users: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pid", representatives(lambda c: c.longitudinal and c.report_kind in ("symbol", "bits"))
 )

@@ -11,6 +11,7 @@ from longldp.simulate import simulate
 from registry_cases import cases
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("proto", cases(where=lambda cls: cls.estimates_frequencies, k=6))
 def test_engines_give_the_same_distribution_of_estimates(proto):
     """Same data (n = 300, k = 6, τ = 3): every per-timestamp estimate has the same mean and

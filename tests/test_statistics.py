@@ -120,6 +120,7 @@ def test_unbiased_count_level(pid: str) -> None:
     assert_unbiased(est, make(pid), N_COUNT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_unbiased_per_user(pid: str) -> None:
     est = per_user_estimates(pid, N_USER, R_USER, seed_of("user", pid))
@@ -127,6 +128,7 @@ def test_unbiased_per_user(pid: str) -> None:
 
 
 # ---------------------------------------------------------------------- variance
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_variance_count_level(pid: str) -> None:
     est = count_level_estimates(pid, N_COUNT, R_COUNT, seed_of("count", pid))
@@ -252,6 +254,7 @@ def test_hash_values_of_distinct_inputs_are_independent() -> None:
 N_COVER, R_COVER = 20_000, 2_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_estimate_interval_covers_the_truth_at_its_level(pid):
     """The one estimate-with-SE rule: f̂ ± 1.96·sqrt(Var(n, clip(f̂, 0, 1))) around the unbiased
