@@ -135,6 +135,7 @@ def test_variance_count_level(pid: str) -> None:
     assert_variance_matches(est, make(pid), N_COUNT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_variance_per_user(pid: str) -> None:
     """Every protocol (so every family: GRR, UE, local hashing, dBitFlipPM) on the client path."""
