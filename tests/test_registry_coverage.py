@@ -96,6 +96,8 @@ COMMON: dict[str, dict[str, Trait]] = {
             lambda cls: frequencies(cls) and longitudinal(cls)
         ),
     },
+    "test_roundtrip_server": {"test_server_round_trip": every},
+    "test_roundtrip_archive": {"test_archive_round_trip": every},
     "test_audit": {
         "test_exact_lifetime_within_claims_and_saturates": frequencies,
         "test_one_report_bound_never_exceeds_claim": frequencies,
