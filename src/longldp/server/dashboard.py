@@ -5,6 +5,9 @@ an inline SVG; it references no file, font or script from anywhere (the server a
 Content-Security-Policy that forbids fetching anything). Shown: the privacy parameters in
 words, the number of reports per epoch, the estimated frequency of the most frequent values
 over the epochs with their 95% intervals (chart), and the latest epoch's estimates (table).
+Bounded whatever the collection holds: it computes at most :func:`epochs_shown` epochs (the
+latest) and sends only the top values of each, and says so on the page when it shows fewer
+epochs than the collection has.
 """
 
 from __future__ import annotations
@@ -13,58 +16,61 @@ import html
 import json
 from typing import Any
 
-import numpy as np
-
-#: Values drawn in the chart (the largest mean estimates over the epochs).
+#: Values drawn in the chart (the largest mean estimates over the epochs shown).
 TOP_CHART = 6
 #: Values listed in the latest epoch's table.
 TOP_TABLE = 20
+#: Most epochs the page shows (the latest ones); fewer when the domain is large.
+MAX_EPOCHS_SHOWN = 100
 
 
-def chart_data(rows: list[dict[str, Any]], top: int = TOP_CHART) -> dict[str, Any]:
+def epochs_shown(estimate_size: int, max_answer_values: int) -> int:
+    """How many of the latest epochs the dashboard computes: at most
+    :data:`MAX_EPOCHS_SHOWN`, and epochs × values within 20 answers' worth of values (the
+    page sends only the top values, but computes every value of every epoch it shows)."""
+    return max(1, min(MAX_EPOCHS_SHOWN, 20 * max_answer_values // max(1, estimate_size)))
+
+
+def chart_data(view: dict[str, Any]) -> dict[str, Any]:
     """The chart's inline data: epochs, counts and, for the top values, estimate and interval."""
-    if not rows:
-        return {"epochs": [], "n": [], "series": []}
-    est = np.array([r["estimate"] for r in rows])
-    order = np.argsort(-est.mean(axis=0), kind="stable")[:top]
+    rows = view["chart"]
     return {
         "epochs": [r["epoch"] for r in rows],
         "n": [r["n"] for r in rows],
         "series": [
             {
                 "value": int(v),
-                "estimate": [r["estimate"][v] for r in rows],
-                "lower": [r["lower"][v] for r in rows],
-                "upper": [r["upper"][v] for r in rows],
+                "estimate": [r["estimate"][j] for r in rows],
+                "lower": [r["lower"][j] for r in rows],
+                "upper": [r["upper"][j] for r in rows],
             }
-            for v in order
+            for j, v in enumerate(view["chart_values"])
         ],
     }
 
 
-def render_dashboard(info: dict[str, Any], rows: list[dict[str, Any]], method: str | None) -> str:
-    """The dashboard HTML of a collection from its public info and its series."""
+def render_dashboard(info: dict[str, Any], view: dict[str, Any], method: str | None) -> str:
+    """The dashboard HTML of a collection from its public info and its dashboard view
+    (:meth:`longldp.server.service.Service.dashboard_view`)."""
     esc = html.escape
-    data = chart_data(rows)
+    data = chart_data(view)
     blob = json.dumps(data).replace("<", "\\u003c")
     counts = "".join(
         f'<tr><td>{r["epoch"]}</td><td class="num" data-n="{r["n"]}">{r["n"]:,}</td></tr>'
-        for r in rows
+        for r in view["chart"]
     )
     latest = ""
-    if rows:
-        last = rows[-1]
-        est = np.asarray(last["estimate"])
-        top = np.argsort(-est, kind="stable")[:TOP_TABLE]
-        est_of = last["estimate"]
+    last = view.get("latest")
+    if last is not None:
+        est = last["estimate"]
         latest = "".join(
             f'<tr data-value="{v}"><td>{v}</td>'
-            f'<td class="num" data-estimate="{est_of[v]!r}">{est_of[v]:.4f}</td>'
-            f'<td class="num">{last["se"][v]:.4f}</td>'
-            f'<td class="num">[{last["lower"][v]:.4f}, {last["upper"][v]:.4f}]</td></tr>'
-            for v in top
+            f'<td class="num" data-estimate="{est[j]!r}">{est[j]:.4f}</td>'
+            f'<td class="num">{last["se"][j]:.4f}</td>'
+            f'<td class="num">[{last["lower"][j]:.4f}, {last["upper"][j]:.4f}]</td></tr>'
+            for j, v in enumerate(last["values"])
         )
-        latest_title = f"Epoch {last['epoch']}: the {len(top)} largest estimates"
+        latest_title = f"Epoch {last['epoch']}: the {len(last['values'])} largest estimates"
     else:
         latest_title = "No reports yet"
     pp_words = (
@@ -72,7 +78,12 @@ def render_dashboard(info: dict[str, Any], rows: list[dict[str, Any]], method: s
         if method is None
         else (f"post-processed with {esc(method)}; intervals are those of the unbiased estimates")
     )
-    total = sum(r["n"] for r in rows)
+    shown, total_epochs = len(view["chart"]), view["total_epochs"]
+    cap_words = (
+        ""
+        if shown == total_epochs
+        else f" The page shows the latest {shown} of them (the API pages through all)."
+    )
     return _PAGE.format(
         name=esc(info["name"]),
         description=esc(info.get("description") or ""),
@@ -80,8 +91,10 @@ def render_dashboard(info: dict[str, Any], rows: list[dict[str, Any]], method: s
         params=esc(", ".join(f"{k} = {v}" for k, v in info["protocol"]["params"].items())),
         words=esc(info["privacy"]["words"]),
         pp_words=pp_words,
-        total=f"{total:,}",
-        n_epochs=len(rows),
+        total=f"{view['total_reports']:,}",
+        n_epochs=total_epochs,
+        shown=shown,
+        cap_words=cap_words,
         counts=counts,
         latest_title=esc(latest_title),
         latest=latest,
@@ -109,7 +122,8 @@ td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 <p id="privacy"><b>{protocol}</b> ({params}). {words}</p>
 <p>Shown: {pp_words}. 95% intervals: estimate ± 1.96 standard errors.</p>
 <p id="summary"><span id="total">{total}</span> reports over
-<span id="n-epochs">{n_epochs}</span> epochs.</p>
+<span id="n-epochs">{n_epochs}</span> epochs.<span id="shown"
+data-shown="{shown}">{cap_words}</span></p>
 <h2>Estimated frequency over epochs</h2>
 <svg id="chart" width="760" height="320" role="img"
      aria-label="estimated frequencies over epochs"></svg>

@@ -1,14 +1,16 @@
-"""What the collection server does, without HTTP: collections, idempotent ingest, estimates,
-series and export over one SQLAlchemy engine.
+"""What the collection server does, without HTTP: collections, devices, authentication,
+idempotent ingest, estimates, series and export over one SQLAlchemy engine.
 
-Every method is synchronous and safe to call from many threads at once; the web layer
-(:mod:`longldp.server.app`) runs them in a thread pool. Errors a client can fix raise
+Every method is synchronous and safe to call from many threads and processes at once; the web
+layer (:mod:`longldp.server.app`) runs them in a thread pool. Errors a client can fix raise
 :class:`ClientError` (with an HTTP status and, for a batch, the index of the first bad item);
 an unreachable or busy database raises :class:`~longldp.server.db.DatabaseUnavailableError`.
+The ingest transaction itself is in :mod:`longldp.server.ingest`.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import math
 import re
@@ -20,45 +22,71 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 from numpy.typing import NDArray
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Engine
 
 from longldp import postprocess as pp
 from longldp.protocols import FrequencyOracle
 from longldp.server import _codec as codec
-from longldp.server import db, tokens
+from longldp.server import db, ingest, sizing, tokens
+from longldp.server.errors import ClientError
 
 #: Two-sided 95% normal quantile used for the intervals.
 Z95 = 1.959963984540054
-NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: A collection name, matched whole (``re.fullmatch``: ``$`` would accept a trailing newline).
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 MAX_EPOCH = 2**32 - 1
 #: Largest domain a collection may have (support counts are stored per epoch).
 MAX_K = 1 << 20
-#: Ids looked up per query on SQLite (its limit on bound parameters is 32,766).
-SQLITE_IN_CHUNK = 5000
+#: Epoch window of a new collection unless it names one.
+DEFAULT_EPOCH_WINDOW = 8
+#: Reports per device and epoch of a new device-mode collection unless it names a quota.
+DEFAULT_REPORTS_PER_EPOCH = 1
 #: The row insert of the SQLite path (also what benchmarks/bench_service.py times raw).
-SQLITE_INSERT = (
-    "INSERT INTO reports (collection_id, report_id, epoch, cohort, wire) VALUES (?, ?, ?, ?, ?)"
-)
-
-
-class ClientError(ValueError):
-    """A request the client can fix: HTTP ``status``, a message, optionally the bad item."""
-
-    def __init__(self, status: int, message: str, item: int | None = None):
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.item = item
+SQLITE_INSERT = ingest.SQLITE_INSERT
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds on one ingest request."""
+    """The server's bounds (docs/server.md, "Bounds"); every one is a positive integer.
+
+    ``max_body_bytes`` and ``max_batch`` bound one ingest request, ``max_epochs_per_request``
+    the distinct epochs it may name; ``max_open_epochs`` bounds a collection's epoch window
+    (the epochs open at once); ``max_collection_bytes`` the working memory one request on a
+    collection may need (:mod:`longldp.server.sizing`, checked at creation);
+    ``max_answer_values`` the numbers (epochs × values) one estimate, series or dashboard
+    answer computes and sends.
+    """
 
     max_body_bytes: int = 16 * 1024 * 1024
     max_batch: int = 10_000
+    max_epochs_per_request: int = 8
+    max_open_epochs: int = 64
+    max_collection_bytes: int = 512 * 1024 * 1024
+    max_answer_values: int = 100_000
+
+    def __post_init__(self) -> None:
+        least = {
+            "max_body_bytes": 1024,
+            "max_batch": 1,
+            "max_epochs_per_request": 1,
+            "max_open_epochs": 2,
+            "max_collection_bytes": 1 << 20,
+            "max_answer_values": 100,
+        }
+        for name, low in least.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"server: '{name}' must be an integer ≥ {low}; got {value!r}.")
+
+    def footprint(self, proto: FrequencyOracle) -> sizing.Footprint:
+        """The memory a collection of ``proto`` needs under these limits."""
+        return sizing.footprint(
+            proto,
+            max_body_bytes=self.max_body_bytes,
+            max_batch=self.max_batch,
+            max_epochs_per_request=self.max_epochs_per_request,
+            max_answer_values=self.max_answer_values,
+        )
 
 
 @dataclass
@@ -80,6 +108,10 @@ class Collection:
     ingest_hash: bytes
     read_hash: bytes
     created_at: float
+    auth: str = db.AUTH_SHARED
+    enroll_hash: bytes | None = None
+    reports_per_epoch: int | None = None
+    epoch_window: int | None = None
     record_size: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -91,6 +123,25 @@ class Collection:
             return None
         now = time.time() if now is None else now
         return self.first_epoch + math.floor((now - self.start_time) / self.epoch_seconds)
+
+    def open_range(self, newest: int | None, now: float | None = None) -> tuple[int, int]:
+        """(lowest, highest) epoch open for reports (empty when lowest > highest).
+
+        [first_epoch, last_epoch], and within the window W: with a wall clock, the W epochs
+        up to the current one; without, the epochs within W of the newest epoch with reports
+        (newest − W, newest + W] (any epoch while there is none).
+        """
+        low, high = self.first_epoch, MAX_EPOCH if self.last_epoch is None else self.last_epoch
+        current = self.current_epoch(now)
+        window = self.epoch_window
+        if current is not None:
+            high = min(high, current)
+            if window is not None:
+                low = max(low, current - window + 1)
+        elif window is not None and newest is not None:
+            low = max(low, newest - window + 1)
+            high = min(high, newest + window)
+        return low, high
 
     def public(self) -> dict[str, Any]:
         """What any token holder may see about the collection."""
@@ -105,11 +156,39 @@ class Collection:
             "epoch_seconds": self.epoch_seconds,
             "start_time": self.start_time,
             "current_epoch": self.current_epoch(),
+            "epoch_window": self.epoch_window,
+            "auth": self.auth,
+            "reports_per_epoch": self.reports_per_epoch,
             "postprocess": self.postprocess,
             "description": self.description,
             "privacy": privacy_summary(self.proto),
             "created_at": self.created_at,
         }
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A checked ingest batch: ids (n, 16), epochs (n,), wire rows (n, wire_size), the decoded
+    report records and the cohorts (None where an item has none)."""
+
+    ids: NDArray[np.uint8]
+    epochs: NDArray[np.int64]
+    rows: NDArray[np.uint8]
+    records: NDArray
+    cohorts: list[int | None]
+
+    def __len__(self) -> int:
+        return len(self.epochs)
+
+
+@dataclass(frozen=True)
+class Access:
+    """Who a request is: its collection (None if unknown), role, and device (0 unless the
+    credential is a device's)."""
+
+    collection: Collection | None
+    role: str | None
+    device: int = db.SHARED_DEVICE
 
 
 def privacy_summary(proto: FrequencyOracle) -> dict[str, Any]:
@@ -137,6 +216,23 @@ def privacy_summary(proto: FrequencyOracle) -> dict[str, Any]:
     }
 
 
+_CREATE_FIELDS = frozenset(
+    {
+        "name",
+        "protocol",
+        "first_epoch",
+        "last_epoch",
+        "epoch_seconds",
+        "start_time",
+        "epoch_window",
+        "auth",
+        "reports_per_epoch",
+        "postprocess",
+        "description",
+    }
+)
+
+
 class Service:
     """The collection server's operations over ``engine`` (already migrated)."""
 
@@ -145,50 +241,36 @@ class Service:
             raise ValueError("server: 'admin_token' must be a string of at least 16 characters.")
         self.engine = engine
         self.admin_token = admin_token
+        self._admin_digest = tokens.digest(admin_token)
         self.limits = limits or Limits()
-        self._cache: dict[str, Collection] = {}
+        self._protos: dict[tuple[int, str], FrequencyOracle] = {}
         self._lock = threading.Lock()
-        self._insert = pg_insert if db.is_postgres(engine) else sqlite_insert
 
     # ------------------------------------------------------------------ collections
     def is_admin(self, token: str | None) -> bool:
         return tokens.matches_plain(token, self.admin_token)
 
     def create_collection(self, body: dict[str, Any]) -> dict[str, Any]:
-        """Create a collection; returns it with its two tokens (shown this once only)."""
+        """Create a collection; returns it with its tokens (shown this once only).
+
+        A device-mode collection (the default) gets an enrollment token and a read token; a
+        shared-token collection (``"auth": "shared"``) an ingest token and a read token.
+        """
         if not isinstance(body, dict):
             raise ClientError(422, "the body must be a JSON object.")
-        allowed = {
-            "name",
-            "protocol",
-            "first_epoch",
-            "last_epoch",
-            "epoch_seconds",
-            "start_time",
-            "postprocess",
-            "description",
-        }
-        unknown = sorted(set(body) - allowed)
+        unknown = sorted(set(body) - _CREATE_FIELDS)
         if unknown:
             raise ClientError(
                 422,
-                f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}.",
+                f"unknown field(s) {', '.join(unknown)}; allowed: "
+                f"{', '.join(sorted(_CREATE_FIELDS))}.",
             )
         name = body.get("name")
-        if not isinstance(name, str) or not NAME_RE.match(name):
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise ClientError(
                 422, "'name' must be 1-64 characters of letters, digits, '_', '.', '-'."
             )
-        spec_in = body.get("protocol")
-        k_in = spec_in.get("params", {}).get("k") if isinstance(spec_in, dict) else None
-        if isinstance(spec_in, dict) and not isinstance(spec_in.get("params", {}), dict):
-            k_in = None
-        if isinstance(k_in, int) and k_in > MAX_K:
-            raise ClientError(422, f"'protocol': k must be at most {MAX_K:,} on this server.")
-        try:
-            proto = codec.protocol_from_spec(spec_in)  # type: ignore[arg-type]
-        except (ValueError, TypeError) as exc:
-            raise ClientError(422, f"'protocol': {exc}") from None
+        proto = self._protocol_of(body.get("protocol"))
         first = _int_field(body, "first_epoch", 0)
         last = _int_field(body, "last_epoch", None)
         if last is not None and last < first:
@@ -201,13 +283,30 @@ class Service:
             start = time.time()
         if seconds is None and start is not None:
             raise ClientError(422, "'start_time' needs 'epoch_seconds'.")
+        top = self.limits.max_open_epochs - 1
+        window = _count_field(body, "epoch_window", DEFAULT_EPOCH_WINDOW, top)
+        auth = body.get("auth", db.AUTH_DEVICE)
+        if auth not in (db.AUTH_DEVICE, db.AUTH_SHARED):
+            raise ClientError(422, f"'auth' must be 'device' or 'shared'; got {auth!r}.")
+        if auth == db.AUTH_SHARED:
+            if body.get("reports_per_epoch") is not None:
+                raise ClientError(
+                    422, "'reports_per_epoch' needs device identities ('auth': 'device')."
+                )
+            quota = None
+        else:
+            quota = _count_field(body, "reports_per_epoch", DEFAULT_REPORTS_PER_EPOCH, 1_000_000)
         method = body.get("postprocess")
         if method is not None:
             method = _postprocess_name(method)
         description = body.get("description", "")
         if not isinstance(description, str) or len(description) > 2000:
             raise ClientError(422, "'description' must be a string of at most 2000 characters.")
-        ingest_token, read_token = tokens.new_token("ingest"), tokens.new_token("read")
+        read_token = tokens.new_token("read")
+        # A device-mode collection has no shared ingest token: its column holds the hash of a
+        # token nobody is given.
+        ingest_token = tokens.new_token("ingest")
+        enroll_token = tokens.new_token("enroll") if auth == db.AUTH_DEVICE else None
         spec = proto.spec()
         row = {
             "name": name,
@@ -223,6 +322,10 @@ class Service:
             "ingest_token_hash": tokens.digest(ingest_token),
             "read_token_hash": tokens.digest(read_token),
             "created_at": time.time(),
+            "auth": auth,
+            "enroll_token_hash": None if enroll_token is None else tokens.digest(enroll_token),
+            "reports_per_epoch": quota,
+            "epoch_window": window,
         }
         with db.transaction(self.engine, write=True) as conn:
             exists = conn.execute(
@@ -233,35 +336,65 @@ class Service:
             conn.execute(db.collections.insert().values(**row))
         col = self.get_collection(name)
         assert col is not None
-        return {**col.public(), "ingest_token": ingest_token, "read_token": read_token}
+        secrets_out = {"read_token": read_token}
+        if enroll_token is None:
+            secrets_out["ingest_token"] = ingest_token
+        else:
+            secrets_out["enroll_token"] = enroll_token
+        return {**col.public(), **secrets_out}
+
+    def _protocol_of(self, spec_in: Any) -> FrequencyOracle:
+        """The protocol of a creation request, its size checked against the server's budget."""
+        params = spec_in.get("params", {}) if isinstance(spec_in, dict) else None
+        k_in = params.get("k") if isinstance(params, dict) else None
+        if isinstance(k_in, int) and k_in > MAX_K:
+            raise ClientError(422, f"'protocol': k must be at most {MAX_K:,} on this server.")
+        try:
+            proto = codec.protocol_from_spec(spec_in)
+        except (ValueError, TypeError) as exc:
+            raise ClientError(422, f"'protocol': {exc}") from None
+        need = self.limits.footprint(proto)
+        budget = self.limits.max_collection_bytes
+        if need.peak_bytes > budget:
+            raise ClientError(
+                422,
+                f"'protocol': a collection of {proto.name} with these parameters needs "
+                f"{need.words()}; this server allows {budget / 2**20:,.0f} MiB per request "
+                "(--max-collection-bytes). Use a smaller domain, hash pool or bucket count.",
+            )
+        return proto
 
     def list_collections(self) -> list[dict[str, Any]]:
         with db.transaction(self.engine, write=False) as conn:
-            names = conn.execute(sa.select(db.collections.c.name).order_by("name")).scalars()
-            names = list(names)
-        return [c.public() for n in names if (c := self.get_collection(n)) is not None]
+            rows = conn.execute(sa.select(db.collections).order_by("name")).mappings().all()
+        return [self._from_row(row).public() for row in rows]
 
     def get_collection(self, name: str) -> Collection | None:
-        """The collection named ``name`` (cached: collections never change once created)."""
-        if not isinstance(name, str) or not NAME_RE.match(name):
+        """The collection named ``name``, or None."""
+        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             return None
-        with self._lock:
-            hit = self._cache.get(name)
-        if hit is not None:
-            return hit
         with db.transaction(self.engine, write=False) as conn:
             row = (
                 conn.execute(sa.select(db.collections).where(db.collections.c.name == name))
                 .mappings()
                 .first()
             )
-        if row is None:
-            return None
+        return None if row is None else self._from_row(row)
+
+    def _from_row(self, row: Any) -> Collection:
+        """A :class:`Collection` of a database row; protocol objects are built once."""
+        key = (int(row["id"]), row["protocol_spec"])
+        with self._lock:
+            proto = self._protos.get(key)
         spec = json.loads(row["protocol_spec"])
-        col = Collection(
+        if proto is None:
+            proto = codec.protocol_from_spec(spec)
+            with self._lock:
+                self._protos[key] = proto
+        return Collection(
             id=row["id"],
             name=row["name"],
-            proto=codec.protocol_from_spec(spec),
+            proto=proto,
             spec=spec,
             protocol_id=row["protocol_id"],
             fingerprint=bytes(row["fingerprint"]),
@@ -274,28 +407,93 @@ class Service:
             ingest_hash=bytes(row["ingest_token_hash"]),
             read_hash=bytes(row["read_token_hash"]),
             created_at=row["created_at"],
+            auth=row["auth"],
+            enroll_hash=None
+            if row["enroll_token_hash"] is None
+            else bytes(row["enroll_token_hash"]),
+            reports_per_epoch=row["reports_per_epoch"],
+            epoch_window=row["epoch_window"],
         )
-        with self._lock:
-            self._cache[name] = col
-        return col
+
+    # ------------------------------------------------------------------ who is asking
+    def authenticate(self, name: str, token: str) -> Access:
+        """The collection, role and device of ``token`` on collection ``name``.
+
+        One query reads the collection and, when the token is shaped like a device credential,
+        that device's stored hash; then every comparison runs (admin, read, ingest, enroll,
+        device), against :data:`tokens.ABSENT` where a hash does not exist, before anything
+        branches on the result. An unknown collection and a wrong token therefore do the
+        same work and get the same answer from the web layer.
+        """
+        presented = tokens.digest(token)
+        device = tokens.device_of(token)
+        row = None
+        if isinstance(name, str) and NAME_RE.fullmatch(name):
+            c, d = db.collections, db.devices
+            joined = c.outerjoin(
+                d,
+                sa.and_(d.c.collection_id == c.c.id, d.c.id == (-1 if device is None else device)),
+            )
+            query = sa.select(c, d.c.credential_hash).select_from(joined).where(c.c.name == name)
+            with db.transaction(self.engine, write=False) as conn:
+                row = conn.execute(query).mappings().first()
+        get = (lambda key: row[key]) if row is not None else (lambda key: None)
+        shared = get("auth") == db.AUTH_SHARED
+        is_admin = hmac.compare_digest(presented, self._admin_digest)
+        is_read = tokens.matches_digest(presented, get("read_token_hash"))
+        is_ingest = tokens.matches_digest(presented, get("ingest_token_hash")) and shared
+        is_enroll = tokens.matches_digest(presented, get("enroll_token_hash"))
+        is_device = tokens.matches_digest(presented, get("credential_hash"))
+        if row is None:
+            return Access(None, "admin" if is_admin else None)
+        col = self._from_row(row)
+        for role, ok in (
+            ("admin", is_admin),
+            ("read", is_read),
+            ("ingest", is_ingest),
+            ("enroll", is_enroll),
+            ("device", is_device),
+        ):
+            if ok:
+                return Access(col, role, device if role == "device" else db.SHARED_DEVICE)
+        return Access(col, None)
 
     def role_of(self, col: Collection, token: str | None) -> str | None:
-        """'admin', 'ingest', 'read' or None for ``token`` on collection ``col``."""
+        """'admin', 'read', 'ingest', 'enroll', 'device' or None for ``token`` on ``col``."""
         if token is None:
             return None
-        if self.is_admin(token):
-            return "admin"
-        if tokens.matches(token, col.ingest_hash):
-            return "ingest"
-        if tokens.matches(token, col.read_hash):
-            return "read"
-        return None
+        return self.authenticate(col.name, token).role
+
+    def enroll(self, col: Collection) -> dict[str, Any]:
+        """Enroll a new device in a device-mode collection: its id and credential (shown this
+        once; the server keeps only the credential's SHA-256 digest)."""
+        if col.auth != db.AUTH_DEVICE:
+            raise ClientError(
+                409, f"collection {col.name!r} takes a shared ingest token; devices do not enroll."
+            )
+        placeholder = tokens.digest(tokens.new_token("enroll"))
+        with db.transaction(self.engine, write=True) as conn:
+            device = conn.execute(
+                db.devices.insert()
+                .values(collection_id=col.id, credential_hash=placeholder, created_at=time.time())
+                .returning(db.devices.c.id)
+            ).scalar_one()
+            credential = tokens.new_device_credential(device)
+            conn.execute(
+                db.devices.update()
+                .where(db.devices.c.id == device)
+                .values(credential_hash=tokens.digest(credential))
+            )
+        return {
+            "collection": col.name,
+            "device": int(device),
+            "credential": credential,
+            "reports_per_epoch": col.reports_per_epoch,
+        }
 
     # ------------------------------------------------------------------ ingest
-    def parse_binary(
-        self, col: Collection, data: bytes
-    ) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint8], list[int | None]]:
-        """Split a binary batch into (ids, epochs, report rows, cohorts); ClientError if bad."""
+    def parse_binary(self, col: Collection, data: bytes) -> Batch:
+        """Split and check a binary batch; ClientError naming the first bad item."""
         if not data:
             raise ClientError(422, "the batch is empty.")
         n_items = -(-len(data) // col.record_size)
@@ -304,14 +502,12 @@ class Service:
                 413, f"the batch has {n_items} records; at most {self.limits.max_batch} allowed."
             )
         try:
-            ids, epochs, rows = codec.split_records(col.proto, data)
+            ids, epochs, rows, records = codec.split_records(col.proto, data)
         except codec.BadItemError as exc:
             raise ClientError(422, f"item {exc.index}: {exc.message}", exc.index) from None
-        return ids, epochs, rows, [None] * len(epochs)
+        return Batch(ids, epochs, rows, records, [None] * len(epochs))
 
-    def parse_json(
-        self, col: Collection, body: Any
-    ) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint8], list[int | None]]:
+    def parse_json(self, col: Collection, body: Any) -> Batch:
         """Validate a JSON batch {"reports": [{"id", "epoch", "report", "cohort"?}]}."""
         items = body.get("reports") if isinstance(body, dict) else None
         if isinstance(items, list) and not items:
@@ -326,170 +522,15 @@ class Service:
             item = exc.index if exc.index >= 0 else None
             prefix = f"item {exc.index}: " if item is not None else ""
             raise ClientError(422, prefix + exc.message, item) from None
-        ids, epochs, rows, _ = self.parse_binary(col, data)
-        return ids, epochs, rows, cohorts
+        batch = self.parse_binary(col, data)
+        return Batch(batch.ids, batch.epochs, batch.rows, batch.records, cohorts)
 
     def ingest(
-        self,
-        col: Collection,
-        ids: NDArray[np.uint8],
-        epochs: NDArray[np.int64],
-        rows: NDArray[np.uint8],
-        cohorts: list[int | None],
+        self, col: Collection, batch: Batch, device: int = db.SHARED_DEVICE
     ) -> dict[str, int]:
-        """Store a validated batch in one transaction; returns counts of new and repeated ids.
-
-        All or nothing: an item in a closed or unknown epoch, or reusing a stored report id with
-        other bytes, rejects the whole batch. Repeated ids with identical bytes are acknowledged
-        and counted once. The support counts of every touched epoch are updated in the same
-        transaction, whose commit precedes the answer.
-        """
-        n = len(epochs)
-        id_blob, width = ids.tobytes(), rows.shape[1]
-        wire_blob = rows.tobytes()
-        id_list = [id_blob[16 * i : 16 * i + 16] for i in range(n)]
-        wires = [wire_blob[width * i : width * (i + 1)] for i in range(n)]
-        first_of: dict[bytes, int] = {}
-        keep: list[int] = []
-        for i, rid in enumerate(id_list):
-            j = first_of.get(rid)
-            if j is None:
-                first_of[rid] = i
-                keep.append(i)
-            elif epochs[j] != epochs[i] or wires[j] != wires[i]:
-                raise ClientError(
-                    409, f"item {i}: report id repeats item {j} with a different report.", i
-                )
-        self._check_epochs(col, epochs)
-        uniq_epochs = sorted({int(e) for e in epochs})
-        shape = col.proto.support_shape
-        zeros = np.zeros(shape, dtype="<i8").tobytes()
-        ec = db.epoch_counts
-        with db.transaction(self.engine, write=True) as conn:
-            conn.execute(
-                self._insert(ec).on_conflict_do_nothing(),
-                [
-                    {"collection_id": col.id, "epoch": e, "n": 0, "support": zeros, "closed": False}
-                    for e in uniq_epochs
-                ],
-            )
-            query = (
-                sa.select(ec.c.epoch, ec.c.n, ec.c.support, ec.c.closed)
-                .where(ec.c.collection_id == col.id, ec.c.epoch.in_(uniq_epochs))
-                .order_by(ec.c.epoch)
-            )
-            if db.is_postgres(self.engine):
-                query = query.with_for_update()
-            state = {int(r.epoch): r for r in conn.execute(query)}
-            closed = [e for e in uniq_epochs if state[e].closed]
-            if closed:
-                i = int(np.flatnonzero(np.isin(epochs, closed))[0])
-                raise ClientError(409, f"item {i}: epoch {int(epochs[i])} is closed.", i)
-            inserted = self._insert_reports(conn, col, keep, id_list, epochs, cohorts, wires)
-            new = [i for i in keep if id_list[i] in inserted]
-            if len(new) < len(keep):
-                self._check_repeats(
-                    conn,
-                    col,
-                    [i for i in keep if id_list[i] not in inserted],
-                    id_list,
-                    epochs,
-                    wires,
-                )
-            new_idx = np.asarray(new, dtype=np.int64)
-            for e in uniq_epochs:
-                mine = new_idx[epochs[new_idx] == e] if new_idx.size else new_idx
-                if not mine.size:
-                    continue
-                add = codec.support_of_rows(col.proto, rows[mine])
-                old = np.frombuffer(state[e].support, dtype="<i8").reshape(shape)
-                conn.execute(
-                    ec.update()
-                    .where(ec.c.collection_id == col.id, ec.c.epoch == e)
-                    .values(
-                        n=state[e].n + int(mine.size), support=(old + add).astype("<i8").tobytes()
-                    )
-                )
-        return {"received": n, "new": len(new), "duplicates": n - len(new)}
-
-    def _insert_reports(self, conn, col, keep, id_list, epochs, cohorts, wires) -> set[bytes]:  # type: ignore[no-untyped-def]
-        """Insert the reports ``keep`` unless their id is stored; return the ids inserted.
-
-        PostgreSQL: ``INSERT … ON CONFLICT DO NOTHING RETURNING`` says which rows are new even
-        against concurrent transactions. SQLite: the transaction holds the database's write
-        lock (``BEGIN IMMEDIATE``), so the ids stored are read first and only the others are
-        inserted, with the driver's ``executemany`` (the statement the benchmark's raw rate
-        uses).
-        """
-        if db.is_postgres(self.engine):
-            stmt = (
-                self._insert(db.reports).on_conflict_do_nothing().returning(db.reports.c.report_id)
-            )
-            rows = [
-                {
-                    "collection_id": col.id,
-                    "report_id": id_list[i],
-                    "epoch": int(epochs[i]),
-                    "cohort": cohorts[i],
-                    "wire": wires[i],
-                }
-                for i in keep
-            ]
-            return {bytes(r) for r in conn.execute(stmt, rows).scalars()}
-        ids = [id_list[i] for i in keep]
-        stored: set[bytes] = set()
-        for s in range(0, len(ids), SQLITE_IN_CHUNK):
-            part = ids[s : s + SQLITE_IN_CHUNK]
-            marks = ",".join("?" * len(part))
-            stored.update(
-                bytes(r[0])
-                for r in conn.exec_driver_sql(
-                    "SELECT report_id FROM reports WHERE collection_id = ? AND report_id IN "
-                    f"({marks})",
-                    (col.id, *part),
-                )
-            )
-        fresh = [i for i in keep if id_list[i] not in stored]
-        if fresh:
-            conn.exec_driver_sql(
-                SQLITE_INSERT,
-                [(col.id, id_list[i], int(epochs[i]), cohorts[i], wires[i]) for i in fresh],
-            )
-        return {id_list[i] for i in fresh}
-
-    def _check_epochs(self, col: Collection, epochs: NDArray[np.int64]) -> None:
-        low = epochs < col.first_epoch
-        high = (
-            epochs > col.last_epoch if col.last_epoch is not None else np.zeros(len(epochs), bool)
-        )
-        current = col.current_epoch()
-        future = epochs > current if current is not None else np.zeros(len(epochs), bool)
-        bad = np.flatnonzero(low | high | future)
-        if bad.size:
-            i = int(bad[0])
-            hi = col.last_epoch if current is None else current
-            if col.last_epoch is not None and current is not None:
-                hi = min(col.last_epoch, current)
-            rng = f"[{col.first_epoch}, {hi if hi is not None else 'no limit'}]"
-            raise ClientError(
-                422, f"item {i}: epoch {int(epochs[i])} is not open; open epochs are {rng}.", i
-            )
-
-    def _check_repeats(self, conn, col, idx, id_list, epochs, wires) -> None:  # type: ignore[no-untyped-def]
-        r = db.reports
-        stored = {
-            bytes(row.report_id): (int(row.epoch), bytes(row.wire))
-            for row in conn.execute(
-                sa.select(r.c.report_id, r.c.epoch, r.c.wire).where(
-                    r.c.collection_id == col.id, r.c.report_id.in_([id_list[i] for i in idx])
-                )
-            )
-        }
-        for i in idx:
-            if stored.get(id_list[i]) != (int(epochs[i]), wires[i]):
-                raise ClientError(
-                    409, f"item {i}: report id already stored with a different report.", i
-                )
+        """Store a checked batch of ``device`` (0: the shared token) in one transaction;
+        returns counts of new and repeated ids (:func:`longldp.server.ingest.store`)."""
+        return ingest.store(self.engine, col, batch, device, self.limits)
 
     def close_epoch(self, col: Collection, epoch: int) -> dict[str, Any]:
         """Close an epoch: later reports for it are refused (its estimate no longer moves)."""
@@ -497,7 +538,7 @@ class Service:
         zeros = np.zeros(col.proto.support_shape, dtype="<i8").tobytes()
         with db.transaction(self.engine, write=True) as conn:
             conn.execute(
-                self._insert(ec).on_conflict_do_nothing(),
+                ingest.insert_ignore(self.engine, ec),
                 [
                     {
                         "collection_id": col.id,
@@ -516,15 +557,36 @@ class Service:
         return {"epoch": epoch, "closed": True}
 
     # ------------------------------------------------------------------ queries
-    def epochs(self, col: Collection) -> list[dict[str, Any]]:
+    def epochs(
+        self, col: Collection, start: int | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """A page of the collection's epochs, oldest first: number of reports, closed, open."""
         ec = db.epoch_counts
+        limit = min(limit or 1000, 10_000)
+        q = sa.select(ec.c.epoch, ec.c.n, ec.c.closed).where(ec.c.collection_id == col.id)
+        if start is not None:
+            q = q.where(ec.c.epoch >= start)
         with db.transaction(self.engine, write=False) as conn:
-            rows = conn.execute(
-                sa.select(ec.c.epoch, ec.c.n, ec.c.closed)
-                .where(ec.c.collection_id == col.id)
-                .order_by(ec.c.epoch)
-            ).all()
-        return [{"epoch": int(r.epoch), "n": int(r.n), "closed": bool(r.closed)} for r in rows]
+            newest = conn.execute(
+                sa.select(sa.func.max(ec.c.epoch)).where(ec.c.collection_id == col.id, ec.c.n > 0)
+            ).scalar()
+            rows = conn.execute(q.order_by(ec.c.epoch).limit(limit + 1)).all()
+        low, high = col.open_range(None if newest is None else int(newest))
+        out = [
+            {
+                "epoch": int(r.epoch),
+                "n": int(r.n),
+                "closed": bool(r.closed),
+                "open": not r.closed and low <= int(r.epoch) <= high,
+            }
+            for r in rows[:limit]
+        ]
+        return {
+            "collection": col.name,
+            "epochs": out,
+            "next_start": int(rows[limit].epoch) if len(rows) > limit else None,
+            "open_epochs": [low, high] if low <= high else None,
+        }
 
     def counts(self, col: Collection, epoch: int) -> tuple[int, NDArray[np.int64]]:
         """(n, support counts) of one epoch; (0, zeros) if it has no reports."""
@@ -540,15 +602,52 @@ class Service:
         support = np.frombuffer(row.support, dtype="<i8").reshape(col.proto.support_shape)
         return int(row.n), support.astype(np.int64)
 
-    def estimate(self, col: Collection, epoch: int, postprocess: str | None) -> dict[str, Any]:
+    def value_window(self, col: Collection, offset: int | None, count: int | None) -> slice:
+        """The values [offset, offset + count) an answer carries, capped by
+        ``max_answer_values`` (422 if ``offset`` is past the end)."""
+        total = col.proto.estimate_size
+        offset = 0 if offset is None else offset
+        if not 0 <= offset < total:
+            raise ClientError(422, f"'offset' must be in [0, {total}); got {offset}.")
+        cap = min(total - offset, self.limits.max_answer_values)
+        count = cap if count is None else min(count, cap)
+        if count < 1:
+            raise ClientError(422, "'count' must be at least 1.")
+        return slice(offset, offset + count)
+
+    def estimate(
+        self,
+        col: Collection,
+        epoch: int,
+        postprocess: str | None,
+        offset: int | None = None,
+        count: int | None = None,
+    ) -> dict[str, Any]:
+        """One epoch's estimates for the values [offset, offset + count) (all that fit the
+        answer cap by default); ``"values"`` says which, of how many."""
+        window = self.value_window(col, offset, count)
         n, support = self.counts(col, epoch)
         if n == 0:
             raise ClientError(404, f"epoch {epoch} has no reports.")
-        return {"epoch": epoch, **estimate_payload(col.proto, support, n, postprocess)}
+        payload = estimate_payload(col.proto, support, n, postprocess, window)
+        return {"epoch": epoch, **payload, "values": _window_info(col, window)}
 
     def series(
-        self, col: Collection, postprocess: str | None, start: int | None, stop: int | None
-    ) -> list[dict[str, Any]]:
+        self,
+        col: Collection,
+        postprocess: str | None,
+        start: int | None,
+        stop: int | None,
+        limit: int | None = None,
+        offset: int | None = None,
+        count: int | None = None,
+    ) -> dict[str, Any]:
+        """A page of the estimates of every epoch with reports in [start, stop]: at most
+        ``limit`` epochs and as many as keep epochs × values within ``max_answer_values``;
+        ``next_start`` is the epoch the next page starts at (None on the last page)."""
+        window = self.value_window(col, offset, count)
+        per_page = max(1, min(1000, self.limits.max_answer_values // (window.stop - window.start)))
+        limit = per_page if limit is None else max(1, min(limit, per_page))
         ec = db.epoch_counts
         q = sa.select(ec.c.epoch, ec.c.n, ec.c.support).where(
             ec.c.collection_id == col.id, ec.c.n > 0
@@ -558,9 +657,9 @@ class Service:
         if stop is not None:
             q = q.where(ec.c.epoch <= stop)
         with db.transaction(self.engine, write=False) as conn:
-            rows = conn.execute(q.order_by(ec.c.epoch)).all()
+            rows = conn.execute(q.order_by(ec.c.epoch).limit(limit + 1)).all()
         shape = col.proto.support_shape
-        return [
+        epochs = [
             {
                 "epoch": int(r.epoch),
                 **estimate_payload(
@@ -568,10 +667,77 @@ class Service:
                     np.frombuffer(r.support, dtype="<i8").reshape(shape).astype(np.int64),
                     int(r.n),
                     postprocess,
+                    window,
                 ),
             }
-            for r in rows
+            for r in rows[:limit]
         ]
+        return {
+            "collection": col.name,
+            "postprocess": postprocess,
+            "epochs": epochs,
+            "values": _window_info(col, window),
+            "limit": limit,
+            "next_start": int(rows[limit].epoch) if len(rows) > limit else None,
+        }
+
+    def dashboard_view(self, col: Collection, postprocess: str | None) -> dict[str, Any]:
+        """What the dashboard draws, bounded: the latest :func:`dashboard.epochs_shown`
+        epochs with reports; over them, the estimates and intervals of the values with the
+        largest mean estimate (chart), and the latest epoch's largest estimates (table)."""
+        from longldp.server import dashboard
+
+        proto = col.proto
+        shown = dashboard.epochs_shown(proto.estimate_size, self.limits.max_answer_values)
+        ec = db.epoch_counts
+        mine = sa.and_(ec.c.collection_id == col.id, ec.c.n > 0)
+        with db.transaction(self.engine, write=False) as conn:
+            total_epochs, total_reports = conn.execute(
+                sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(ec.c.n), 0)).where(mine)
+            ).one()
+            rows = conn.execute(
+                sa.select(ec.c.epoch, ec.c.n, ec.c.support)
+                .where(mine)
+                .order_by(ec.c.epoch.desc())
+                .limit(shown)
+            ).all()
+        rows = rows[::-1]
+        shape = proto.support_shape
+        supports = [
+            np.frombuffer(r.support, dtype="<i8").reshape(shape).astype(np.int64) for r in rows
+        ]
+        view: dict[str, Any] = {
+            "total_epochs": int(total_epochs),
+            "total_reports": int(total_reports),
+            "chart": [],
+            "chart_values": [],
+            "latest": None,
+        }
+        if not rows:
+            return view
+        mean = np.zeros(proto.estimate_size)
+        for r, support in zip(rows, supports, strict=True):
+            try:
+                mean += proto.estimate(support, int(r.n), postprocess)
+            except ValueError as exc:
+                raise ClientError(
+                    422, f"post-processing {postprocess!r} does not apply: {exc}"
+                ) from None
+        top = np.argsort(-mean, kind="stable")[: dashboard.TOP_CHART]
+        view["chart_values"] = [int(v) for v in top]
+        view["chart"] = [
+            {"epoch": int(r.epoch), **estimate_payload(proto, s, int(r.n), postprocess, top)}
+            for r, s in zip(rows, supports, strict=True)
+        ]
+        last, support = rows[-1], supports[-1]
+        latest = proto.estimate(support, int(last.n), postprocess)
+        best = np.argsort(-latest, kind="stable")[: dashboard.TOP_TABLE]
+        view["latest"] = {
+            "epoch": int(last.epoch),
+            "values": [int(v) for v in best],
+            **estimate_payload(proto, support, int(last.n), postprocess, best),
+        }
+        return view
 
     def recount(self, col: Collection, epoch: int) -> tuple[int, NDArray[np.int64]]:
         """(n, support) recomputed from the stored reports of an epoch (for audits and tests)."""
@@ -589,32 +755,87 @@ class Service:
         rows = np.frombuffer(b"".join(wires), dtype=np.uint8).reshape(len(wires), -1)
         return len(wires), codec.support_of_rows(col.proto, rows)
 
-    def export_parquet(self, col: Collection, epoch: int) -> bytes:
-        """One epoch's reports as a report archive (``docs/scale-out.md`` §1), by report id."""
-        from longldp.archive import archive_bytes
+    def export_parquet(self, col: Collection, epoch: int, devices: bool = False) -> bytes:
+        """One epoch's reports as a report archive (``docs/scale-out.md`` §1), ordered by
+        device and report id; with ``devices``, an extra column ``device`` (uint64, 0 for the
+        shared token) links each report to the device that sent it."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from longldp.archive import layout
 
         r = db.reports
         with db.transaction(self.engine, write=False) as conn:
             rows = conn.execute(
-                sa.select(r.c.report_id, r.c.cohort, r.c.wire)
+                sa.select(r.c.device_id, r.c.report_id, r.c.cohort, r.c.wire)
                 .where(r.c.collection_id == col.id, r.c.epoch == epoch)
-                .order_by(r.c.report_id)
+                .order_by(r.c.device_id, r.c.report_id)
             ).all()
         n = len(rows)
         ids = np.frombuffer(b"".join(bytes(row.report_id) for row in rows), np.uint8)
         wires = np.frombuffer(b"".join(bytes(row.wire) for row in rows), np.uint8)
         cohorts = [row.cohort for row in rows]
-        return archive_bytes(
+        if not devices:
+            return layout.archive_bytes(
+                col.proto,
+                col.name,
+                epoch,
+                ids.reshape(n, 16),
+                wires.reshape(n, col.proto.wire_size),
+                None if all(c is None for c in cohorts) else cohorts,
+            )
+        schema = layout.archive_schema(col.proto, col.name)
+        table = layout.report_table(
             col.proto,
-            col.name,
+            schema,
             epoch,
             ids.reshape(n, 16),
             wires.reshape(n, col.proto.wire_size),
             None if all(c is None for c in cohorts) else cohorts,
         )
+        column = pa.array(np.array([row.device_id for row in rows], dtype=np.uint64))
+        table = table.append_column(pa.field("device", pa.uint64(), nullable=False), column)
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, **layout.WRITE_OPTIONS)
+        return sink.getvalue().to_pybytes()
+
+    def device_history(self, col: Collection, device: int) -> list[dict[str, Any]]:
+        """Every stored report of one device, by epoch then report id: what a longitudinal
+        defence reads (docs/server.md, "Device identities")."""
+        r = db.reports
+        with db.transaction(self.engine, write=False) as conn:
+            rows = conn.execute(
+                sa.select(r.c.epoch, r.c.report_id, r.c.cohort, r.c.wire)
+                .where(r.c.collection_id == col.id, r.c.device_id == device)
+                .order_by(r.c.epoch, r.c.report_id)
+            ).all()
+        return [
+            {
+                "epoch": int(row.epoch),
+                "id": bytes(row.report_id),
+                "cohort": row.cohort,
+                "report": bytes(row.wire),
+            }
+            for row in rows
+        ]
+
+
+def _window_info(col: Collection, window: slice) -> dict[str, Any]:
+    total = col.proto.estimate_size
+    return {
+        "offset": window.start,
+        "count": window.stop - window.start,
+        "total": total,
+        "truncated": window.stop - window.start < total,
+    }
+
 
 def estimate_payload(
-    proto: FrequencyOracle, support: NDArray[np.int64], n: int, postprocess: str | None
+    proto: FrequencyOracle,
+    support: NDArray[np.int64],
+    n: int,
+    postprocess: str | None,
+    values: slice | NDArray[np.int64] = slice(None),
 ) -> dict[str, Any]:
     """Estimates of one epoch with standard errors and 95% normal intervals.
 
@@ -622,7 +843,8 @@ def estimate_payload(
     is the same or, with a post-processing method, ``proto.estimate(support, n, method)``.
     The standard error is that of the unbiased estimator, sqrt(proto.variance(n, f)) at the
     plug-in f = clip(raw, 0, 1); the interval is raw ± 1.96·SE. Post-processing is not
-    linear, so the interval is stated for the unbiased estimate (docs/server.md).
+    linear, so the interval is stated for the unbiased estimate (docs/server.md). Only the
+    ``values`` of each vector are returned (a slice or indices: the server's answer cap).
     """
     raw = proto.estimate(support, n)
     try:
@@ -630,6 +852,7 @@ def estimate_payload(
     except ValueError as exc:
         raise ClientError(422, f"post-processing {postprocess!r} does not apply: {exc}") from None
     se = np.sqrt(proto.variance(n, np.clip(raw, 0.0, 1.0)))
+    est, raw, se = est[values], raw[values], se[values]
     return {
         "n": n,
         "postprocess": postprocess,
@@ -677,3 +900,12 @@ def _float_field(body: dict, name: str) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ClientError(422, f"'{name}' must be a finite number.")
     return float(value)
+
+
+def _count_field(body: dict, name: str, default: int, top: int) -> int:
+    value = body.get(name, default)
+    if value is None:
+        value = default
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= top:
+        raise ClientError(422, f"'{name}' must be an integer in [1, {top}]; got {value!r}.")
+    return value

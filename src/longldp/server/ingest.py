@@ -1,0 +1,314 @@
+"""The ingest transaction of the collection server: a checked batch is stored all or nothing,
+each report counted exactly once, whatever the retries, replays and concurrent requests.
+
+What :func:`store` checks, in order, and how it answers (docs/server.md, "Ingest"):
+
+1. inside the batch, a report id repeated with a different epoch, report or cohort: 409;
+2. more distinct epochs than ``Limits.max_epochs_per_request``: 413 (a client halves its
+   batch on 413);
+3. in one transaction, with the locks taken in one global order (the device's row, the
+   touched epochs' rows in epoch order, the new reports in report-id order), so that
+   concurrent transactions wait for one another and never deadlock: an epoch outside the
+   collection's open range (:meth:`~longldp.server.service.Collection.open_range`): 422; a
+   closed epoch: 409; a report id this device already stored with another epoch, report or
+   cohort: 409; more reports of one device in one epoch than the collection's quota: 409;
+4. the new reports are inserted and the support counts of their epochs updated in the same
+   transaction, which commits before the answer is sent.
+
+Report ids are scoped to the device: the key is (collection, device, report id), so nobody can
+take another device's ids. Reports sent with a shared ingest token all belong to device 0.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import sqlalchemy as sa
+from numpy.typing import NDArray
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection, Engine
+
+from longldp.server import db
+from longldp.server.errors import ClientError
+
+if TYPE_CHECKING:
+    from longldp.server.service import Batch, Collection, Limits
+
+#: Ids looked up per query on SQLite (its limit on bound parameters is 32,766).
+SQLITE_IN_CHUNK = 5000
+#: The row insert of the SQLite path (also what benchmarks/bench_service.py times raw).
+SQLITE_INSERT = (
+    "INSERT INTO reports (collection_id, device_id, report_id, epoch, cohort, wire) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+#: PostgreSQL errors after which the whole transaction is run again: a deadlock or a
+#: serialization failure (neither should happen with the lock order above; this is a net).
+RETRY_SQLSTATES = frozenset({"40P01", "40001"})
+RETRIES = 3
+
+
+def insert_ignore(engine: Engine, table: sa.Table) -> Any:
+    """``INSERT … ON CONFLICT DO NOTHING`` of ``table`` in the engine's dialect."""
+    return (pg_insert if db.is_postgres(engine) else sqlite_insert)(table).on_conflict_do_nothing()
+
+
+def store(
+    engine: Engine, col: Collection, batch: Batch, device: int, limits: Limits
+) -> dict[str, int]:
+    """Store ``batch`` of ``device`` in collection ``col``; {"received", "new", "duplicates"}.
+
+    Raises :class:`~longldp.server.service.ClientError` for a batch refused (nothing stored).
+    """
+    keep = distinct_items(batch)
+    epochs = np.unique(batch.epochs)
+    if epochs.size > limits.max_epochs_per_request:
+        raise ClientError(
+            413,
+            f"the batch names {epochs.size} distinct epochs; at most "
+            f"{limits.max_epochs_per_request} per request.",
+        )
+    for attempt in range(RETRIES):
+        try:
+            with db.transaction(engine, write=True) as conn:
+                new = _store(conn, engine, col, batch, device, keep, epochs)
+            break
+        except sa.exc.DBAPIError as exc:
+            code = getattr(exc.orig, "sqlstate", None)
+            if code not in RETRY_SQLSTATES or attempt == RETRIES - 1:
+                raise
+            time.sleep(0.01 * (attempt + 1))
+    n = len(batch)
+    return {"received": n, "new": new, "duplicates": n - new}
+
+
+def distinct_items(batch: Batch) -> NDArray[np.int64]:
+    """Indices of the first item of each distinct report id, in report-id order (the order
+    reports are inserted in); 409 for a repeated id with a different epoch, report or cohort."""
+    n = len(batch)
+    key = np.ascontiguousarray(batch.ids).view("V16").ravel()
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    if first.size < n:
+        origin = first[inverse.ravel()]
+        again = np.flatnonzero(origin != np.arange(n))
+        j = origin[again]
+        cohorts = np.array([-1 if c is None else c for c in batch.cohorts], dtype=np.int64)
+        differs = (
+            (batch.epochs[again] != batch.epochs[j])
+            | (batch.rows[again] != batch.rows[j]).any(axis=1)
+            | (cohorts[again] != cohorts[j])
+        )
+        if differs.any():
+            i = int(again[differs].min())
+            first_i = int(origin[i])
+            raise ClientError(
+                409, f"item {i}: report id repeats item {first_i} with a different report.", i
+            )
+    return first.astype(np.int64)
+
+
+def _store(
+    conn: Connection,
+    engine: Engine,
+    col: Collection,
+    batch: Batch,
+    device: int,
+    keep: NDArray[np.int64],
+    epochs: NDArray[np.int64],
+) -> int:
+    """The transaction's body; returns the number of new reports."""
+    postgres = db.is_postgres(engine)
+    ec = db.epoch_counts
+    if postgres and device != db.SHARED_DEVICE:
+        # First lock: the device. Its requests run one at a time (its quota and its ids).
+        conn.execute(sa.select(db.devices.c.id).where(db.devices.c.id == device).with_for_update())
+    newest = conn.execute(
+        sa.select(sa.func.max(ec.c.epoch)).where(ec.c.collection_id == col.id, ec.c.n > 0)
+    ).scalar()
+    _check_open(col, batch.epochs, None if newest is None else int(newest))
+    shape = col.proto.support_shape
+    zeros = np.zeros(shape, dtype="<i8").tobytes()
+    wanted = [int(e) for e in epochs]  # ascending
+    conn.execute(
+        insert_ignore(engine, ec),
+        [
+            {"collection_id": col.id, "epoch": e, "n": 0, "support": zeros, "closed": False}
+            for e in wanted
+        ],
+    )
+    query = (
+        sa.select(ec.c.epoch, ec.c.n, ec.c.support, ec.c.closed)
+        .where(ec.c.collection_id == col.id, ec.c.epoch.in_(wanted))
+        .order_by(ec.c.epoch)
+    )
+    if postgres:
+        query = query.with_for_update()
+    state = {int(row.epoch): row for row in conn.execute(query)}
+    closed = [e for e in wanted if state[e].closed]
+    if closed:
+        i = int(np.flatnonzero(np.isin(batch.epochs, closed))[0])
+        raise ClientError(409, f"item {i}: epoch {int(batch.epochs[i])} is closed.", i)
+    ids = [bytes(batch.ids[i]) for i in keep]
+    stored = _stored(conn, postgres, col, device, ids)
+    fresh = _check_repeats(batch, keep, ids, stored)
+    if col.reports_per_epoch is not None and fresh.size:
+        _check_quota(conn, col, batch, device, fresh)
+    inserted = _insert(conn, engine, col, batch, device, fresh)
+    if inserted.size < fresh.size:  # PostgreSQL, shared token: a concurrent batch won the race
+        lost = np.setdiff1d(fresh, inserted)
+        late = _stored(conn, postgres, col, device, [bytes(batch.ids[i]) for i in lost])
+        _check_repeats(batch, lost, [bytes(batch.ids[i]) for i in lost], late)
+    for e in wanted:
+        mine = inserted[batch.epochs[inserted] == e]
+        if not mine.size:
+            continue
+        add = np.asarray(col.proto.support_counts(batch.records[mine]), dtype=np.int64)
+        old = np.frombuffer(state[e].support, dtype="<i8").reshape(shape)
+        conn.execute(
+            ec.update()
+            .where(ec.c.collection_id == col.id, ec.c.epoch == e)
+            .values(n=state[e].n + int(mine.size), support=(old + add).astype("<i8").tobytes())
+        )
+    return int(inserted.size)
+
+
+def _check_open(col: Collection, epochs: NDArray[np.int64], newest: int | None) -> None:
+    low, high = col.open_range(newest)
+    bad = np.flatnonzero((epochs < low) | (epochs > high))
+    if bad.size:
+        i = int(bad[0])
+        where = f"[{low}, {high}]" if low <= high else "none"
+        raise ClientError(
+            422, f"item {i}: epoch {int(epochs[i])} is not open; open epochs are {where}.", i
+        )
+
+
+def _stored(
+    conn: Connection, postgres: bool, col: Collection, device: int, ids: list[bytes]
+) -> dict[bytes, tuple[int, bytes, int | None]]:
+    """(epoch, wire, cohort) of the ids among ``ids`` this device already stored."""
+    out: dict[bytes, tuple[int, bytes, int | None]] = {}
+    if not ids:
+        return out
+    r = db.reports
+    if postgres:
+        rows = conn.execute(
+            sa.select(r.c.report_id, r.c.epoch, r.c.wire, r.c.cohort).where(
+                r.c.collection_id == col.id, r.c.device_id == device, r.c.report_id.in_(ids)
+            )
+        )
+        return {bytes(x.report_id): (int(x.epoch), bytes(x.wire), x.cohort) for x in rows}
+    for s in range(0, len(ids), SQLITE_IN_CHUNK):
+        part = ids[s : s + SQLITE_IN_CHUNK]
+        marks = ",".join("?" * len(part))
+        for rid, epoch, wire, cohort in conn.exec_driver_sql(
+            "SELECT report_id, epoch, wire, cohort FROM reports WHERE collection_id = ? AND "
+            f"device_id = ? AND report_id IN ({marks})",
+            (col.id, device, *part),
+        ):
+            out[bytes(rid)] = (int(epoch), bytes(wire), cohort)
+    return out
+
+
+def _check_repeats(
+    batch: Batch,
+    items: NDArray[np.int64],
+    ids: list[bytes],
+    stored: dict[bytes, tuple[int, bytes, int | None]],
+) -> NDArray[np.int64]:
+    """The items whose id is not stored yet; 409 if a stored one differs in anything."""
+    if not stored:
+        return items
+    fresh = []
+    for i, rid in zip(items.tolist(), ids, strict=True):
+        have = stored.get(rid)
+        if have is None:
+            fresh.append(i)
+        elif have != (int(batch.epochs[i]), batch.rows[i].tobytes(), batch.cohorts[i]):
+            raise ClientError(
+                409, f"item {i}: report id already stored with a different report.", i
+            )
+    return np.asarray(fresh, dtype=np.int64)
+
+
+def _check_quota(
+    conn: Connection, col: Collection, batch: Batch, device: int, fresh: NDArray[np.int64]
+) -> None:
+    """At most ``col.reports_per_epoch`` reports of one device per epoch, stored ones included;
+    409 naming the first new item past it (in batch order)."""
+    quota = int(col.reports_per_epoch or 0)
+    r = db.reports
+    touched = sorted({int(e) for e in batch.epochs[fresh]})
+    held = dict(
+        conn.execute(
+            sa.select(r.c.epoch, sa.func.count())
+            .where(r.c.collection_id == col.id, r.c.device_id == device, r.c.epoch.in_(touched))
+            .group_by(r.c.epoch)
+        ).all()
+    )
+    used = {e: int(held.get(e, 0)) for e in touched}
+    for i in np.sort(fresh).tolist():
+        e = int(batch.epochs[i])
+        used[e] += 1
+        if used[e] > quota:
+            raise ClientError(
+                409,
+                f"item {i}: device {device} already sent {quota} report(s) in epoch {e}, its "
+                f"quota per epoch.",
+                i,
+            )
+
+
+def _insert(
+    conn: Connection,
+    engine: Engine,
+    col: Collection,
+    batch: Batch,
+    device: int,
+    fresh: NDArray[np.int64],
+) -> NDArray[np.int64]:
+    """Insert the ``fresh`` items (in report-id order); return the items inserted.
+
+    SQLite: the transaction holds the database's write lock, nothing can have inserted them
+    since they were looked up: the driver's ``executemany``. PostgreSQL: ``INSERT … ON
+    CONFLICT DO NOTHING RETURNING`` says which rows are new even against a concurrent
+    transaction of the shared token (a device's own transactions are serialized by its lock).
+    """
+    if not fresh.size:
+        return fresh
+    order = fresh  # already in report-id order (distinct_items)
+    ids, epochs, cohorts = batch.ids, batch.epochs, batch.cohorts
+    if not db.is_postgres(engine):
+        conn.exec_driver_sql(
+            SQLITE_INSERT,
+            [
+                (
+                    col.id,
+                    device,
+                    ids[i].tobytes(),
+                    int(epochs[i]),
+                    cohorts[i],
+                    batch.rows[i].tobytes(),
+                )
+                for i in order.tolist()
+            ],
+        )
+        return fresh
+    stmt = insert_ignore(engine, db.reports).returning(db.reports.c.report_id)
+    rows = [
+        {
+            "collection_id": col.id,
+            "device_id": device,
+            "report_id": ids[i].tobytes(),
+            "epoch": int(epochs[i]),
+            "cohort": cohorts[i],
+            "wire": batch.rows[i].tobytes(),
+        }
+        for i in order.tolist()
+    ]
+    new = {bytes(x) for x in conn.execute(stmt, rows).scalars()}
+    if len(new) == len(rows):
+        return fresh
+    return np.asarray([i for i in order.tolist() if ids[i].tobytes() in new], dtype=np.int64)

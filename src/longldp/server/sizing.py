@@ -1,0 +1,97 @@
+"""How much memory a collection needs on this server, from its protocol's own sizes.
+
+A collection is refused at creation when the peak working memory of one request on it (an
+ingest at the server's limits, or an estimate) exceeds the server's budget
+(``Limits.max_collection_bytes``), instead of being created and then failing every ingest
+(docs/server.md, "Bounds"). The sizes come from the protocol object: ``support_shape`` (the
+support counts stored per epoch), ``estimate_size``, ``wire_size``, and for the local-hashing
+protocols ``hash_pool``, ``g`` and ``k``. Each term is an upper bound of what the code in
+:mod:`longldp.server.service` and the protocol's ``support_counts`` allocate:
+
+- **body**: the request body, its chunks and the split id and report arrays: 3 × body bytes;
+- **decoded reports**: a wire field widens at most 8-fold when decoded (bits to bytes in the
+  unary encodings, one-byte buckets to int64), so at most 8 × wire_size per report, for as
+  many reports as the body and the batch limit allow;
+- **support counting**: with a public pool of m hash functions, ``support_counts`` builds an
+  (m, k) table of hashes, its gather and the per-function bucket histogram (m, g): 3·8·m·k +
+  8·m·g bytes; per-user hashing works in blocks of 2^17 hash evaluations: 3·8·max(k, 2^17);
+- **epochs**: each epoch a request touches is read, added to and written back (3 copies of
+  the support counts, 8 bytes per cell), for at most ``max_epochs_per_request`` epochs;
+- **an estimate**: the support counts and about ten float64 vectors of ``estimate_size``
+  (estimate, raw, SE, bounds, plug-in, variance and post-processing temporaries), plus its JSON
+  text, at most ``max_answer_values`` values of five numbers of up to 24 characters.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from longldp.protocols import FrequencyOracle, wire
+
+CELL = 8  # bytes of an int64 support count or a float64
+#: Hash evaluations of one block of per-user hashing (lh.py's support_counts).
+HASH_BLOCK = 1 << 17
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """Bytes a collection needs: per epoch stored, and at peak for one request."""
+
+    support_bytes: int
+    ingest_bytes: int
+    estimate_bytes: int
+
+    @property
+    def peak_bytes(self) -> int:
+        """The larger of an ingest's and an estimate's working memory."""
+        return max(self.ingest_bytes, self.estimate_bytes)
+
+    def words(self) -> str:
+        """The footprint in words, for an error message or the collection's description."""
+        return (
+            f"{_mib(self.support_bytes)} of support counts per epoch, "
+            f"{_mib(self.ingest_bytes)} to ingest one request, "
+            f"{_mib(self.estimate_bytes)} to answer one estimate"
+        )
+
+
+def footprint(
+    proto: FrequencyOracle,
+    *,
+    max_body_bytes: int,
+    max_batch: int,
+    max_epochs_per_request: int,
+    max_answer_values: int,
+) -> Footprint:
+    """The memory ``proto``'s collection needs under the server's request limits."""
+    support = CELL * math.prod(proto.support_shape)
+    record = wire.ID_SIZE + wire.EPOCH_SIZE + proto.wire_size
+    per_request = min(max_batch, max_body_bytes // record + 1)
+    decoded = per_request * 8 * proto.wire_size
+    ingest = 3 * max_body_bytes + decoded + _counting_bytes(proto)
+    ingest += 3 * support * min(max_epochs_per_request, per_request)
+    values = proto.estimate_size
+    estimate = support + 10 * CELL * values + 5 * 24 * min(values, max_answer_values)
+    return Footprint(support, ingest, estimate)
+
+
+def _pool(proto: Any) -> int | None:
+    pool = getattr(proto, "hash_pool", None)
+    return int(pool) if pool is not None else None
+
+
+def _counting_bytes(proto: Any) -> int:
+    """Working memory of ``support_counts`` beyond its input (see the module docstring)."""
+    g = getattr(proto, "g", None)
+    if g is None:  # not a hashing protocol: counting sums the decoded reports in place
+        return CELL * math.prod(proto.support_shape)
+    pool = _pool(proto)
+    if pool is not None:
+        return 3 * CELL * pool * proto.k + CELL * pool * int(g)
+    return 3 * CELL * max(proto.k, HASH_BLOCK)
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB"
