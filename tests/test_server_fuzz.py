@@ -37,7 +37,9 @@ def app(tmp_path_factory):
     )
     client = TestClient(app)
     col = client.post(
-        "/v1/collections", json={"name": "fz", "protocol": SPEC}, headers=bearer(ADMIN)
+        "/v1/collections",
+        json={"name": "fz", "protocol": SPEC, "auth": "shared"},
+        headers=bearer(ADMIN),
     ).json()
     TOKENS.update(ingest=col["ingest_token"], read=col["read_token"])
     rng = np.random.default_rng(0)
@@ -117,7 +119,9 @@ def test_mutated_batches_never_5xx_and_counts_stay_exact(app):
     service = app.state.service
     # A collection of its own: the schema fuzzing may close epochs of "fz".
     made = client.post(
-        "/v1/collections", json={"name": "mut", "protocol": SPEC}, headers=bearer(ADMIN)
+        "/v1/collections",
+        json={"name": "mut", "protocol": SPEC, "auth": "shared"},
+        headers=bearer(ADMIN),
     ).json()
     col = service.get_collection("mut")
     seen = {"ok": 0, "refused": 0}
@@ -142,7 +146,7 @@ def test_mutated_batches_never_5xx_and_counts_stay_exact(app):
 
     run()
     assert seen["ok"] > 0 and seen["refused"] > 0
-    for row in service.epochs(col):
+    for row in service.epochs(col)["epochs"]:
         n, support = service.counts(col, row["epoch"])
         rn, rsupport = service.recount(col, row["epoch"])
         assert (n, support.tolist()) == (rn, rsupport.tolist())

@@ -56,7 +56,7 @@ def server(backend, tmp_path):
 def create(base: str, name: str = "live") -> dict:
     r = httpx.post(
         f"{base}/v1/collections",
-        json={"name": name, "protocol": SPEC},
+        json={"name": name, "protocol": SPEC, "auth": "shared"},
         headers=bearer(ADMIN),
         timeout=30,
     )
@@ -78,7 +78,7 @@ def audit(url: str, name: str) -> dict[int, int]:
         service = Service(engine, ADMIN)
         col = service.get_collection(name)
         out = {}
-        for row in service.epochs(col):
+        for row in service.epochs(col)["epochs"]:
             n, support = service.counts(col, row["epoch"])
             rn, rsupport = service.recount(col, row["epoch"])
             assert (n, support.tolist()) == (rn, rsupport.tolist()), row
