@@ -13,22 +13,27 @@ What it does (``make serve-demo``):
    acknowledged in each device's queue only after the server's 200;
 5. prints true and estimated frequencies of the last epoch, and the dashboard URL; the server
    keeps running until Ctrl-C (``--exit`` stops it at once).
+
+Stopping it any way (Ctrl-C, SIGTERM, SIGHUP, or the death of the process that started it,
+such as ``make``) stops the server and the device processes and removes both temporary
+folders.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -119,6 +124,11 @@ def play_devices(job: tuple) -> dict:
     return {"left": sum(len(d.queue) for d in devices), "spent": (b.epsilon, b.reports, b.memos)}
 
 
+def _stop(signum: int, _frame: object) -> None:
+    """SIGTERM and SIGHUP end the demo like Ctrl-C: through main()'s cleanup."""
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--devices", type=int, default=10_000)
@@ -127,24 +137,32 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2026, help="seed of the simulated true values")
     ap.add_argument("--exit", action="store_true", help="stop the server when done")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
+    parent = os.getppid()
     work = Path(tempfile.mkdtemp(prefix="longldp-demo-"))
     shm = Path("/dev/shm")
     states = Path(
         tempfile.mkdtemp(prefix="longldp-demo-devices-", dir=shm if shm.is_dir() else None)
     )
-    port = free_port(args.port)
-    base = f"http://127.0.0.1:{port}"
-    admin = "ll_admin_" + secrets.token_urlsafe(24)
-    env = {
-        **os.environ,
-        "LONGLDP_ADMIN_TOKEN": admin,
-        "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    }
-    db = work / "demo.db"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "longldp", "serve", "--db", str(db), "--port", str(port)], env=env
-    )
+    print(f"temporary folders: {work} {states}", flush=True)
+    server: subprocess.Popen | None = None
+    pool = None
     try:
+        port = free_port(args.port)
+        base = f"http://127.0.0.1:{port}"
+        admin = "ll_admin_" + secrets.token_urlsafe(24)
+        env = {
+            **os.environ,
+            "LONGLDP_ADMIN_TOKEN": admin,
+            "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        }
+        db = work / "demo.db"
+        server = subprocess.Popen(
+            [sys.executable, "-m", "longldp", "serve", "--db", str(db), "--port", str(port)],
+            env=env,
+        )
+        print(f"server process: {server.pid}", flush=True)
         for _ in range(300):
             try:
                 urllib.request.urlopen(f"{base}/healthz", timeout=1)
@@ -159,6 +177,7 @@ def main() -> None:
                 {
                     "name": "app-usage",
                     "protocol": SPEC,
+                    "auth": "shared",
                     "postprocess": "norm-sub",
                     "description": "Category of the most used app of the day (simulated devices).",
                 }
@@ -178,8 +197,11 @@ def main() -> None:
             for w in range(WORKERS)
         ]
         t0 = time.perf_counter()
-        with ProcessPoolExecutor(WORKERS) as pool:
-            results = list(pool.map(play_devices, jobs))
+        pool = multiprocessing.get_context("fork").Pool(WORKERS)
+        results = pool.map(play_devices, jobs)
+        pool.close()
+        pool.join()
+        pool = None
         left = sum(r["left"] for r in results)
         print(
             f"{args.devices:,} devices × {args.epochs} epochs in "
@@ -202,13 +224,25 @@ def main() -> None:
         print(f"\ndashboard: {base}/collections/app-usage/dashboard?token={col['read_token']}")
         if args.exit:
             return
-        print("server running; Ctrl-C to stop.")
-        server.wait()
+        print("server running; Ctrl-C to stop.", flush=True)
+        # Serve until interrupted, the server dies, or whoever started the demo is gone.
+        while server.poll() is None and os.getppid() == parent:
+            time.sleep(0.5)
     except KeyboardInterrupt:
         pass
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)  # the cleanup itself is not interrupted
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        if server is not None and server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
         shutil.rmtree(states, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
 

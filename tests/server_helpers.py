@@ -130,10 +130,14 @@ def db_url(backend: str, pg: PgCluster | None, tmp_path: Path) -> str:
 class LiveServer:
     """``longldp serve`` in a subprocess on 127.0.0.1 (a real uvicorn)."""
 
-    def __init__(self, db: str, tmp_path: Path, port: int | None = None):
+    def __init__(
+        self, db: str, tmp_path: Path, port: int | None = None, args: tuple[str, ...] = ()
+    ):
         self.db = db
+        self.args = tuple(args)
         self.port = port or free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        scheme = "https" if "--tls-cert" in self.args else "http"
+        self.base = f"{scheme}://127.0.0.1:{self.port}"
         self.log = tmp_path / f"server-{self.port}-{time.monotonic_ns()}.log"
         self.proc: subprocess.Popen | None = None
 
@@ -143,7 +147,17 @@ class LiveServer:
             "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
             "LONGLDP_ADMIN_TOKEN": ADMIN,
         }
-        cmd = [sys.executable, "-m", "longldp", "serve", "--db", self.db, "--port", str(self.port)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "longldp",
+            "serve",
+            "--db",
+            self.db,
+            "--port",
+            str(self.port),
+            *self.args,
+        ]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
         deadline = time.monotonic() + 60
@@ -151,7 +165,8 @@ class LiveServer:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {self.log.read_text()}")
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(self.base + "/healthz", timeout=2).status_code == 200:
+                answer = httpx.get(self.base + "/healthz", timeout=2, verify=False)
+                if answer.status_code == 200:
                     return self
             time.sleep(0.1)
         raise RuntimeError(f"server did not start: {self.log.read_text()}")

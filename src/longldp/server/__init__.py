@@ -100,7 +100,9 @@ def serve(
     if workers == 1:
         config = uvicorn.Config(build_app(db, admin_token, limits), **options)
     else:
-        migrate(make_engine(db))  # once, before the workers start
+        engine = make_engine(db)
+        migrate(engine)  # once, before the workers start
+        engine.dispose()
         os.environ[ADMIN_TOKEN_ENV] = admin_token
         os.environ[SERVER_CONFIG_ENV] = json.dumps({"db": db, "limits": dataclasses.asdict(limits)})
         config = uvicorn.Config(

@@ -30,6 +30,7 @@ Tables (see docs/server.md):
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -265,12 +266,14 @@ def make_engine(url: str, *, busy_timeout_s: float = 10.0) -> Engine:
             conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.info.get("write") else "BEGIN")
 
         return engine
+    # The process id in application_name tells a DBA (and the multi-process test) which
+    # server process holds a connection (pg_stat_activity).
     return sa.create_engine(
         url,
         pool_pre_ping=True,
         pool_size=8,
         max_overflow=8,
-        connect_args={"connect_timeout": 5},
+        connect_args={"connect_timeout": 5, "application_name": f"longldp-server-{os.getpid()}"},
     )
 
 
