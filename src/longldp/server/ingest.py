@@ -8,10 +8,12 @@ What :func:`store` checks, in order, and how it answers (docs/server.md, "Ingest
    batch on 413);
 3. in one transaction, with the locks taken in one global order (the device's row, the
    touched epochs' rows in epoch order, the new reports in report-id order), so that
-   concurrent transactions wait for one another and never deadlock: an epoch outside the
-   collection's open range (:meth:`~longldp.server.service.Collection.open_range`): 422; a
-   closed epoch: 409; a report id this device already stored with another epoch, report or
-   cohort: 409; more reports of one device in one epoch than the collection's quota: 409;
+   concurrent transactions wait for one another and never deadlock: a report id this device
+   already stored with another epoch, report or cohort: 409 (one stored with the same ones
+   is a duplicate, acknowledged again whatever happened since, so a retry gets the answer a
+   lost one had); then, for the new reports only, an epoch outside the collection's open
+   range (:meth:`~longldp.server.service.Collection.open_range`): 422; a closed epoch: 409;
+   more reports of one device in one epoch than the collection's quota: 409;
 4. the new reports are inserted and the support counts of their epochs updated in the same
    transaction, which commits before the answer is sent.
 
@@ -124,13 +126,20 @@ def _store(
     if postgres and device != db.SHARED_DEVICE:
         # First lock: the device. Its requests run one at a time (its quota and its ids).
         conn.execute(sa.select(db.devices.c.id).where(db.devices.c.id == device).with_for_update())
+    # Reports this device already stored with the same bytes are acknowledged again whatever
+    # has happened since (epoch closed, window moved): a retry gets the answer the lost one had.
+    ids = [bytes(batch.ids[i]) for i in keep]
+    stored = _stored(conn, postgres, col, device, ids)
+    fresh = _check_repeats(batch, keep, ids, stored)
+    if not fresh.size:
+        return 0
     newest = conn.execute(
         sa.select(sa.func.max(ec.c.epoch)).where(ec.c.collection_id == col.id, ec.c.n > 0)
     ).scalar()
-    _check_open(col, batch.epochs, None if newest is None else int(newest))
+    _check_open(col, batch.epochs, np.sort(fresh), None if newest is None else int(newest))
     shape = col.proto.support_shape
     zeros = np.zeros(shape, dtype="<i8").tobytes()
-    wanted = [int(e) for e in epochs]  # ascending
+    wanted = sorted({int(e) for e in batch.epochs[fresh]})  # ascending: the lock order
     conn.execute(
         insert_ignore(engine, ec),
         [
@@ -146,13 +155,11 @@ def _store(
     if postgres:
         query = query.with_for_update()
     state = {int(row.epoch): row for row in conn.execute(query)}
-    closed = [e for e in wanted if state[e].closed]
-    if closed:
-        i = int(np.flatnonzero(np.isin(batch.epochs, closed))[0])
+    closed = np.flatnonzero(np.isin(batch.epochs, [e for e in wanted if state[e].closed]))
+    closed = closed[np.isin(closed, fresh)]
+    if closed.size:
+        i = int(closed[0])
         raise ClientError(409, f"item {i}: epoch {int(batch.epochs[i])} is closed.", i)
-    ids = [bytes(batch.ids[i]) for i in keep]
-    stored = _stored(conn, postgres, col, device, ids)
-    fresh = _check_repeats(batch, keep, ids, stored)
     if col.reports_per_epoch is not None and fresh.size:
         _check_quota(conn, col, batch, device, fresh)
     inserted = _insert(conn, engine, col, batch, device, fresh)
@@ -174,9 +181,13 @@ def _store(
     return int(inserted.size)
 
 
-def _check_open(col: Collection, epochs: NDArray[np.int64], newest: int | None) -> None:
+def _check_open(
+    col: Collection, epochs: NDArray[np.int64], items: NDArray[np.int64], newest: int | None
+) -> None:
+    """422 naming the first of ``items`` (ascending) whose epoch is not open."""
     low, high = col.open_range(newest)
-    bad = np.flatnonzero((epochs < low) | (epochs > high))
+    mine = epochs[items]
+    bad = items[(mine < low) | (mine > high)]
     if bad.size:
         i = int(bad[0])
         where = f"[{low}, {high}]" if low <= high else "none"
