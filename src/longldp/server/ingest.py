@@ -120,65 +120,80 @@ def _store(
     keep: NDArray[np.int64],
     epochs: NDArray[np.int64],
 ) -> int:
-    """The transaction's body; returns the number of new reports."""
+    """The transaction's body; returns the number of new reports.
+
+    The usual batch is all new: it is checked as such with reads only (window, closed epochs,
+    quota) and inserted directly. Anything else (a repeated id, a refused item) takes the
+    careful path: look up which ids are stored, then check and insert only the new reports,
+    so that stored duplicates are acknowledged whatever happened since they were stored.
+    """
     postgres = db.is_postgres(engine)
     ec = db.epoch_counts
     if postgres and device != db.SHARED_DEVICE:
         # First lock: the device. Its requests run one at a time (its quota and its ids).
         conn.execute(sa.select(db.devices.c.id).where(db.devices.c.id == device).with_for_update())
-    # Reports this device already stored with the same bytes are acknowledged again whatever
-    # has happened since (epoch closed, window moved): a retry gets the answer the lost one had.
-    ids = [bytes(batch.ids[i]) for i in keep]
-    stored = _stored(conn, postgres, col, device, ids)
-    fresh = _check_repeats(batch, keep, ids, stored)
-    if not fresh.size:
-        return 0
+    rows = _RowBytes(batch)
     newest = conn.execute(
         sa.select(sa.func.max(ec.c.epoch)).where(ec.c.collection_id == col.id, ec.c.n > 0)
     ).scalar()
-    _check_open(col, batch.epochs, np.sort(fresh), None if newest is None else int(newest))
-    shape = col.proto.support_shape
-    zeros = np.zeros(shape, dtype="<i8").tobytes()
-    wanted = sorted({int(e) for e in batch.epochs[fresh]})  # ascending: the lock order
-    conn.execute(
-        insert_ignore(engine, ec),
-        [
-            {"collection_id": col.id, "epoch": e, "n": 0, "support": zeros, "closed": False}
-            for e in wanted
-        ],
-    )
-    query = (
-        sa.select(ec.c.epoch, ec.c.n, ec.c.support, ec.c.closed)
-        .where(ec.c.collection_id == col.id, ec.c.epoch.in_(wanted))
-        .order_by(ec.c.epoch)
-    )
-    if postgres:
-        query = query.with_for_update()
-    state = {int(row.epoch): row for row in conn.execute(query)}
-    closed = np.flatnonzero(np.isin(batch.epochs, [e for e in wanted if state[e].closed]))
-    closed = closed[np.isin(closed, fresh)]
-    if closed.size:
-        i = int(closed[0])
-        raise ClientError(409, f"item {i}: epoch {int(batch.epochs[i])} is closed.", i)
-    if col.reports_per_epoch is not None and fresh.size:
+    newest = None if newest is None else int(newest)
+    if _acceptable(conn, col, batch, device, keep, newest):
+        inserted = _insert(conn, engine, col, batch, device, keep, rows, optimistic=True)
+        if inserted is not None:
+            if inserted.size < keep.size:  # PostgreSQL: some ids were stored already
+                lost = np.setdiff1d(keep, inserted)
+                ids = [rows.ids[i] for i in lost]
+                _check_repeats(batch, lost, ids, _stored(conn, postgres, col, device, ids))
+            return _count(conn, engine, col, batch, inserted)
+    # The careful path.
+    ids = [rows.ids[i] for i in keep]
+    fresh = _check_repeats(batch, keep, ids, _stored(conn, postgres, col, device, ids))
+    if not fresh.size:
+        return 0
+    in_order = np.sort(fresh)
+    _check_open(col, batch.epochs, in_order, newest)
+    _check_closed(conn, col, batch, in_order)
+    if col.reports_per_epoch is not None:
         _check_quota(conn, col, batch, device, fresh)
-    inserted = _insert(conn, engine, col, batch, device, fresh)
+    inserted = _insert(conn, engine, col, batch, device, fresh, rows, optimistic=False)
+    assert inserted is not None
     if inserted.size < fresh.size:  # PostgreSQL, shared token: a concurrent batch won the race
         lost = np.setdiff1d(fresh, inserted)
-        late = _stored(conn, postgres, col, device, [bytes(batch.ids[i]) for i in lost])
-        _check_repeats(batch, lost, [bytes(batch.ids[i]) for i in lost], late)
-    for e in wanted:
-        mine = inserted[batch.epochs[inserted] == e]
-        if not mine.size:
-            continue
-        add = np.asarray(col.proto.support_counts(batch.records[mine]), dtype=np.int64)
-        old = np.frombuffer(state[e].support, dtype="<i8").reshape(shape)
-        conn.execute(
-            ec.update()
-            .where(ec.c.collection_id == col.id, ec.c.epoch == e)
-            .values(n=state[e].n + int(mine.size), support=(old + add).astype("<i8").tobytes())
-        )
-    return int(inserted.size)
+        ids = [rows.ids[i] for i in lost]
+        _check_repeats(batch, lost, ids, _stored(conn, postgres, col, device, ids))
+    return _count(conn, engine, col, batch, inserted)
+
+
+class _RowBytes:
+    """The batch's ids and wire reports as bytes objects (made once: what the driver binds)."""
+
+    def __init__(self, batch: Batch):
+        n, width = batch.rows.shape
+        id_blob = np.ascontiguousarray(batch.ids).tobytes()
+        wire_blob = np.ascontiguousarray(batch.rows).tobytes()
+        self.ids = [id_blob[16 * i : 16 * i + 16] for i in range(n)]
+        self.wires = [wire_blob[width * i : width * (i + 1)] for i in range(n)]
+
+
+def _acceptable(
+    conn: Connection,
+    col: Collection,
+    batch: Batch,
+    device: int,
+    items: NDArray[np.int64],
+    newest: int | None,
+) -> bool:
+    """Whether every one of ``items``, taken as new, passes the window, closed-epoch and quota
+    checks (reads only; the careful path says which item fails and why)."""
+    try:
+        in_order = np.sort(items)
+        _check_open(col, batch.epochs, in_order, newest)
+        _check_closed(conn, col, batch, in_order)
+        if col.reports_per_epoch is not None:
+            _check_quota(conn, col, batch, device, items)
+    except ClientError:
+        return False
+    return True
 
 
 def _check_open(
@@ -194,6 +209,69 @@ def _check_open(
         raise ClientError(
             422, f"item {i}: epoch {int(epochs[i])} is not open; open epochs are {where}.", i
         )
+
+
+def _check_closed(
+    conn: Connection, col: Collection, batch: Batch, items: NDArray[np.int64]
+) -> None:
+    """409 naming the first of ``items`` (ascending) in a closed epoch."""
+    ec = db.epoch_counts
+    wanted = np.unique(batch.epochs[items]).tolist()
+    closed = conn.execute(
+        sa.select(ec.c.epoch).where(
+            ec.c.collection_id == col.id, ec.c.epoch.in_(wanted), ec.c.closed
+        )
+    ).scalars()
+    bad = items[np.isin(batch.epochs[items], [int(e) for e in closed])]
+    if bad.size:
+        i = int(bad[0])
+        raise ClientError(409, f"item {i}: epoch {int(batch.epochs[i])} is closed.", i)
+
+
+def _count(
+    conn: Connection, engine: Engine, col: Collection, batch: Batch, inserted: NDArray[np.int64]
+) -> int:
+    """Add the inserted reports to their epochs' counts; returns how many there are.
+
+    Locks the epochs' rows in epoch order (after the reports: every transaction takes report
+    locks before epoch locks, in id and epoch order), and checks again, under the lock, that
+    none was closed since the first check.
+    """
+    if not inserted.size:
+        return 0
+    ec = db.epoch_counts
+    shape = col.proto.support_shape
+    zeros = np.zeros(shape, dtype="<i8").tobytes()
+    wanted = np.unique(batch.epochs[inserted]).tolist()  # ascending: the lock order
+    conn.execute(
+        insert_ignore(engine, ec),
+        [
+            {"collection_id": col.id, "epoch": e, "n": 0, "support": zeros, "closed": False}
+            for e in wanted
+        ],
+    )
+    query = (
+        sa.select(ec.c.epoch, ec.c.n, ec.c.support, ec.c.closed)
+        .where(ec.c.collection_id == col.id, ec.c.epoch.in_(wanted))
+        .order_by(ec.c.epoch)
+    )
+    if db.is_postgres(engine):
+        query = query.with_for_update()
+    state = {int(row.epoch): row for row in conn.execute(query)}
+    closed = inserted[np.isin(batch.epochs[inserted], [e for e in wanted if state[e].closed])]
+    if closed.size:
+        i = int(np.sort(closed)[0])
+        raise ClientError(409, f"item {i}: epoch {int(batch.epochs[i])} is closed.", i)
+    for e in wanted:
+        mine = inserted[batch.epochs[inserted] == e]
+        add = np.asarray(col.proto.support_counts(batch.records[mine]), dtype=np.int64)
+        old = np.frombuffer(state[e].support, dtype="<i8").reshape(shape)
+        conn.execute(
+            ec.update()
+            .where(ec.c.collection_id == col.id, ec.c.epoch == e)
+            .values(n=state[e].n + int(mine.size), support=(old + add).astype("<i8").tobytes())
+        )
+    return int(inserted.size)
 
 
 def _stored(
@@ -251,7 +329,7 @@ def _check_quota(
     409 naming the first new item past it (in batch order)."""
     quota = int(col.reports_per_epoch or 0)
     r = db.reports
-    touched = sorted({int(e) for e in batch.epochs[fresh]})
+    touched = np.unique(batch.epochs[fresh]).tolist()
     held = dict(
         conn.execute(
             sa.select(r.c.epoch, sa.func.count())
@@ -278,48 +356,51 @@ def _insert(
     col: Collection,
     batch: Batch,
     device: int,
-    fresh: NDArray[np.int64],
-) -> NDArray[np.int64]:
-    """Insert the ``fresh`` items (in report-id order); return the items inserted.
+    items: NDArray[np.int64],
+    rows: _RowBytes,
+    *,
+    optimistic: bool,
+) -> NDArray[np.int64] | None:
+    """Insert ``items`` (in report-id order); return the items inserted, or None when an
+    optimistic insert on SQLite met a stored id (nothing is left inserted then).
 
-    SQLite: the transaction holds the database's write lock, nothing can have inserted them
-    since they were looked up: the driver's ``executemany``. PostgreSQL: ``INSERT … ON
+    SQLite: the transaction holds the database's write lock; the driver's ``executemany``
+    inside a savepoint, rolled back if an id is stored already. PostgreSQL: ``INSERT … ON
     CONFLICT DO NOTHING RETURNING`` says which rows are new even against a concurrent
     transaction of the shared token (a device's own transactions are serialized by its lock).
     """
-    if not fresh.size:
-        return fresh
-    order = fresh  # already in report-id order (distinct_items)
-    ids, epochs, cohorts = batch.ids, batch.epochs, batch.cohorts
+    if not items.size:
+        return items
+    order = items.tolist()  # report-id order (distinct_items): the lock order
+    epochs, cohorts = batch.epochs.tolist(), batch.cohorts
     if not db.is_postgres(engine):
-        conn.exec_driver_sql(
-            SQLITE_INSERT,
-            [
-                (
-                    col.id,
-                    device,
-                    ids[i].tobytes(),
-                    int(epochs[i]),
-                    cohorts[i],
-                    batch.rows[i].tobytes(),
-                )
-                for i in order.tolist()
-            ],
-        )
-        return fresh
+        values = [
+            (col.id, device, rows.ids[i], epochs[i], cohorts[i], rows.wires[i]) for i in order
+        ]
+        if not optimistic:
+            conn.exec_driver_sql(SQLITE_INSERT, values)
+            return items
+        savepoint = conn.begin_nested()
+        try:
+            conn.exec_driver_sql(SQLITE_INSERT, values)
+        except sa.exc.IntegrityError:
+            savepoint.rollback()
+            return None
+        savepoint.commit()
+        return items
     stmt = insert_ignore(engine, db.reports).returning(db.reports.c.report_id)
-    rows = [
+    params = [
         {
             "collection_id": col.id,
             "device_id": device,
-            "report_id": ids[i].tobytes(),
-            "epoch": int(epochs[i]),
+            "report_id": rows.ids[i],
+            "epoch": epochs[i],
             "cohort": cohorts[i],
-            "wire": batch.rows[i].tobytes(),
+            "wire": rows.wires[i],
         }
-        for i in order.tolist()
+        for i in order
     ]
-    new = {bytes(x) for x in conn.execute(stmt, rows).scalars()}
-    if len(new) == len(rows):
-        return fresh
-    return np.asarray([i for i in order.tolist() if ids[i].tobytes() in new], dtype=np.int64)
+    new = {bytes(x) for x in conn.execute(stmt, params).scalars()}
+    if len(new) == len(order):
+        return items
+    return np.asarray([i for i in order if rows.ids[i] in new], dtype=np.int64)
