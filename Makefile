@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench serve-demo soak clean
+.PHONY: demo test lint docs bench serve-demo soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +19,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks scripts experiments)
+	$(BIN)/python scripts/api_reference.py --out docs/api.md
 	$(BIN)/pytest -n 2 -q
+
+# The API reference from the docstrings (fails on a missing docstring or a broken reference).
+docs: $(STAMP)
+	$(BIN)/python scripts/api_reference.py --out docs/api.md
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks scripts experiments)

@@ -9,7 +9,7 @@ Algorithm 1 changes, and (with a second table) count-level against per-user engi
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -46,8 +46,23 @@ def means(rows):
     }
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Summarize Study 1 (experiments/standalone.toml) into Markdown tables "
+        "on standard output.",
+    )
+    parser.add_argument("results", help="results.parquet of the count-level study")
+    parser.add_argument(
+        "per_user",
+        nargs="?",
+        help="results of the per-user engine on Adult (adds the engines' comparison)",
+    )
+    return parser.parse_args(argv)
+
+
 def main() -> None:
-    rows = load(sys.argv[1])
+    args = parse_args()
+    rows = load(args.results)
     m = means(rows)
     attrs = sorted({(k[0], k[1]) for k in m})
     eps = sorted({k[3] for k in m})
@@ -74,7 +89,7 @@ def main() -> None:
     print("| dataset · attribute | k | α | " + " | ".join(f"ε∞={e:g}" for e in eps) + " |")
     print("|---|---|---|" + "---|" * len(eps))
     ks = {(r["dataset"], r["attribute"]): None for r in rows}
-    t = pq.read_table(sys.argv[1], columns=["dataset", "attribute", "k"]).to_pylist()
+    t = pq.read_table(args.results, columns=["dataset", "attribute", "k"]).to_pylist()
     for r in t:
         ks[(r["dataset"], r["attribute"])] = r["k"]
     for d, a in attrs:
@@ -98,8 +113,8 @@ def main() -> None:
                 m[(d, a, p, e, al, "algorithm-1")][0] / m[(d, a, p, e, al, "none")][0] for e in eps
             ]
             print(f"| {d} · {a} | {p} | " + " | ".join(f"{x:.2g}" for x in vals) + " |")
-    if len(sys.argv) > 2:
-        pu = means(load(sys.argv[2]))
+    if args.per_user is not None:
+        pu = means(load(args.per_user))
         print("\n## Engines: per-user over count-level mean MSE_avg (Adult, no post-processing)\n")
         print(
             "Each ratio with its 95% interval from both engines' standard errors (t quantile with "

@@ -40,6 +40,9 @@ import typer
 
 import longldp
 from longldp.cli._common import ErrorsAsExit
+from longldp.cli._help import hide_flag_types
+
+hide_flag_types()
 
 #: The modules of ``longldp.cli`` whose ``register(app)`` adds commands, in help order.
 COMMAND_MODULES: tuple[str, ...] = (

@@ -96,7 +96,7 @@ def run_cmd(
 def plot_cmd(
     results: Annotated[Path, typer.Argument(help="results.parquet written by 'longldp run'.")],
     out: Annotated[
-        Path | None, typer.Option(help="Folder for the PNG files (default: plots/ beside it).")
+        Path | None, typer.Option(help="Folder for the figures (default: plots/ beside it).")
     ] = None,
     band: Annotated[
         str, typer.Option(help="95% band over repetitions: 't' (of the mean) or 'percentile'.")
@@ -115,6 +115,17 @@ def plot_cmd(
     log_y: Annotated[
         bool | None, typer.Option("--log-y/--linear-y", help="Scale of the y axis.")
     ] = None,
+    fmt: Annotated[
+        str, typer.Option("--format", help="File format: png, pdf or svg (vector, for papers).")
+    ] = "png",
+    dpi: Annotated[int, typer.Option(help="Resolution in dots per inch (20 to 1200).")] = 110,
+    ratios: Annotated[
+        bool,
+        typer.Option(
+            "--ratios/--no-ratios",
+            help="Under each panel, every line divided by the best one (tells close lines apart).",
+        ),
+    ] = True,
 ) -> None:
     """Draw a study's figures from its results table. Without options: every figure of its
     kind (MSE_avg against ε∞ on a log scale, a panel per dataset; set-valued studies also
@@ -124,10 +135,13 @@ def plot_cmd(
     def cols(text: str | None) -> tuple[str, ...] | None:
         return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
 
+    from longldp.experiments.plot import check_format
+
+    fmt, dpi = check_format(fmt, dpi)  # refused before the table is read
     con = console()
     chosen = (x, y, lines, panels, figures, log_y)
     if all(c is None for c in chosen):
-        paths = plot_study(results, out, band_kind=band)
+        paths = plot_study(results, out, band_kind=band, fmt=fmt, dpi=dpi, ratios=ratios)
     else:
         paths = plot_results(
             results,
@@ -139,6 +153,9 @@ def plot_cmd(
             figure_by=cols(figures),
             band_kind=band,
             log_y=log_y,
+            fmt=fmt,
+            dpi=dpi,
+            ratios=ratios,
         )
     for path in paths:
         con.print(str(path))

@@ -1,10 +1,13 @@
 """Plots drawn from a results table (never from in-memory state, docs/design.md §5).
 
 `plot_results` draws, for every combination of the ``figure_by`` columns (by default α and the
-post-processing), one PNG with one panel per combination of the ``panel_by`` columns (dataset
-and attribute): ``y`` (MSE_avg) against ``x`` (ε∞) on a log y-axis (or a linear one), one line
-per protocol, the mean over repetitions with a 95% band. Lines differ by colour, marker, line
-style and marker fill, so that lines lying on each other stay visible. `plot_study` draws
+post-processing), one figure (PNG, PDF or SVG at a chosen resolution) with one panel per
+combination of the ``panel_by`` columns (dataset and attribute): ``y`` (MSE_avg) against ``x``
+(ε∞) on a log y-axis (or a linear one), one line per protocol, the mean over repetitions with
+a 95% band. Lines differ by colour, marker, line style and marker fill, and under every panel
+a smaller one shows each line's mean divided by the best line's at the same x, so that lines
+lying on each other (the unary-encoding and LOLOHA chains) can be told apart. Axes are
+labelled in words. `plot_study` draws
 every figure of a study with its kind's layout (`longldp.experiments.kinds.StudyKind`): what
 ``longldp plot`` does.
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import re
 import textwrap
 from collections.abc import Sequence
@@ -39,25 +43,37 @@ from longldp.experiments.store import read_results
 __all__ = [
     "BANDS",
     "DEFAULTS",
+    "DPI_RANGE",
+    "FORMATS",
+    "HIGHER_IS_BETTER",
     "band",
     "kind_defaults",
     "line_styles",
     "plot_results",
     "plot_study",
+    "ratio_panel",
 ]
 
 BANDS = ("t", "percentile")
 _LABELS = {
-    "eps_perm": "ε∞",
-    "alpha": "α",
-    "mse_avg": "MSE_avg",
+    "eps_perm": "privacy budget ε∞ (of the memoized answer)",
+    "alpha": "α = ε1/ε∞",
+    "mse_avg": "mean squared error, averaged over time",
     "postprocess": "post-processing",
     "precision": "precision",
     "re": "median relative error",
-    "ncr": "NCR",
-    "tau": "τ",
-    "f1": "F1",
+    "re_zero": "median relative error (missed items count as 0)",
+    "ncr": "normalized cumulative rank",
+    "tau": "τ (timestamps)",
+    "f1": "F1 score",
+    "dataset": "dataset",
+    "protocol": "protocol",
 }
+#: Metrics for which a larger value is better (their ratio panel divides by the largest).
+HIGHER_IS_BETTER = frozenset({"precision", "f1", "ncr", "recall"})
+#: File formats `plot_results` writes, and the resolution range it accepts.
+FORMATS = ("png", "pdf", "svg")
+DPI_RANGE = (20, 1200)
 _MARKERS = "osD^v<>ph*"
 _LINESTYLES = ("-", "--", "-.", ":")
 
@@ -127,6 +143,79 @@ def line_styles(labels: Sequence[object]) -> dict[object, dict[str, object]]:
     }
 
 
+def check_format(fmt: object, dpi: object) -> tuple[str, int]:
+    """The file format (one of `FORMATS`, any case) and the resolution (an integer in
+    `DPI_RANGE`), or a one-line ValueError naming the bad one."""
+    text = str(fmt).lower().lstrip(".")
+    if text not in FORMATS:
+        raise ValueError(f"plot: 'format' must be one of {', '.join(FORMATS)}; got {fmt!r}.")
+    low, high = DPI_RANGE
+    if isinstance(dpi, bool) or not isinstance(dpi, numbers.Integral) or not low <= dpi <= high:
+        raise ValueError(f"plot: 'dpi' must be an integer in [{low}, {high}]; got {dpi!r}.")
+    return text, int(dpi)
+
+
+#: Lines whose ratio to the best stays within this factor form the "near-best" bundle that the
+#: ratio panel zooms in on (linear axis); the others are named as off the scale.
+NEAR_BEST = 3.0
+
+
+def ratio_panel(
+    ax: Any, means: dict[object, dict[float, float]], styles: dict[object, dict], metric: str
+) -> None:
+    """Each line's mean over the best line's mean at the same x (lowest, or highest for a
+    `HIGHER_IS_BETTER` metric): 1 is the best. The axis is linear and zoomed on the lines
+    within `NEAR_BEST` of the best (the ones that lie on each other above); lines farther
+    away leave the axis and are named in the panel. With fewer than two such lines, a log axis
+    shows every line."""
+    higher = metric in HIGHER_IS_BETTER
+    xs = sorted({v for m in means.values() for v in m})
+    best = {}
+    for v in xs:
+        at = [m[v] for m in means.values() if v in m and np.isfinite(m[v]) and m[v] > 0]
+        if at:
+            best[v] = max(at) if higher else min(at)
+    curves: dict[object, tuple[tuple[float, ...], tuple[float, ...]]] = {}
+    for label, m in means.items():
+        pts = [(v, m[v] / best[v]) for v in sorted(m) if v in best and np.isfinite(m[v])]
+        if pts:
+            curves[label] = tuple(zip(*pts, strict=True))  # type: ignore[assignment]
+
+    def distance(ys: Sequence[float]) -> float:  # how far from the best, as a factor ≥ 1
+        worst = min(ys) if higher else max(ys)
+        if worst <= 0:
+            return math.inf
+        return 1 / worst if higher else worst
+
+    near = [lb for lb, (_, ys) in curves.items() if distance(ys) <= NEAR_BEST]
+    for label, (px, py) in curves.items():
+        ax.plot(px, py, ms=4, label=str(label), **styles[label])
+    ax.axhline(1.0, color="0.3", linewidth=0.8)
+    if len(near) >= 2:
+        far = max(distance(curves[lb][1]) for lb in near)
+        span = max(far - 1, 0.02)
+        if higher:
+            ax.set_ylim(1 / far - 0.08 * span, 1 + 0.04 * span)
+        else:
+            ax.set_ylim(1 - 0.04 * span, far + 0.08 * span)
+        off = [str(lb) for lb in curves if lb not in near]
+        if off:
+            ax.text(
+                0.01,
+                0.97 if not higher else 0.03,
+                "beyond the axis: " + ", ".join(off),
+                transform=ax.transAxes,
+                ha="left",
+                va="top" if not higher else "bottom",
+                fontsize=7,
+                color="0.35",
+            )
+    else:
+        ax.set_yscale("log")
+    ax.set_ylabel("÷ best (highest)" if higher else "÷ best (lowest)", fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+
+
 #: What `plot_results` draws when neither the caller nor the table's kind says otherwise.
 DEFAULTS: dict[str, Any] = {
     "x": "eps_perm",
@@ -160,8 +249,11 @@ def plot_results(
     line_by: str | None = None,
     band_kind: str = "t",
     log_y: bool | None = None,
+    fmt: str = "png",
+    dpi: int = 110,
+    ratios: bool = True,
 ) -> list[Path]:
-    """Draw ``y`` against ``x`` from a results table into PNG files; return their paths.
+    """Draw ``y`` against ``x`` from a results table into image files; return their paths.
 
     Every argument left None takes the default of the table's study kind (`kind_defaults`:
     MSE_avg on a log axis against ε∞, one line per protocol, unless the kind says otherwise,
@@ -187,16 +279,26 @@ def plot_results(
     log_y : bool, optional
         Log scale on the vertical axis (the default for MSE; bands in log space); False for a
         linear axis (metrics in [0, 1] such as precision).
+    fmt : {"png", "pdf", "svg"}
+        File format (pdf and svg are vector graphics, for papers).
+    dpi : int
+        Resolution in dots per inch (of the PNG; of rasterized parts in pdf/svg), in
+        `DPI_RANGE`.
+    ratios : bool
+        Under every panel with two lines or more, a panel of each line's mean divided by the
+        best line's mean at each x (the lowest; the highest for `HIGHER_IS_BETTER` metrics),
+        so that curves lying on each other in the main panel can be told apart.
 
     Returns
     -------
     list of Path
-        The PNG files written.
+        The files written.
     """
     from matplotlib.figure import Figure  # no pyplot: no global backend state
 
     if band_kind not in BANDS:
         raise ValueError(f"plot_results: 'band_kind' must be one of {BANDS}; got {band_kind!r}.")
+    fmt, dpi = check_format(fmt, dpi)
     results_dir: Path | None = None
     if isinstance(results, pa.Table):
         if out is None:
@@ -248,15 +350,26 @@ def plot_results(
         panels = list(dict.fromkeys(key(i, panel_by) for i in rows))
         ncols = min(3, len(panels))
         nrows = math.ceil(len(panels) / ncols)
+        with_ratios = ratios and len(lines) > 1
         width = max(6.4, 5.2 * ncols)
         legend_cols = max(1, min(len(lines), int(width / 1.9)))
         legend_rows = math.ceil(len(lines) / legend_cols)
-        height = 3.9 * nrows + 0.9 + 0.22 * legend_rows
-        fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
-        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        height = (5.3 if with_ratios else 3.9) * nrows + 0.9 + 0.22 * legend_rows
+        fig = Figure(figsize=(width, height), dpi=dpi, layout="constrained")
+        if with_ratios:  # main axes first (fig.axes[:n]), each with its ratio panel below
+            grid = fig.add_gridspec(2 * nrows, ncols, height_ratios=[3.0, 1.4] * nrows)
+            axes = [fig.add_subplot(grid[2 * (j // ncols), j % ncols]) for j in range(len(panels))]
+            ratio_axes = [
+                fig.add_subplot(grid[2 * (j // ncols) + 1, j % ncols], sharex=ax)
+                for j, ax in enumerate(axes)
+            ]
+        else:
+            axes = list(fig.subplots(nrows, ncols, squeeze=False).ravel())
+            ratio_axes = []
         reps = 0
-        for ax, panel in zip(axes, panels, strict=False):
+        for n_panel, (ax, panel) in enumerate(zip(axes, panels, strict=False)):
             mine = [i for i in rows if key(i, panel_by) == panel]
+            means: dict[object, dict[float, float]] = {}
             for label in [lb for lb in lines if any(cols[line_by][i] == lb for i in mine)]:
                 by_x: dict[float, list[float]] = {}
                 for i in mine:
@@ -266,12 +379,12 @@ def plot_results(
                 summary = np.array([band(by_x[v], band_kind, log=log_y) for v in xs])
                 reps = max(reps, *(len(by_x[v]) for v in xs))
                 mean, lo, hi = summary.T
+                means[label] = dict(zip(xs, mean, strict=True))
                 ax.plot(xs, mean, ms=5, label=str(label), **styles[label])  # type: ignore[arg-type]
                 colour = styles[label]["color"]
                 ax.fill_between(xs, lo, hi, color=colour, alpha=0.15, linewidth=0)
             if log_y:
                 ax.set_yscale("log")
-            ax.set_xlabel(_LABELS.get(x, x))
             ax.set_ylabel(_LABELS.get(y, y))
             title = " · ".join(  # a bare number says which column it is: "τ = 260"
                 _fmt(v) if isinstance(v, str) else f"{_LABELS.get(c, c)} = {_fmt(v)}"
@@ -281,8 +394,15 @@ def plot_results(
             if title:
                 ax.set_title(title, fontsize=10)
             ax.grid(True, which="both", alpha=0.3)
-        for ax in axes[len(panels) :]:
-            ax.set_visible(False)
+            if with_ratios:
+                ax.tick_params(labelbottom=False)
+                ratio_panel(ratio_axes[n_panel], means, styles, y)
+                ratio_axes[n_panel].set_xlabel(_LABELS.get(x, x))
+            else:
+                ax.set_xlabel(_LABELS.get(x, x))
+        if not with_ratios:
+            for ax in axes[len(panels) :]:
+                ax.set_visible(False)
         handles, labels = [], []
         for ax in axes[: len(panels)]:
             for h, lb in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -298,8 +418,8 @@ def plot_results(
         title += f"; mean and 95% {interval} over {reps} repetition{'s' if reps != 1 else ''}"
         fig.suptitle(textwrap.fill(title, width=int(width * 12)), fontsize=10)
         name = "_".join([y, *(f"{c}-{_fmt(v)}" for c, v in shown)])
-        path = out_dir / f"{_slug(name)}.png"
-        fig.savefig(path)
+        path = out_dir / f"{_slug(name)}.{fmt}"
+        fig.savefig(path, format=fmt, dpi=dpi)
         paths.append(path)
     if results_dir is not None:
         store.record_figures(results_dir, paths)
@@ -307,7 +427,13 @@ def plot_results(
 
 
 def plot_study(
-    results: str | Path, out: str | Path | None = None, *, band_kind: str = "t"
+    results: str | Path,
+    out: str | Path | None = None,
+    *,
+    band_kind: str = "t",
+    fmt: str = "png",
+    dpi: int = 110,
+    ratios: bool = True,
 ) -> list[Path]:
     """Every figure of a study, with its kind's defaults: what ``longldp plot`` draws.
 
@@ -322,11 +448,13 @@ def plot_study(
         Folder for the PNG files (default: ``plots/`` beside the results file).
     band_kind : {"t", "percentile"}
         How the 95% band over repetitions is computed (module docstring).
+    fmt, dpi, ratios
+        As for `plot_results`.
 
     Returns
     -------
     list of Path
-        The PNG files written (also listed in the results folder's ``figures.json``).
+        The files written (also listed in the results folder's ``figures.json``).
     """
     from longldp.experiments.kinds import get_kind
 
@@ -337,7 +465,9 @@ def plot_study(
             f"plot: {str(results)!r} is not a results table of one study (kinds {sorted(kinds)})."
         )
     kind = get_kind(str(kinds.pop()))
-    paths = plot_results(results, out, band_kind=band_kind)
+    fmt, dpi = check_format(fmt, dpi)
+    style = {"band_kind": band_kind, "fmt": fmt, "dpi": dpi, "ratios": ratios}
+    paths = plot_results(results, out, **style)  # type: ignore[arg-type]
     for metric in kind.linear_metrics:
-        paths += plot_results(results, out, y=metric, band_kind=band_kind, log_y=False)
+        paths += plot_results(results, out, y=metric, log_y=False, **style)  # type: ignore[arg-type]
     return paths

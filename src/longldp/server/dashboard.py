@@ -4,10 +4,11 @@ The page carries its data inline (a JSON block) and draws its chart with inline 
 an inline SVG; it references no file, font or script from anywhere (the server also sends a
 Content-Security-Policy that forbids fetching anything). Shown: the privacy parameters in
 words, the number of reports per epoch, the estimated frequency of the most frequent values
-over the epochs with their 95% intervals (chart), and the latest epoch's estimates (table).
-Bounded whatever the collection holds: it computes at most :func:`epochs_shown` epochs (the
-latest) and sends only the top values of each, and says so on the page when it shows fewer
-epochs than the collection has.
+over the epochs with their 95% intervals (chart, with a note saying which values it shows, an
+axis title and round ticks), and the latest epoch's estimates (table). Bounded whatever the
+collection holds: it computes at most :func:`epochs_shown` epochs (the latest) and sends only
+the top values of each, and says so on the page when it shows fewer epochs than the
+collection has.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from __future__ import annotations
 import html
 import json
 from typing import Any
+
+import numpy as np
 
 #: Values drawn in the chart (the largest mean estimates over the epochs shown).
 TOP_CHART = 6
@@ -49,9 +52,48 @@ def chart_data(view: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render_dashboard(info: dict[str, Any], view: dict[str, Any], method: str | None) -> str:
+def view_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A dashboard view of series rows that carry every value (each row as one epoch of
+    ``GET …/series``): the chart's values are those with the largest mean estimate."""
+    if not rows:
+        return {
+            "total_epochs": 0,
+            "total_reports": 0,
+            "chart": [],
+            "chart_values": [],
+            "latest": None,
+        }
+    est = np.array([r["estimate"] for r in rows])
+    top = np.argsort(-est.mean(axis=0), kind="stable")[:TOP_CHART]
+    pick = ("estimate", "se", "lower", "upper")
+    chart = [
+        {"epoch": r["epoch"], "n": r["n"], **{f: [r[f][v] for v in top] for f in pick}}
+        for r in rows
+    ]
+    last = rows[-1]
+    best = np.argsort(-np.asarray(last["estimate"]), kind="stable")[:TOP_TABLE]
+    latest = {
+        "epoch": last["epoch"],
+        "values": [int(v) for v in best],
+        **{f: [last[f][v] for v in best] for f in pick},
+    }
+    return {
+        "total_epochs": len(rows),
+        "total_reports": sum(r["n"] for r in rows),
+        "chart": chart,
+        "chart_values": [int(v) for v in top],
+        "latest": latest,
+    }
+
+
+def render_dashboard(
+    info: dict[str, Any], view: dict[str, Any] | list[dict[str, Any]], method: str | None
+) -> str:
     """The dashboard HTML of a collection from its public info and its dashboard view
-    (:meth:`longldp.server.service.Service.dashboard_view`)."""
+    (:meth:`longldp.server.service.Service.dashboard_view`, or series rows: see
+    :func:`view_from_rows`)."""
+    if isinstance(view, list):
+        view = view_from_rows(view)
     esc = html.escape
     data = chart_data(view)
     blob = json.dumps(data).replace("<", "\\u003c")
@@ -93,8 +135,11 @@ def render_dashboard(info: dict[str, Any], view: dict[str, Any], method: str | N
         pp_words=pp_words,
         total=f"{view['total_reports']:,}",
         n_epochs=total_epochs,
+        epochs_word="epoch" if total_epochs == 1 else "epochs",
         shown=shown,
         cap_words=cap_words,
+        top_chart=min(TOP_CHART, len(data["series"])) if shown else TOP_CHART,
+        over="over the epochs shown" if shown < total_epochs else "over all epochs",
         counts=counts,
         latest_title=esc(latest_title),
         latest=latest,
@@ -122,9 +167,12 @@ td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 <p id="privacy"><b>{protocol}</b> ({params}). {words}</p>
 <p>Shown: {pp_words}. 95% intervals: estimate ± 1.96 standard errors.</p>
 <p id="summary"><span id="total">{total}</span> reports over
-<span id="n-epochs">{n_epochs}</span> epochs.<span id="shown"
+<span id="n-epochs">{n_epochs}</span> {epochs_word}.<span id="shown"
 data-shown="{shown}">{cap_words}</span></p>
 <h2>Estimated frequency over epochs</h2>
+<p id="chart-note" class="muted">Lines: the {top_chart} values with the largest mean estimate
+{over} (each value's estimated share of the epoch's reports); shaded: their 95%
+intervals.</p>
 <svg id="chart" width="760" height="320" role="img"
      aria-label="estimated frequencies over epochs"></svg>
 <div class="cols">
@@ -140,7 +188,12 @@ data-shown="{shown}">{cap_words}</span></p>
   var data = JSON.parse(document.getElementById("data").textContent);
   var svg = document.getElementById("chart");
   var NS = "http://www.w3.org/2000/svg";
-  var W = 760, H = 320, L = 56, R = 110, T = 12, B = 36;
+  var W = 760, H = 320, L = 72, R = 110, T = 12, B = 36;
+  // A round step (1, 2 or 5 times a power of ten) giving about `n` intervals over `span`.
+  function niceStep(span, n) {{
+    var raw = span / n, mag = Math.pow(10, Math.floor(Math.log10(raw))), f = raw / mag;
+    return mag * (f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10);
+  }}
   var colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b"];
   function el(name, attrs, parent) {{
     var e = document.createElementNS(NS, name);
@@ -158,20 +211,27 @@ data-shown="{shown}">{cap_words}</span></p>
     s.upper.forEach(function (v) {{ hi = Math.max(hi, v); }});
   }});
   if (hi <= lo) hi = lo + 1;
+  var ystep = niceStep(hi - lo, 5);
+  lo = Math.floor(lo / ystep) * ystep;
+  hi = Math.ceil(hi / ystep) * ystep;
+  var digits = Math.max(0, -Math.floor(Math.log10(ystep) + 1e-9));
   var e0 = data.epochs[0], e1 = data.epochs[data.epochs.length - 1];
   function x(e) {{ return L + (e1 === e0 ? 0.5 : (e - e0) / (e1 - e0)) * (W - L - R); }}
   function y(v) {{ return T + (hi - v) / (hi - lo) * (H - T - B); }}
   el("line", {{x1: L, y1: y(0), x2: W - R, y2: y(0), stroke: "#999"}});
   el("line", {{x1: L, y1: T, x2: L, y2: H - B, stroke: "#999"}});
-  for (var i = 0; i <= 4; i++) {{
-    var v = lo + (hi - lo) * i / 4;
-    el("text", {{x: L - 6, y: y(v) + 4, "text-anchor": "end"}}).textContent = v.toFixed(3);
+  for (var i = 0; lo + i * ystep <= hi + ystep / 2; i++) {{
+    var v = lo + i * ystep;
+    el("text", {{x: L - 6, y: y(v) + 4, "text-anchor": "end", "class": "ytick"}})
+      .textContent = v.toFixed(digits);
   }}
-  var step = Math.max(1, Math.ceil(data.epochs.length / 10));
-  data.epochs.forEach(function (e, j) {{
-    if (j % step === 0)
-      el("text", {{x: x(e), y: H - B + 16, "text-anchor": "middle"}}).textContent = e;
-  }});
+  el("text", {{x: 14, y: (T + H - B) / 2, "text-anchor": "middle",
+              transform: "rotate(-90 14 " + (T + H - B) / 2 + ")"}})
+    .textContent = "estimated frequency (share of reports)";
+  var estep = e1 > e0 ? Math.max(1, niceStep(e1 - e0, 8)) : 1;
+  for (var e = Math.ceil(e0 / estep) * estep; e <= e1; e += estep)
+    el("text", {{x: x(e), y: H - B + 16, "text-anchor": "middle", "class": "xtick"}})
+      .textContent = e;
   el("text", {{x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle"}}).textContent = "epoch";
   data.series.forEach(function (s, i) {{
     var c = colors[i % colors.length];

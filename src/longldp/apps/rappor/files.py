@@ -60,6 +60,7 @@ def read_counts(path: str | Path, proto: RAPPOR) -> NDArray[np.int64]:
 
 
 def write_counts(counts: ArrayLike, path: str | Path, proto: RAPPOR) -> None:
+    """Write google/rappor's counts CSV (m rows: N_j, then the k bit counts), checked first."""
     c = check_counts(proto, counts)
     np.savetxt(path, c, fmt="%d", delimiter=",")
 

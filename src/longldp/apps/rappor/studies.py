@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from longldp import privacy
-from longldp.apps.rappor.decode import decode, select
+from longldp.apps.rappor.decode import decode
 from longldp.protocols.rappor import RAPPOR, candidate_map
 
 CORRECTIONS = ("bonferroni", "bh", "none")
@@ -71,7 +71,7 @@ def paper_52(reps: int = 50, seed: int = 0, n: int = 10**6) -> dict:
         row: dict = {"rep": r}
         freq = counts / n
         for corr in CORRECTIONS:
-            det = select(res.p_value, 0.05, corr)
+            det = res.corrected(corr, 0.05).detected
             missed = freq[~det[:100]]
             row[corr] = {
                 "detected": int(det[:100].sum()),
@@ -79,11 +79,12 @@ def paper_52(reps: int = 50, seed: int = 0, n: int = 10**6) -> dict:
                 "largest_missed_freq": float(missed.max()) if missed.size else 0.0,
                 "smallest_found_freq": float(freq[det[:100]].min()) if det[:100].any() else 1.0,
             }
-        row["se_min"], row["se_max"] = float(res.std_error.min()), float(res.std_error.max())
+        row["se_min"] = float(np.nanmin(res.std_error))
+        row["se_max"] = float(np.nanmax(res.std_error))
         top = np.argsort(-res.estimate)[:50]
         refit = decode(proto, C, [cands[i] for i in top], bloom_map=idx[top], correction="bh")
-        row["se_top50_min"] = float(refit.std_error.min())
-        row["se_top50_max"] = float(refit.std_error.max())
+        row["se_top50_min"] = float(np.nanmin(refit.std_error))
+        row["se_top50_max"] = float(np.nanmax(refit.std_error))
         row["v1_estimate"], row["v1_true"] = float(res.estimate[0]), int(counts[0])
         runs.append(row)
     seconds = (time.perf_counter() - t0) / reps

@@ -1,0 +1,226 @@
+"""The documents hold together: every Markdown link and anchor resolves, docs/README.md lists
+every document, the API reference builds from the docstrings, the examples say what they do
+(the README's byte count, the `__main__` guard of multi-process examples), and every script
+under experiments/ answers ``--help``."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FENCE = re.compile(r"^(```|~~~)")
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def markdown_files() -> list[Path]:
+    out = subprocess.run(
+        ["git", "ls-files", "*.md"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    return [ROOT / name for name in out if (ROOT / name).is_file()]
+
+
+def prose(text: str) -> list[str]:
+    """The lines outside fenced code blocks."""
+    lines, fenced = [], False
+    for line in text.splitlines():
+        if FENCE.match(line.strip()):
+            fenced = not fenced
+            continue
+        if not fenced:
+            lines.append(line)
+    return lines
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link keeps its text
+    text = re.sub(r"[^\w\- ]", "", text.strip().lower())
+    return text.replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    out = set()
+    for line in prose(path.read_text(encoding="utf-8")):
+        m = HEADING.match(line)
+        if not m:
+            continue
+        base = slug(m.group(2))
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def links(path: Path) -> list[str]:
+    found = []
+    for line in prose(path.read_text(encoding="utf-8")):
+        line = re.sub(r"`[^`]*`", "", line)  # a link inside inline code is not a link
+        found += LINK.findall(line)
+    return found
+
+
+def test_slug_matches_githubs_rule():
+    assert slug("11. RAPPOR: Bloom filters, PRR/IRR and decoding") == (
+        "11-rappor-bloom-filters-prrirr-and-decoding"
+    )
+    assert slug("12. Hadamard response (SH, L-SH) and GFIM") == (
+        "12-hadamard-response-sh-l-sh-and-gfim"
+    )
+    assert slug("`bench_oracles.py`: one collection") == "bench_oraclespy-one-collection"
+
+
+@pytest.mark.parametrize("path", markdown_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_and_anchor_resolves(path):
+    bad = []
+    for target in links(path):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+            continue
+        file_part, _, anchor = target.partition("#")
+        dest = (path.parent / file_part).resolve() if file_part else path
+        if not dest.exists():
+            bad.append(
+                f"{target}: no file {dest.relative_to(ROOT) if ROOT in dest.parents else dest}"
+            )
+            continue
+        if anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            bad.append(f"{target}: no heading with anchor #{anchor} in {dest.name}")
+    assert not bad, f"{path.relative_to(ROOT)}: " + "; ".join(bad)
+
+
+def test_the_checker_finds_a_broken_anchor(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Title\n\n## 2. Two\n\nSee [two](#2-two) and [three](#3-three).\n")
+    assert "2-two" in anchors(page) and "3-three" not in anchors(page)
+    assert links(page) == ["#2-two", "#3-three"]
+
+
+def test_the_docs_index_lists_every_document():
+    index = ROOT / "docs" / "README.md"
+    listed = {t.partition("#")[0] for t in links(index)}
+    docs = {p.name for p in (ROOT / "docs").glob("*.md") if p.name != "README.md"}
+    assert docs <= listed, f"docs/README.md does not list {sorted(docs - listed)}"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "docs/README.md" in readme
+
+
+# ---------------------------------------------------------------------- API reference
+def load_script(name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_api_reference_builds_from_the_docstrings():
+    api = load_script("api_reference")
+    ref = api.build()
+    assert ref.ok, "\n".join(ref.problems())
+    text = api.markdown(ref)
+    for name in ("longldp.apps.rappor.decode", "longldp.protocols", "longldp.experiments.plot"):
+        assert f"\n## {name}\n" in text
+    assert "### `decode(proto" in text and "### `class AliasGroup(" in text
+    # every module listed at the top has its section (the anchors resolve)
+    headings = {slug(h) for h in re.findall(r"^## (.+)$", text, re.M)}
+    listed = re.findall(r"\]\(#([^)]+)\)", text)
+    assert len(listed) == len(ref.entries) and set(listed) <= headings
+
+
+def test_the_api_reference_check_can_fail(monkeypatch):
+    api = load_script("api_reference")
+    fake = types.ModuleType("longldp_fake_for_api_check")
+    fake.__doc__ = "A module for the test (see :func:`documented`)."
+
+    def documented() -> None:
+        """Points at :func:`nowhere_at_all` and `longldp.no_such_module`."""
+
+    def undocumented() -> None:
+        pass
+
+    for f in (documented, undocumented):
+        f.__module__ = fake.__name__
+        setattr(fake, f.__name__, f)
+    monkeypatch.setitem(sys.modules, fake.__name__, fake)
+    ref = api.build([fake.__name__])
+    assert not ref.ok
+    assert ref.missing == [f"{fake.__name__}.undocumented"]
+    assert {b.split(": ")[1] for b in ref.broken} == {"nowhere_at_all", "longldp.no_such_module"}
+
+
+def test_the_committed_api_reference_is_the_generated_one():
+    """``make test`` regenerates docs/api.md; the committed copy must not lag behind."""
+    api = load_script("api_reference")
+    committed = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+    assert committed == api.markdown(api.build()), (
+        "docs/api.md is stale: run `make docs` (python scripts/api_reference.py --out docs/api.md)"
+    )
+
+
+# ---------------------------------------------------------------------- examples
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
+
+
+def test_the_readme_example_states_the_true_report_size():
+    block = python_blocks(ROOT / "README.md")[0]
+    said = re.search(r"report_bytes\(31\)\s+# (\d+) bytes", block)
+    assert said, "the README example no longer says how many bytes a report takes"
+    namespace: dict = {}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert len(namespace["payload"]) == int(said.group(1))
+
+
+def _guarded(tree: ast.Module) -> set[int]:
+    """ids of the nodes under ``if __name__ == "__main__":``."""
+    inside = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
+            inside |= {id(n) for n in ast.walk(node)}
+    return inside
+
+
+@pytest.mark.parametrize(
+    "path",
+    [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))],
+    ids=lambda p: p.name,
+)
+def test_multiprocess_examples_have_the_main_guard(path):
+    """Worker processes start with ``spawn`` and import the script again: a call with
+    ``workers`` > 1 outside ``if __name__ == "__main__":`` would start them recursively."""
+    for block in python_blocks(path):
+        try:
+            tree = ast.parse(block)
+        except SyntaxError:
+            continue
+        guarded = _guarded(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call) or id(node) in guarded:
+                continue
+            for kw in node.keywords:
+                value = kw.value
+                many = not (isinstance(value, ast.Constant) and value.value in (None, 1))
+                assert not (kw.arg == "workers" and many), (
+                    f'{path.name}: `{ast.unparse(node)}` needs `if __name__ == "__main__":`'
+                )
+
+
+@pytest.mark.parametrize(
+    "script", sorted((ROOT / "experiments").glob("*.py")), ids=lambda p: p.name
+)
+def test_experiment_scripts_answer_help(script):
+    res = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.startswith("usage:") and "Traceback" not in res.stderr
