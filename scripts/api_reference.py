@@ -85,11 +85,6 @@ KNOWN_UNDOCUMENTED = frozenset(
         "longldp.protocols.grr.GRR.q",
         "longldp.protocols.rappor.RAPPOR.onehot",
         "longldp.protocols.rappor.RAPPOR.report_dtype",
-        "longldp.server.service.Service.epochs",
-        "longldp.server.service.Service.estimate",
-        "longldp.server.service.Service.is_admin",
-        "longldp.server.service.Service.list_collections",
-        "longldp.server.service.Service.series",
         "longldp.simulate.Simulation.mse_avg",
         "longldp.simulate.Simulation.mse_per_timestamp",
     }

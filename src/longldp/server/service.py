@@ -248,6 +248,7 @@ class Service:
 
     # ------------------------------------------------------------------ collections
     def is_admin(self, token: str | None) -> bool:
+        """Whether ``token`` is the admin token (constant-time comparison)."""
         return tokens.matches_plain(token, self.admin_token)
 
     def create_collection(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -365,6 +366,7 @@ class Service:
         return proto
 
     def list_collections(self) -> list[dict[str, Any]]:
+        """Every collection's public description, by name."""
         with db.transaction(self.engine, write=False) as conn:
             rows = conn.execute(sa.select(db.collections).order_by("name")).mappings().all()
         return [self._from_row(row).public() for row in rows]

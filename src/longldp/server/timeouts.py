@@ -44,18 +44,22 @@ class GuardedH11Protocol(H11Protocol):
 
     # -- when the deadlines start and stop
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """A new connection: its first request's headers are due within the header timeout."""
         super().connection_made(transport)
         self._arm(self.header_timeout, self._headers_late)
 
     def data_received(self, data: bytes) -> None:
+        """Bytes in: parse them (uvicorn), then arm the deadline of where the request is."""
         super().data_received(data)
         self._follow_state()
 
     def on_response_complete(self) -> None:
+        """After a response: uvicorn's keep-alive timer, and the next headers' deadline."""
         super().on_response_complete()
         self._follow_state()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        """The connection is gone: no deadline is left armed."""
         self._disarm()
         super().connection_lost(exc)
 
