@@ -218,6 +218,7 @@ class DeviceClient:
         self.max_epsilon = None if max_epsilon is None else float(max_epsilon)
         self.queue_limit = queue_limit
         self._os = SecureRandom()
+        _store.remove_stale_temporaries(self.path)
         if self.path.exists():
             body = _store.load_state(self.path, self._secret)
             stored = protocol_from_spec(body["protocol"])
@@ -237,6 +238,10 @@ class DeviceClient:
             self._reports = int(body["reports"])
             self._memo_keys = {str(k) for k in body["memo_keys"]}
             self._dropped = int(body["dropped"])
+            self._credentials = {
+                str(k): (int(v["device"]), str(v["credential"]))
+                for k, v in body.get("credentials", {}).items()
+            }
             self._queue = [
                 QueuedReport(bytes.fromhex(q["id"]), int(q["epoch"]), base64.b64decode(q["report"]))
                 for q in body["queue"]
@@ -251,6 +256,7 @@ class DeviceClient:
             self._reports = 0
             self._memo_keys: set[str] = set()
             self._dropped = 0
+            self._credentials: dict[str, tuple[int, str]] = {}
             self._queue: list[QueuedReport] = []
         self._derive = _derivation(self.proto, self._secret, self.collection)
         self._user_state = self._derive.state
@@ -358,6 +364,24 @@ class DeviceClient:
         self._queue = [q for q in self._queue if q.id not in done]
         self._save()
 
+    # ------------------------------------------------------------------ identity
+    def credential(self, server: str) -> tuple[int, str] | None:
+        """(device id, credential) this device holds on ``server`` (its base URL), or None
+        before it has enrolled there (:class:`longldp.client.upload.Uploader` enrolls it)."""
+        return self._credentials.get(server.rstrip("/"))
+
+    def set_credential(self, server: str, device: int, credential: str) -> None:
+        """Keep the credential the server issued at enrollment (saved in the state file)."""
+        if not isinstance(credential, str) or not credential:
+            raise ValueError("DeviceClient: 'credential' must be a non-empty string.")
+        self._credentials[server.rstrip("/")] = (int(device), credential)
+        self._save()
+
+    def forget_credential(self, server: str) -> None:
+        """Drop the credential held on ``server`` (the next upload enrolls anew)."""
+        if self._credentials.pop(server.rstrip("/"), None) is not None:
+            self._save()
+
     def drop(self, ids: list[bytes], reason: str) -> None:
         """Remove reports the server refused for good; logged with ``reason``."""
         done = set(ids)
@@ -382,6 +406,9 @@ class DeviceClient:
                 "memo_keys": sorted(self._memo_keys),
                 "spent_epsilon": self.spent_budget.epsilon,
                 "dropped": self._dropped,
+                "credentials": {
+                    k: {"device": d, "credential": c} for k, (d, c) in self._credentials.items()
+                },
                 "queue": [
                     {
                         "id": q.id.hex(),

@@ -57,6 +57,46 @@ def insert_ignore(engine: Engine, table: sa.Table) -> Any:
     return (pg_insert if db.is_postgres(engine) else sqlite_insert)(table).on_conflict_do_nothing()
 
 
+# The statements of the hot path, built once (building a statement costs more than running it
+# for a small batch); their parameters are bind parameters.
+_ec, _r, _dv, _p = db.epoch_counts, db.reports, db.devices, sa.bindparam
+_LOCK_DEVICE = sa.select(_dv.c.id).where(_dv.c.id == _p("device")).with_for_update()
+_NEWEST = sa.select(sa.func.max(_ec.c.epoch)).where(_ec.c.collection_id == _p("cid"), _ec.c.n > 0)
+_CLOSED = sa.select(_ec.c.epoch).where(
+    _ec.c.collection_id == _p("cid"), _ec.c.epoch.in_(_p("epochs", expanding=True)), _ec.c.closed
+)
+_STATE = (
+    sa.select(_ec.c.epoch, _ec.c.n, _ec.c.support, _ec.c.closed)
+    .where(_ec.c.collection_id == _p("cid"), _ec.c.epoch.in_(_p("epochs", expanding=True)))
+    .order_by(_ec.c.epoch)
+)
+_STATE_LOCKED = _STATE.with_for_update()
+_UPDATE_COUNTS = (
+    _ec.update()
+    .where(_ec.c.collection_id == _p("cid"), _ec.c.epoch == _p("at"))
+    .values(n=_p("new_n"), support=_p("new_support"))
+)
+_STORED = sa.select(_r.c.report_id, _r.c.epoch, _r.c.wire, _r.c.cohort).where(
+    _r.c.collection_id == _p("cid"),
+    _r.c.device_id == _p("device"),
+    _r.c.report_id.in_(_p("ids", expanding=True)),
+)
+_HELD = (
+    sa.select(_r.c.epoch, sa.func.count())
+    .where(
+        _r.c.collection_id == _p("cid"),
+        _r.c.device_id == _p("device"),
+        _r.c.epoch.in_(_p("epochs", expanding=True)),
+    )
+    .group_by(_r.c.epoch)
+)
+_NEW_EPOCHS = {
+    "postgresql": pg_insert(_ec).on_conflict_do_nothing(),
+    "sqlite": sqlite_insert(_ec).on_conflict_do_nothing(),
+}
+_NEW_REPORTS_PG = pg_insert(_r).on_conflict_do_nothing().returning(_r.c.report_id)
+
+
 def store(
     engine: Engine, col: Collection, batch: Batch, device: int, limits: Limits
 ) -> dict[str, int]:
@@ -128,14 +168,11 @@ def _store(
     so that stored duplicates are acknowledged whatever happened since they were stored.
     """
     postgres = db.is_postgres(engine)
-    ec = db.epoch_counts
     if postgres and device != db.SHARED_DEVICE:
         # First lock: the device. Its requests run one at a time (its quota and its ids).
-        conn.execute(sa.select(db.devices.c.id).where(db.devices.c.id == device).with_for_update())
+        conn.execute(_LOCK_DEVICE, {"device": device})
     rows = _RowBytes(batch)
-    newest = conn.execute(
-        sa.select(sa.func.max(ec.c.epoch)).where(ec.c.collection_id == col.id, ec.c.n > 0)
-    ).scalar()
+    newest = conn.execute(_NEWEST, {"cid": col.id}).scalar()
     newest = None if newest is None else int(newest)
     if _acceptable(conn, col, batch, device, keep, newest):
         inserted = _insert(conn, engine, col, batch, device, keep, rows, optimistic=True)
@@ -215,13 +252,8 @@ def _check_closed(
     conn: Connection, col: Collection, batch: Batch, items: NDArray[np.int64]
 ) -> None:
     """409 naming the first of ``items`` (ascending) in a closed epoch."""
-    ec = db.epoch_counts
     wanted = np.unique(batch.epochs[items]).tolist()
-    closed = conn.execute(
-        sa.select(ec.c.epoch).where(
-            ec.c.collection_id == col.id, ec.c.epoch.in_(wanted), ec.c.closed
-        )
-    ).scalars()
+    closed = conn.execute(_CLOSED, {"cid": col.id, "epochs": wanted}).scalars()
     bad = items[np.isin(batch.epochs[items], [int(e) for e in closed])]
     if bad.size:
         i = int(bad[0])
@@ -239,38 +271,36 @@ def _count(
     """
     if not inserted.size:
         return 0
-    ec = db.epoch_counts
     shape = col.proto.support_shape
     zeros = np.zeros(shape, dtype="<i8").tobytes()
     wanted = np.unique(batch.epochs[inserted]).tolist()  # ascending: the lock order
     conn.execute(
-        insert_ignore(engine, ec),
+        _NEW_EPOCHS[engine.dialect.name],
         [
             {"collection_id": col.id, "epoch": e, "n": 0, "support": zeros, "closed": False}
             for e in wanted
         ],
     )
-    query = (
-        sa.select(ec.c.epoch, ec.c.n, ec.c.support, ec.c.closed)
-        .where(ec.c.collection_id == col.id, ec.c.epoch.in_(wanted))
-        .order_by(ec.c.epoch)
-    )
-    if db.is_postgres(engine):
-        query = query.with_for_update()
-    state = {int(row.epoch): row for row in conn.execute(query)}
+    query = _STATE_LOCKED if db.is_postgres(engine) else _STATE
+    state = {int(row.epoch): row for row in conn.execute(query, {"cid": col.id, "epochs": wanted})}
     closed = inserted[np.isin(batch.epochs[inserted], [e for e in wanted if state[e].closed])]
     if closed.size:
         i = int(np.sort(closed)[0])
         raise ClientError(409, f"item {i}: epoch {int(batch.epochs[i])} is closed.", i)
+    updates = []
     for e in wanted:
         mine = inserted[batch.epochs[inserted] == e]
         add = np.asarray(col.proto.support_counts(batch.records[mine]), dtype=np.int64)
         old = np.frombuffer(state[e].support, dtype="<i8").reshape(shape)
-        conn.execute(
-            ec.update()
-            .where(ec.c.collection_id == col.id, ec.c.epoch == e)
-            .values(n=state[e].n + int(mine.size), support=(old + add).astype("<i8").tobytes())
+        updates.append(
+            {
+                "cid": col.id,
+                "at": e,
+                "new_n": state[e].n + int(mine.size),
+                "new_support": (old + add).astype("<i8").tobytes(),
+            }
         )
+    conn.execute(_UPDATE_COUNTS, updates)
     return int(inserted.size)
 
 
@@ -281,13 +311,8 @@ def _stored(
     out: dict[bytes, tuple[int, bytes, int | None]] = {}
     if not ids:
         return out
-    r = db.reports
     if postgres:
-        rows = conn.execute(
-            sa.select(r.c.report_id, r.c.epoch, r.c.wire, r.c.cohort).where(
-                r.c.collection_id == col.id, r.c.device_id == device, r.c.report_id.in_(ids)
-            )
-        )
+        rows = conn.execute(_STORED, {"cid": col.id, "device": device, "ids": ids})
         return {bytes(x.report_id): (int(x.epoch), bytes(x.wire), x.cohort) for x in rows}
     for s in range(0, len(ids), SQLITE_IN_CHUNK):
         part = ids[s : s + SQLITE_IN_CHUNK]
@@ -328,15 +353,9 @@ def _check_quota(
     """At most ``col.reports_per_epoch`` reports of one device per epoch, stored ones included;
     409 naming the first new item past it (in batch order)."""
     quota = int(col.reports_per_epoch or 0)
-    r = db.reports
     touched = np.unique(batch.epochs[fresh]).tolist()
-    held = dict(
-        conn.execute(
-            sa.select(r.c.epoch, sa.func.count())
-            .where(r.c.collection_id == col.id, r.c.device_id == device, r.c.epoch.in_(touched))
-            .group_by(r.c.epoch)
-        ).all()
-    )
+    params = {"cid": col.id, "device": device, "epochs": touched}
+    held = dict(conn.execute(_HELD, params).all())
     used = {e: int(held.get(e, 0)) for e in touched}
     for i in np.sort(fresh).tolist():
         e = int(batch.epochs[i])
@@ -388,7 +407,6 @@ def _insert(
             return None
         savepoint.commit()
         return items
-    stmt = insert_ignore(engine, db.reports).returning(db.reports.c.report_id)
     params = [
         {
             "collection_id": col.id,
@@ -400,7 +418,7 @@ def _insert(
         }
         for i in order
     ]
-    new = {bytes(x) for x in conn.execute(stmt, params).scalars()}
+    new = {bytes(x) for x in conn.execute(_NEW_REPORTS_PG, params).scalars()}
     if len(new) == len(order):
         return items
     return np.asarray([i for i in order if rows.ids[i] in new], dtype=np.int64)

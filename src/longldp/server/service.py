@@ -216,6 +216,21 @@ def privacy_summary(proto: FrequencyOracle) -> dict[str, Any]:
     }
 
 
+#: One query per request: the collection, and the stored hash of the device a credential names.
+_WHO = (
+    sa.select(db.collections, db.devices.c.credential_hash)
+    .select_from(
+        db.collections.outerjoin(
+            db.devices,
+            sa.and_(
+                db.devices.c.collection_id == db.collections.c.id,
+                db.devices.c.id == sa.bindparam("device"),
+            ),
+        )
+    )
+    .where(db.collections.c.name == sa.bindparam("name"))
+)
+
 _CREATE_FIELDS = frozenset(
     {
         "name",
@@ -243,7 +258,7 @@ class Service:
         self.admin_token = admin_token
         self._admin_digest = tokens.digest(admin_token)
         self.limits = limits or Limits()
-        self._protos: dict[tuple[int, str], FrequencyOracle] = {}
+        self._collections: dict[tuple[int, str], Collection] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ collections
@@ -384,19 +399,19 @@ class Service:
         return None if row is None else self._from_row(row)
 
     def _from_row(self, row: Any) -> Collection:
-        """A :class:`Collection` of a database row; protocol objects are built once."""
+        """The :class:`Collection` of a database row, built once per collection (a
+        collection never changes once created; its row is still read on every request)."""
         key = (int(row["id"]), row["protocol_spec"])
         with self._lock:
-            proto = self._protos.get(key)
+            hit = self._collections.get(key)
+        if hit is not None:
+            return hit
         spec = json.loads(row["protocol_spec"])
-        if proto is None:
-            proto = codec.protocol_from_spec(spec)
-            with self._lock:
-                self._protos[key] = proto
-        return Collection(
+        enroll = row["enroll_token_hash"]
+        col = Collection(
             id=row["id"],
             name=row["name"],
-            proto=proto,
+            proto=codec.protocol_from_spec(spec),
             spec=spec,
             protocol_id=row["protocol_id"],
             fingerprint=bytes(row["fingerprint"]),
@@ -410,12 +425,13 @@ class Service:
             read_hash=bytes(row["read_token_hash"]),
             created_at=row["created_at"],
             auth=row["auth"],
-            enroll_hash=None
-            if row["enroll_token_hash"] is None
-            else bytes(row["enroll_token_hash"]),
+            enroll_hash=None if enroll is None else bytes(enroll),
             reports_per_epoch=row["reports_per_epoch"],
             epoch_window=row["epoch_window"],
         )
+        with self._lock:
+            self._collections[key] = col
+        return col
 
     # ------------------------------------------------------------------ who is asking
     def authenticate(self, name: str, token: str) -> Access:
@@ -431,14 +447,9 @@ class Service:
         device = tokens.device_of(token)
         row = None
         if isinstance(name, str) and NAME_RE.fullmatch(name):
-            c, d = db.collections, db.devices
-            joined = c.outerjoin(
-                d,
-                sa.and_(d.c.collection_id == c.c.id, d.c.id == (-1 if device is None else device)),
-            )
-            query = sa.select(c, d.c.credential_hash).select_from(joined).where(c.c.name == name)
+            params = {"name": name, "device": -1 if device is None else device}
             with db.transaction(self.engine, write=False) as conn:
-                row = conn.execute(query).mappings().first()
+                row = conn.execute(_WHO, params).mappings().first()
         get = (lambda key: row[key]) if row is not None else (lambda key: None)
         shared = get("auth") == db.AUTH_SHARED
         is_admin = hmac.compare_digest(presented, self._admin_digest)
