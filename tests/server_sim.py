@@ -675,11 +675,17 @@ class Checker:
         by_epoch: dict[int, list[bytes]] = {}
         for e, w in stored.values():
             by_epoch.setdefault(e, []).append(w)
+        # An epoch's counts are the sums over its count rows (shards); every row of a closed
+        # epoch is flagged.
+        summed: dict[int, tuple[int, np.ndarray, set[bool]]] = {}
         for e, n, support, closed in counts:
-            wires = by_epoch.get(int(e), [])
-            if int(n) != len(wires):
-                raise SimulationError(f"epoch {e}: n = {n} but {len(wires)} reports are stored")
             have = np.frombuffer(support, "<i8").reshape(proto.support_shape)
+            n0, s0, c0 = summed.get(int(e), (0, np.zeros(proto.support_shape, np.int64), set()))
+            summed[int(e)] = (n0 + int(n), s0 + have, c0 | {bool(closed)})
+        for e, (n, have, closed) in summed.items():
+            wires = by_epoch.get(e, [])
+            if n != len(wires):
+                raise SimulationError(f"epoch {e}: n = {n} but {len(wires)} reports are stored")
             agg = proto.aggregator()
             if wires:
                 agg.add_bytes(wires)
@@ -688,9 +694,9 @@ class Checker:
                 want = np.zeros(proto.support_shape, dtype=np.int64)
             if not np.array_equal(have, want):
                 raise SimulationError(f"epoch {e}: support counts differ from a recount")
-            if bool(closed) != (int(e) in model.closed):
-                raise SimulationError(f"epoch {e}: closed flag differs from the model")
-        missing_rows = set(by_epoch) - {int(e) for e, *_ in counts}
+            if closed != {e in model.closed}:
+                raise SimulationError(f"epoch {e}: closed flags {closed} differ from the model")
+        missing_rows = set(by_epoch) - set(summed)
         if missing_rows:
             raise SimulationError(f"epochs {sorted(missing_rows)} have reports but no counts")
         self.check_quota(model, stored)

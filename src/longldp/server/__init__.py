@@ -74,17 +74,17 @@ def serve(
 
     from longldp.server.timeouts import GuardedH11Protocol
 
-    if admin_token is None:
-        admin_token = os.environ.get(ADMIN_TOKEN_ENV)
-    if not admin_token:
-        admin_token = "ll_admin_" + secrets.token_urlsafe(32)
-        print(f"admin token (shown once): {admin_token}", file=sys.stderr, flush=True)
     _check_serve_args(port, workers, header_timeout, body_timeout, keep_alive_timeout)
     if (tls_cert is None) != (tls_key is None):
         raise ValueError("serve: 'tls_cert' and 'tls_key' go together; got only one.")
     for path in (tls_cert, tls_key):
         if path is not None and not os.path.isfile(path):
             raise ValueError(f"serve: TLS file {path!r} does not exist.")
+    if admin_token is None:
+        admin_token = os.environ.get(ADMIN_TOKEN_ENV)
+    if not admin_token:
+        admin_token = "ll_admin_" + secrets.token_urlsafe(32)
+        print(f"admin token (shown once): {admin_token}", file=sys.stderr, flush=True)
     limits = limits or Limits()
     options: dict[str, Any] = {
         "host": host,

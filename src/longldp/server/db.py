@@ -8,10 +8,10 @@ never lose an update:
 - SQLite: ``BEGIN IMMEDIATE`` (one writer at a time, readers keep reading the WAL);
   ``synchronous=FULL``, so a committed transaction survives a crash of the process or of the
   machine;
-- PostgreSQL: the uploading device's row (``FOR UPDATE``), then the rows of the epochs a batch
-  touches (``FOR UPDATE``, in epoch order), then the reports inserted in report-id order. Two
-  transactions therefore meet their common locks in the same order: one waits for the other,
-  neither waits for a lock the other is about to take.
+- PostgreSQL: the uploading device's row (``FOR UPDATE``), then the reports inserted in
+  report-id order, then one count row (shard) of each epoch the batch touches (``FOR UPDATE``,
+  in epoch order). Two transactions therefore meet their common locks in the same order: one
+  waits for the other, neither waits for a lock the other is about to take.
 
 Tables (see docs/server.md):
 
@@ -24,8 +24,11 @@ Tables (see docs/server.md):
 ``reports``            every accepted report, keyed by (collection, device, report id), with its
                        epoch, optional cohort and wire bytes (header included); device 0 is the
                        shared ingest token;
-``epoch_counts``       per collection and epoch: number of reports n, support counts (int64,
-                       little-endian, the protocol's support shape), closed flag.
+``epoch_counts``       per collection, epoch and shard: number of reports n, support counts
+                       (int64, little-endian, the protocol's support shape), closed flag; an
+                       epoch's counts are the sums over its shards (PostgreSQL collections
+                       have several, so that concurrent transactions do not wait for one
+                       row; SQLite ones one).
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ collections = sa.Table(
     sa.Column("enroll_token_hash", sa.LargeBinary, nullable=True),
     sa.Column("reports_per_epoch", sa.Integer, nullable=True),
     sa.Column("epoch_window", sa.BigInteger, nullable=True),
+    sa.Column("count_shards", sa.Integer, nullable=False, server_default="1"),
 )
 
 devices = sa.Table(
@@ -106,6 +110,9 @@ epoch_counts = sa.Table(
     metadata,
     sa.Column("collection_id", sa.Integer, sa.ForeignKey("collections.id"), primary_key=True),
     sa.Column("epoch", sa.BigInteger, primary_key=True, autoincrement=False),
+    # Version 3: an epoch's counts are split over the collection's `count_shards` rows, which
+    # concurrent transactions update independently; an epoch's n and support are their sums.
+    sa.Column("shard", sa.SmallInteger, primary_key=True, autoincrement=False),
     sa.Column("n", sa.BigInteger, nullable=False),
     sa.Column("support", sa.LargeBinary, nullable=False),
     sa.Column("closed", sa.Boolean, nullable=False, default=False),
@@ -149,7 +156,25 @@ _reports_v1 = sa.Table(
     sa.Column("cohort", sa.Integer, nullable=True),
     sa.Column("wire", sa.LargeBinary, nullable=False),
 )
-_epoch_counts_v1 = epoch_counts.to_metadata(_v1)
+_epoch_counts_v1 = sa.Table(
+    "epoch_counts",
+    _v1,
+    sa.Column("collection_id", sa.Integer, sa.ForeignKey("collections.id"), primary_key=True),
+    sa.Column("epoch", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("n", sa.BigInteger, nullable=False),
+    sa.Column("support", sa.LargeBinary, nullable=False),
+    sa.Column("closed", sa.Boolean, nullable=False, default=False),
+)
+_epoch_counts_v3 = sa.Table(
+    "epoch_counts_v3",
+    sa.MetaData(),
+    sa.Column("collection_id", sa.Integer, primary_key=True),
+    sa.Column("epoch", sa.BigInteger, primary_key=True, autoincrement=False),
+    sa.Column("shard", sa.SmallInteger, primary_key=True, autoincrement=False),
+    sa.Column("n", sa.BigInteger, nullable=False),
+    sa.Column("support", sa.LargeBinary, nullable=False),
+    sa.Column("closed", sa.Boolean, nullable=False, default=False),
+)
 _reports_v3 = sa.Table(
     "reports_v3",
     sa.MetaData(),
@@ -180,7 +205,7 @@ def _migration_3(conn: Connection) -> None:
     """Device identities: the devices table; reports keyed by (collection, device, report id)
     with the old reports under device 0 (the shared token); collections gain their ingest mode
     (existing ones: shared), enrollment token, per-device quota and epoch window (existing
-    ones: :data:`LEGACY_EPOCH_WINDOW`)."""
+    ones: :data:`LEGACY_EPOCH_WINDOW`); epoch counts split over shards (existing: one)."""
     add = "ALTER TABLE collections ADD COLUMN"
     conn.execute(sa.text(f"{add} auth VARCHAR(16) NOT NULL DEFAULT '{AUTH_SHARED}'"))
     blob = "BYTEA" if conn.dialect.name == "postgresql" else "BLOB"
@@ -202,6 +227,17 @@ def _migration_3(conn: Connection) -> None:
     conn.execute(sa.text("ALTER TABLE reports_v3 RENAME TO reports"))
     conn.execute(sa.schema.CreateIndex(reports_by_epoch))
     conn.execute(sa.schema.CreateIndex(reports_by_device))
+    # Counts split over shards: existing ones become shard 0 of one (count_shards = 1).
+    conn.execute(sa.text(f"{add} count_shards INTEGER NOT NULL DEFAULT 1"))
+    conn.execute(sa.schema.CreateTable(_epoch_counts_v3))
+    conn.execute(
+        sa.text(
+            "INSERT INTO epoch_counts_v3 (collection_id, epoch, shard, n, support, closed) "
+            "SELECT collection_id, epoch, 0, n, support, closed FROM epoch_counts"
+        )
+    )
+    conn.execute(sa.text("DROP TABLE epoch_counts"))
+    conn.execute(sa.text("ALTER TABLE epoch_counts_v3 RENAME TO epoch_counts"))
 
 
 #: Every migration in order; a database records the highest version applied.

@@ -23,6 +23,7 @@ take another device's ids. Reports sent with a shared ingest token all belong to
 
 from __future__ import annotations
 
+import random
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -67,13 +68,17 @@ _CLOSED = sa.select(_ec.c.epoch).where(
 )
 _STATE = (
     sa.select(_ec.c.epoch, _ec.c.n, _ec.c.support, _ec.c.closed)
-    .where(_ec.c.collection_id == _p("cid"), _ec.c.epoch.in_(_p("epochs", expanding=True)))
+    .where(
+        _ec.c.collection_id == _p("cid"),
+        _ec.c.epoch.in_(_p("epochs", expanding=True)),
+        _ec.c.shard == _p("shard"),
+    )
     .order_by(_ec.c.epoch)
 )
 _STATE_LOCKED = _STATE.with_for_update()
 _UPDATE_COUNTS = (
     _ec.update()
-    .where(_ec.c.collection_id == _p("cid"), _ec.c.epoch == _p("at"))
+    .where(_ec.c.collection_id == _p("cid"), _ec.c.epoch == _p("at"), _ec.c.shard == _p("row"))
     .values(n=_p("new_n"), support=_p("new_support"))
 )
 _STORED = sa.select(_r.c.report_id, _r.c.epoch, _r.c.wire, _r.c.cohort).where(
@@ -265,24 +270,35 @@ def _count(
 ) -> int:
     """Add the inserted reports to their epochs' counts; returns how many there are.
 
-    Locks the epochs' rows in epoch order (after the reports: every transaction takes report
-    locks before epoch locks, in id and epoch order), and checks again, under the lock, that
-    none was closed since the first check.
+    Locks one count row (shard) of each epoch, in epoch order (after the reports: every
+    transaction takes report locks before epoch locks, in id and epoch order), and checks
+    again, under the lock, that none was closed since the first check (closing flags every
+    shard of the epoch).
     """
     if not inserted.size:
         return 0
     shape = col.proto.support_shape
     zeros = np.zeros(shape, dtype="<i8").tobytes()
     wanted = np.unique(batch.epochs[inserted]).tolist()  # ascending: the lock order
+    # One of the epoch's count rows, at random: concurrent transactions rarely share one.
+    shard = random.randrange(col.count_shards)
     conn.execute(
         _NEW_EPOCHS[engine.dialect.name],
         [
-            {"collection_id": col.id, "epoch": e, "n": 0, "support": zeros, "closed": False}
+            {
+                "collection_id": col.id,
+                "epoch": e,
+                "shard": shard,
+                "n": 0,
+                "support": zeros,
+                "closed": False,
+            }
             for e in wanted
         ],
     )
     query = _STATE_LOCKED if db.is_postgres(engine) else _STATE
-    state = {int(row.epoch): row for row in conn.execute(query, {"cid": col.id, "epochs": wanted})}
+    params = {"cid": col.id, "epochs": wanted, "shard": shard}
+    state = {int(row.epoch): row for row in conn.execute(query, params)}
     closed = inserted[np.isin(batch.epochs[inserted], [e for e in wanted if state[e].closed])]
     if closed.size:
         i = int(np.sort(closed)[0])
@@ -296,6 +312,7 @@ def _count(
             {
                 "cid": col.id,
                 "at": e,
+                "row": shard,
                 "new_n": state[e].n + int(mine.size),
                 "new_support": (old + add).astype("<i8").tobytes(),
             }

@@ -41,6 +41,10 @@ MAX_K = 1 << 20
 DEFAULT_EPOCH_WINDOW = 8
 #: Reports per device and epoch of a new device-mode collection unless it names a quota.
 DEFAULT_REPORTS_PER_EPOCH = 1
+#: Count rows (shards) per epoch of a new PostgreSQL collection: concurrent ingests update
+#: different rows (a random one each), so they do not queue on one row's lock through their
+#: commits. SQLite serializes writers anyway: one row.
+COUNT_SHARDS_POSTGRES = 8
 #: The row insert of the SQLite path (also what benchmarks/bench_service.py times raw).
 SQLITE_INSERT = ingest.SQLITE_INSERT
 
@@ -78,7 +82,7 @@ class Limits:
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"server: '{name}' must be an integer ≥ {low}; got {value!r}.")
 
-    def footprint(self, proto: FrequencyOracle) -> sizing.Footprint:
+    def footprint(self, proto: FrequencyOracle, count_shards: int = 1) -> sizing.Footprint:
         """The memory a collection of ``proto`` needs under these limits."""
         return sizing.footprint(
             proto,
@@ -86,6 +90,7 @@ class Limits:
             max_batch=self.max_batch,
             max_epochs_per_request=self.max_epochs_per_request,
             max_answer_values=self.max_answer_values,
+            count_shards=count_shards,
         )
 
 
@@ -112,6 +117,7 @@ class Collection:
     enroll_hash: bytes | None = None
     reports_per_epoch: int | None = None
     epoch_window: int | None = None
+    count_shards: int = 1
     record_size: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -342,6 +348,7 @@ class Service:
             "enroll_token_hash": None if enroll_token is None else tokens.digest(enroll_token),
             "reports_per_epoch": quota,
             "epoch_window": window,
+            "count_shards": COUNT_SHARDS_POSTGRES if db.is_postgres(self.engine) else 1,
         }
         with db.transaction(self.engine, write=True) as conn:
             exists = conn.execute(
@@ -369,7 +376,8 @@ class Service:
             proto = codec.protocol_from_spec(spec_in)
         except (ValueError, TypeError) as exc:
             raise ClientError(422, f"'protocol': {exc}") from None
-        need = self.limits.footprint(proto)
+        shards = COUNT_SHARDS_POSTGRES if db.is_postgres(self.engine) else 1
+        need = self.limits.footprint(proto, shards)
         budget = self.limits.max_collection_bytes
         if need.peak_bytes > budget:
             raise ClientError(
@@ -428,6 +436,7 @@ class Service:
             enroll_hash=None if enroll is None else bytes(enroll),
             reports_per_epoch=row["reports_per_epoch"],
             epoch_window=row["epoch_window"],
+            count_shards=int(row["count_shards"]),
         )
         with self._lock:
             self._collections[key] = col
@@ -546,22 +555,25 @@ class Service:
         return ingest.store(self.engine, col, batch, device, self.limits)
 
     def close_epoch(self, col: Collection, epoch: int) -> dict[str, Any]:
-        """Close an epoch: later reports for it are refused (its estimate no longer moves)."""
+        """Close an epoch: later reports for it are refused (its estimate no longer moves).
+
+        Every count row (shard) of the epoch is created if missing and flagged, so an ingest
+        that holds one of them finishes first, and any later one sees the flag."""
         ec = db.epoch_counts
         zeros = np.zeros(col.proto.support_shape, dtype="<i8").tobytes()
+        rows = [
+            {
+                "collection_id": col.id,
+                "epoch": epoch,
+                "shard": s,
+                "n": 0,
+                "support": zeros,
+                "closed": False,
+            }
+            for s in range(col.count_shards)
+        ]
         with db.transaction(self.engine, write=True) as conn:
-            conn.execute(
-                ingest.insert_ignore(self.engine, ec),
-                [
-                    {
-                        "collection_id": col.id,
-                        "epoch": epoch,
-                        "n": 0,
-                        "support": zeros,
-                        "closed": False,
-                    }
-                ],
-            )
+            conn.execute(ingest.insert_ignore(self.engine, ec), rows)
             conn.execute(
                 ec.update()
                 .where(ec.c.collection_id == col.id, ec.c.epoch == epoch)
@@ -576,7 +588,12 @@ class Service:
         """A page of the collection's epochs, oldest first: number of reports, closed, open."""
         ec = db.epoch_counts
         limit = min(limit or 1000, 10_000)
-        q = sa.select(ec.c.epoch, ec.c.n, ec.c.closed).where(ec.c.collection_id == col.id)
+        closed = sa.func.max(sa.case((ec.c.closed, 1), else_=0))
+        q = (
+            sa.select(ec.c.epoch, sa.func.sum(ec.c.n), closed)
+            .where(ec.c.collection_id == col.id)
+            .group_by(ec.c.epoch)
+        )
         if start is not None:
             q = q.where(ec.c.epoch >= start)
         with db.transaction(self.engine, write=False) as conn:
@@ -587,33 +604,28 @@ class Service:
         low, high = col.open_range(None if newest is None else int(newest))
         out = [
             {
-                "epoch": int(r.epoch),
-                "n": int(r.n),
-                "closed": bool(r.closed),
-                "open": not r.closed and low <= int(r.epoch) <= high,
+                "epoch": int(e),
+                "n": int(n),
+                "closed": bool(c),
+                "open": not c and low <= int(e) <= high,
             }
-            for r in rows[:limit]
+            for e, n, c in rows[:limit]
         ]
         return {
             "collection": col.name,
             "epochs": out,
-            "next_start": int(rows[limit].epoch) if len(rows) > limit else None,
+            "next_start": int(rows[limit][0]) if len(rows) > limit else None,
             "open_epochs": [low, high] if low <= high else None,
         }
 
     def counts(self, col: Collection, epoch: int) -> tuple[int, NDArray[np.int64]]:
-        """(n, support counts) of one epoch; (0, zeros) if it has no reports."""
-        ec = db.epoch_counts
+        """(n, support counts) of one epoch (the sums over its shards); (0, zeros) if it has
+        no reports."""
         with db.transaction(self.engine, write=False) as conn:
-            row = conn.execute(
-                sa.select(ec.c.n, ec.c.support).where(
-                    ec.c.collection_id == col.id, ec.c.epoch == epoch
-                )
-            ).first()
-        if row is None:
+            got = _summed(conn, col, [epoch])
+        if epoch not in got:
             return 0, np.zeros(col.proto.support_shape, dtype=np.int64)
-        support = np.frombuffer(row.support, dtype="<i8").reshape(col.proto.support_shape)
-        return int(row.n), support.astype(np.int64)
+        return got[epoch]
 
     def value_window(self, col: Collection, offset: int | None, count: int | None) -> slice:
         """The values [offset, offset + count) an answer carries, capped by
@@ -662,28 +674,21 @@ class Service:
         per_page = max(1, min(1000, self.limits.max_answer_values // (window.stop - window.start)))
         limit = per_page if limit is None else max(1, min(limit, per_page))
         ec = db.epoch_counts
-        q = sa.select(ec.c.epoch, ec.c.n, ec.c.support).where(
-            ec.c.collection_id == col.id, ec.c.n > 0
-        )
+        q = sa.select(ec.c.epoch).where(ec.c.collection_id == col.id, ec.c.n > 0)
         if start is not None:
             q = q.where(ec.c.epoch >= start)
         if stop is not None:
             q = q.where(ec.c.epoch <= stop)
         with db.transaction(self.engine, write=False) as conn:
-            rows = conn.execute(q.order_by(ec.c.epoch).limit(limit + 1)).all()
-        shape = col.proto.support_shape
+            page = conn.execute(q.group_by(ec.c.epoch).order_by(ec.c.epoch).limit(limit + 1))
+            page = [int(e) for e in page.scalars()]
+            counts = _summed(conn, col, page[:limit])
         epochs = [
             {
-                "epoch": int(r.epoch),
-                **estimate_payload(
-                    col.proto,
-                    np.frombuffer(r.support, dtype="<i8").reshape(shape).astype(np.int64),
-                    int(r.n),
-                    postprocess,
-                    window,
-                ),
+                "epoch": e,
+                **estimate_payload(col.proto, counts[e][1], counts[e][0], postprocess, window),
             }
-            for r in rows[:limit]
+            for e in page[:limit]
         ]
         return {
             "collection": col.name,
@@ -691,7 +696,7 @@ class Service:
             "epochs": epochs,
             "values": _window_info(col, window),
             "limit": limit,
-            "next_start": int(rows[limit].epoch) if len(rows) > limit else None,
+            "next_start": page[limit] if len(page) > limit else None,
         }
 
     def dashboard_view(self, col: Collection, postprocess: str | None) -> dict[str, Any]:
@@ -706,19 +711,19 @@ class Service:
         mine = sa.and_(ec.c.collection_id == col.id, ec.c.n > 0)
         with db.transaction(self.engine, write=False) as conn:
             total_epochs, total_reports = conn.execute(
-                sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(ec.c.n), 0)).where(mine)
+                sa.select(
+                    sa.func.count(sa.distinct(ec.c.epoch)), sa.func.coalesce(sa.func.sum(ec.c.n), 0)
+                ).where(mine)
             ).one()
-            rows = conn.execute(
-                sa.select(ec.c.epoch, ec.c.n, ec.c.support)
+            latest = conn.execute(
+                sa.select(ec.c.epoch)
                 .where(mine)
+                .group_by(ec.c.epoch)
                 .order_by(ec.c.epoch.desc())
                 .limit(shown)
-            ).all()
-        rows = rows[::-1]
-        shape = proto.support_shape
-        supports = [
-            np.frombuffer(r.support, dtype="<i8").reshape(shape).astype(np.int64) for r in rows
-        ]
+            ).scalars()
+            epochs = sorted(int(e) for e in latest)
+            counts = _summed(conn, col, epochs)
         view: dict[str, Any] = {
             "total_epochs": int(total_epochs),
             "total_reports": int(total_reports),
@@ -726,12 +731,13 @@ class Service:
             "chart_values": [],
             "latest": None,
         }
-        if not rows:
+        if not epochs:
             return view
         mean = np.zeros(proto.estimate_size)
-        for r, support in zip(rows, supports, strict=True):
+        for e in epochs:
+            n, support = counts[e]
             try:
-                mean += proto.estimate(support, int(r.n), postprocess)
+                mean += proto.estimate(support, n, postprocess)
             except ValueError as exc:
                 raise ClientError(
                     422, f"post-processing {postprocess!r} does not apply: {exc}"
@@ -739,16 +745,17 @@ class Service:
         top = np.argsort(-mean, kind="stable")[: dashboard.TOP_CHART]
         view["chart_values"] = [int(v) for v in top]
         view["chart"] = [
-            {"epoch": int(r.epoch), **estimate_payload(proto, s, int(r.n), postprocess, top)}
-            for r, s in zip(rows, supports, strict=True)
+            {"epoch": e, **estimate_payload(proto, counts[e][1], counts[e][0], postprocess, top)}
+            for e in epochs
         ]
-        last, support = rows[-1], supports[-1]
-        latest = proto.estimate(support, int(last.n), postprocess)
-        best = np.argsort(-latest, kind="stable")[: dashboard.TOP_TABLE]
+        last = epochs[-1]
+        n, support = counts[last]
+        best = np.argsort(-proto.estimate(support, n, postprocess), kind="stable")
+        best = best[: dashboard.TOP_TABLE]
         view["latest"] = {
-            "epoch": int(last.epoch),
+            "epoch": last,
             "values": [int(v) for v in best],
-            **estimate_payload(proto, support, int(last.n), postprocess, best),
+            **estimate_payload(proto, support, n, postprocess, best),
         }
         return view
 
@@ -831,6 +838,26 @@ class Service:
             }
             for row in rows
         ]
+
+
+def _summed(conn: Any, col: Collection, epochs: list[int]) -> dict[int, tuple[int, NDArray]]:
+    """{epoch: (n, support)} of the epochs among ``epochs`` with count rows: the sums over
+    each epoch's shards."""
+    if not epochs:
+        return {}
+    ec = db.epoch_counts
+    shape = col.proto.support_shape
+    out: dict[int, tuple[int, NDArray]] = {}
+    rows = conn.execute(
+        sa.select(ec.c.epoch, ec.c.n, ec.c.support).where(
+            ec.c.collection_id == col.id, ec.c.epoch.in_(epochs)
+        )
+    )
+    for e, n, blob in rows:
+        support = np.frombuffer(blob, dtype="<i8").reshape(shape).astype(np.int64)
+        have = out.get(int(e))
+        out[int(e)] = (int(n), support) if have is None else (have[0] + n, have[1] + support)
+    return out
 
 
 def _window_info(col: Collection, window: slice) -> dict[str, Any]:

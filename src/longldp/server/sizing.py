@@ -17,7 +17,8 @@ protocols ``hash_pool``, ``g`` and ``k``. Each term is an upper bound of what th
   8·m·g bytes; per-user hashing works in blocks of 2^17 hash evaluations: 3·8·max(k, 2^17);
 - **epochs**: each epoch a request touches is read, added to and written back (3 copies of
   the support counts, 8 bytes per cell), for at most ``max_epochs_per_request`` epochs;
-- **an estimate**: the support counts and about ten float64 vectors of ``estimate_size``
+- **an estimate**: the support counts (each count row of the epoch, and their sum) and about
+  ten float64 vectors of ``estimate_size``
   (estimate, raw, SE, bounds, plug-in, variance and post-processing temporaries), plus its JSON
   text, at most ``max_answer_values`` values of five numbers of up to 24 characters.
 """
@@ -39,7 +40,7 @@ HASH_BLOCK = 1 << 17
 class Footprint:
     """Bytes a collection needs: per epoch stored, and at peak for one request."""
 
-    support_bytes: int
+    support_bytes: int  # stored per epoch (all its count rows)
     ingest_bytes: int
     estimate_bytes: int
 
@@ -64,8 +65,10 @@ def footprint(
     max_batch: int,
     max_epochs_per_request: int,
     max_answer_values: int,
+    count_shards: int = 1,
 ) -> Footprint:
-    """The memory ``proto``'s collection needs under the server's request limits."""
+    """The memory ``proto``'s collection needs under the server's request limits, its counts
+    split over ``count_shards`` rows per epoch (an estimate reads and sums them all)."""
     support = CELL * math.prod(proto.support_shape)
     record = wire.ID_SIZE + wire.EPOCH_SIZE + proto.wire_size
     per_request = min(max_batch, max_body_bytes // record + 1)
@@ -73,8 +76,9 @@ def footprint(
     ingest = 3 * max_body_bytes + decoded + _counting_bytes(proto)
     ingest += 3 * support * min(max_epochs_per_request, per_request)
     values = proto.estimate_size
-    estimate = support + 10 * CELL * values + 5 * 24 * min(values, max_answer_values)
-    return Footprint(support, ingest, estimate)
+    estimate = (count_shards + 1) * support + 10 * CELL * values
+    estimate += 5 * 24 * min(values, max_answer_values)
+    return Footprint(count_shards * support, ingest, estimate)
 
 
 def _pool(proto: Any) -> int | None:
