@@ -1,19 +1,30 @@
-"""The audit table and the lifetime curve of the README (docs/audit.md §5).
+"""The audit table, the lifetime curve, the ASR table and plot, and the re-identification
+table of the README (docs/audit.md §5, §11, §12).
 
-For every protocol at two settings: the claimed ε1 and ε∞, the exact ε of one report and of
-round 1 from the enumerated channel, the one-report lower bound (10⁶ trials per world) and the
-lifetime lower bounds at τ ∈ {1, 10, 100, 1000} (one client holding one value), each beside
-the claim min(τ·ε1, ε∞) (one-shot oracles: τ·ε) and the exact ε of τ reports. Then the curve
-of the lifetime bound against τ for a few protocols and the stateless positive control.
+- ``table``: for every protocol at two settings: the claimed ε1 and ε∞, the exact ε of one
+  report and of round 1 from the enumerated channel, the one-report lower bound (10⁶ trials per
+  world) and the lifetime lower bounds at τ ∈ {1, 10, 100, 1000} (one client holding one
+  value), each beside the claim min(τ·ε1, ε∞) (one-shot oracles: τ·ε) and the exact ε of τ
+  reports;
+- ``curve``: the lifetime bound against τ for a few protocols and the stateless control;
+- ``asr``: the attacker success rate of every registered protocol (iterating the registry) at
+  τ = 1, 10, 100 at the same two settings, exact or simulated (``asr.md``, ``asr.json``), and
+  ASR against τ for memoized and stateless clients (``asr.png``);
+- ``reid``: top-1 and top-10 re-identification rates on Adult (the whole bundled population as
+  the attacker's background knowledge) for SMP, SPL and ALLOMFREE after 1, 5 and 20 collections
+  (``reidentify.md``, ``reidentify.json``).
 
-    python experiments/audit_table.py [--part table|curve|all] [--out experiments/results/audit]
+    python experiments/audit_table.py [--part table|curve|asr|reid|all]
+        [--out experiments/results/audit]
 
-Seeds are fixed (one per protocol and setting); the run takes about 15 minutes on two cores.
+Seeds are fixed (one per protocol and setting); ``table`` and ``curve`` take about 15 minutes
+on two cores, ``asr`` about two, ``reid`` about ten.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
 from pathlib import Path
@@ -22,6 +33,7 @@ import numpy as np
 
 import longldp as ll
 from longldp.audit import audit_game, audit_protocol, claimed_epsilon, exact_lifetime_epsilon
+from longldp.audit.asr import attacker_success, memo_asr, registered_protocols
 
 #: (label, ε∞, ε1, RAPPOR's parameters) of the two settings; k = 8 throughout.
 SETTINGS = (
@@ -208,14 +220,300 @@ def plot(out: Path, data: list[dict], trials: int) -> None:
     fig.savefig(out / "lifetime.png", dpi=120)
 
 
+ASR_TAUS = (1, 10, 100)
+ASR_CURVE_TAUS = (1, 2, 5, 10, 20, 50, 100, 200)
+
+
+def setting_values(eps_perm: float, eps_1: float, rappor: dict) -> dict:
+    """Constructor values of every registered protocol at one setting (one-shot at ε = ε1)."""
+    return {"eps": eps_1, "eps_perm": eps_perm, "eps_1": eps_1, "d": 2, **rappor}
+
+
+def _asr_cell(res) -> str:
+    if res.method == "exact":
+        return f"{res.asr:.3f}"
+    return f"{res.asr:.3f} ± {(res.high - res.low) / 2:.3f}"
+
+
+def asr(out: Path, trials: int) -> None:
+    """ASR of every registered protocol at τ = 1, 10, 100 (uniform prior), and the curve."""
+    rows = []
+    for label, eps_perm, eps_1, rappor in SETTINGS:
+        protos = registered_protocols(K, setting_values(eps_perm, eps_1, rappor))
+        for i, proto in enumerate(protos):
+            start = time.perf_counter()
+            cells = [
+                attacker_success(proto, tau, trials=trials, rng=np.random.default_rng([i, tau]))
+                for tau in ASR_TAUS
+            ]
+            stateless = None
+            if proto.longitudinal:
+                stateless = attacker_success(
+                    proto, 100, stateless=True, trials=trials, rng=np.random.default_rng([i, 9])
+                )
+            rows.append(
+                {
+                    "setting": label,
+                    "protocol": proto.name,
+                    "params": repr(proto),
+                    "cells": [dataclasses.asdict(c) for c in cells],
+                    "memo_limit": memo_asr(proto) if proto.longitudinal else None,
+                    "stateless_100": None if stateless is None else dataclasses.asdict(stateless),
+                    "text": [_asr_cell(c) for c in cells],
+                    "stateless_text": "–" if stateless is None else _asr_cell(stateless),
+                }
+            )
+            print(f"ASR {label} {proto.name}: {time.perf_counter() - start:.1f} s", flush=True)
+    (out / "asr.json").write_text(json.dumps(rows, indent=2, default=str))
+    lines = []
+    for label, eps_perm, eps_1, rappor in SETTINGS:
+        lines += [
+            f"Setting {label}: k = {K}, chains at ε∞ = {eps_perm:g}, ε1 = {eps_1:g}; one-shot "
+            f"oracles at ε = {eps_1:g}; dBitFlipPM d = 2; RAPPOR "
+            + ", ".join(f"{k} = {v:g}" for k, v in rappor.items())
+            + f". Uniform prior (guessing: {1 / K:.3f}); exact values plain, simulated ones "
+            f"± the half-width of a 99.9% Wilson interval ({trials:,} clients).",
+            "",
+            "| protocol | τ = 1 | τ = 10 | τ = 100 | memo alone (τ → ∞) | stateless client, "
+            "τ = 100 |",
+            "|---|---|---|---|---|---|",
+        ]
+        for r in rows:
+            if r["setting"] != label:
+                continue
+            limit = "–" if r["memo_limit"] is None else f"{r['memo_limit']:.3f}"
+            if r["memo_limit"] is None and r["stateless_100"] is not None:
+                limit = "(simulated only)"
+            lines.append(
+                f"| {r['protocol']} | " + " | ".join(r["text"]) + f" | {limit} | "
+                f"{r['stateless_text']} |"
+            )
+        lines.append("")
+    (out / "asr.md").write_text("\n".join(lines))
+    asr_curve(out, trials)
+
+
+def asr_curve(out: Path, trials: int) -> None:
+    """ASR against τ at setting A: memoized clients saturate, stateless ones climb to 1."""
+    _, eps_perm, eps_1, _ = SETTINGS[0]
+    chain = {"k": K, "eps_perm": eps_perm, "eps_1": eps_1}
+    cases = [
+        ("L-GRR", ll.protocol("L-GRR", **chain)),
+        ("L-OSUE", ll.protocol("L-OSUE", **chain)),
+        ("OLOLOHA", ll.protocol("OLOLOHA", **chain)),
+        ("dBitFlipPM (d = 2)", ll.protocol("dBitFlipPM", k=K, eps_perm=eps_perm, d=2)),
+    ]
+    data = []
+    for i, (name, proto) in enumerate(cases):
+        for stateless in (False, True):
+            pts = []
+            for tau in ASR_CURVE_TAUS:
+                res = attacker_success(
+                    proto,
+                    tau,
+                    stateless=stateless,
+                    trials=trials,
+                    rng=np.random.default_rng([i, tau, int(stateless)]),
+                )
+                pts.append(
+                    {
+                        "tau": tau,
+                        "asr": res.asr,
+                        "low": res.low,
+                        "high": res.high,
+                        "method": res.method,
+                    }
+                )
+            data.append(
+                {
+                    "label": name,
+                    "stateless": stateless,
+                    "points": pts,
+                    "memo_limit": memo_asr(proto),
+                }
+            )
+            print(f"ASR curve {name} stateless={stateless}", flush=True)
+    grr = ll.protocol("GRR", k=K, eps=eps_1)
+    pts = [
+        {
+            "tau": t,
+            "asr": attacker_success(grr, t).asr,
+            "low": None,
+            "high": None,
+            "method": "exact",
+        }
+        for t in ASR_CURVE_TAUS
+    ]
+    data.append(
+        {
+            "label": f"GRR (one-shot, ε = {eps_1:g})",
+            "stateless": True,
+            "points": pts,
+            "memo_limit": None,
+        }
+    )
+    (out / "asr_curve.json").write_text(json.dumps(data, indent=2))
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.6))
+    for j, (name, _) in enumerate(cases):
+        color = f"C{j}"
+        for series in (s for s in data if s["label"] == name):
+            taus = [p["tau"] for p in series["points"]]
+            style = "s--" if series["stateless"] else "o-"
+            kind = "stateless client" if series["stateless"] else "memoized"
+            ax.plot(
+                taus,
+                [p["asr"] for p in series["points"]],
+                style,
+                color=color,
+                ms=4,
+                label=f"{name}, {kind}",
+            )
+            lows = [p["low"] for p in series["points"]]
+            if any(p["method"] == "simulated" for p in series["points"]):
+                ax.fill_between(
+                    taus, lows, [p["high"] for p in series["points"]], color=color, alpha=0.15
+                )
+            if series["memo_limit"] is not None and not series["stateless"]:
+                ax.axhline(series["memo_limit"], color=color, ls=":", lw=1)
+    last = data[-1]
+    ax.plot(
+        [p["tau"] for p in last["points"]],
+        [p["asr"] for p in last["points"]],
+        "k^-.",
+        ms=4,
+        label=last["label"],
+    )
+    ax.axhline(1 / K, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("τ (reports of one client holding one value)")
+    ax.set_ylabel("attacker success rate (uniform prior)")
+    ax.set_title(
+        f"ASR against τ, k = {K}, ε∞ = {eps_perm:g}, ε1 = {eps_1:g} (dotted: the memo alone; "
+        "grey: guessing)",
+        fontsize=9,
+    )
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out / "asr.png", dpi=120)
+
+
+#: The Adult attributes of the re-identification table (education-num repeats education,
+#: capital gain and loss are almost always 0).
+REID_COLUMNS = (
+    "age",
+    "workclass",
+    "education",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "hours-per-week",
+    "native-country",
+    "salary",
+)
+REID_SURVEYS = (1, 5, 20)
+REID_BUDGETS = ((2.0, 1.0), (8.0, 4.0))
+
+
+def reid(out: Path, targets: int) -> None:
+    """Top-1 / top-10 re-identification on Adult for SMP, SPL and ALLOMFREE."""
+    from longldp import data as datasets
+    from longldp.apps.multidim import MultidimCollection
+    from longldp.audit.reidentify import reidentify
+
+    table = datasets.load("adult")
+    idx = [table.attributes.index(c) for c in REID_COLUMNS]
+    profiles = table.to_matrix()[:, idx]
+    ks = [table.domain_sizes[i] for i in idx]
+    configs = [
+        ("SMP", "L-GRR"),
+        ("SMP", "L-OSUE"),
+        ("SMP", "OLOLOHA"),
+        ("ALLOMFREE", None),
+        ("SPL", "L-GRR"),
+        ("SPL", "L-OSUE"),
+        ("SPL", "OLOLOHA"),
+    ]
+    rows = []
+    for eps_perm, eps_1 in REID_BUDGETS:
+        for c, (solution, chain) in enumerate(configs):
+            col = MultidimCollection(
+                ks, solution, eps_perm=eps_perm, eps_1=eps_1, chain=chain, calibration="exact"
+            )
+            for s_count in REID_SURVEYS:
+                start = time.perf_counter()
+                res = reidentify(
+                    profiles,
+                    col,
+                    s_count,
+                    targets=targets,
+                    rng=np.random.default_rng([c, s_count, int(eps_perm)]),
+                )
+                rows.append(
+                    {
+                        "eps_perm": eps_perm,
+                        "eps_1": eps_1,
+                        "solution": solution,
+                        "chain": chain or "L-GRR/L-OSUE",
+                        **dataclasses.asdict(res),
+                    }
+                )
+                print(
+                    f"reid {solution} {chain} ε∞={eps_perm:g} S={s_count}: "
+                    f"{res.rates} ({time.perf_counter() - start:.1f} s)",
+                    flush=True,
+                )
+                (out / "reidentify.json").write_text(json.dumps(rows, indent=2))
+    ceiling = rows[0]["ceiling"]
+    lines = [
+        f"Adult, {profiles.shape[0]:,} profiles of {len(REID_COLUMNS)} attributes ("
+        + ", ".join(REID_COLUMNS)
+        + f") known to the attacker; {targets:,} targets; memos kept across collections; "
+        f"L-GRR and OLOLOHA at the exact calibration. Top-1 / top-10 rates (chance "
+        f"{1 / profiles.shape[0]:.1e} / {10 / profiles.shape[0]:.1e}; an attacker knowing every "
+        f"value exactly: {ceiling[0]:.2f} / {ceiling[1]:.2f}, duplicate profiles tie).",
+        "",
+        "| ε∞, ε1 | solution | chain | "
+        + " | ".join(f"{s} collection{'s' if s > 1 else ''}" for s in REID_SURVEYS)
+        + " |",
+        "|---|---|---|" + "---|" * len(REID_SURVEYS),
+    ]
+    for eps_perm, eps_1 in REID_BUDGETS:
+        for solution, chain in configs:
+            cells = [
+                f"{r['rates'][0]:.3f} / {r['rates'][1]:.3f}"
+                for r in rows
+                if r["eps_perm"] == eps_perm
+                and r["solution"] == solution
+                and r["chain"] == (chain or "L-GRR/L-OSUE")
+            ]
+            lines.append(
+                f"| {eps_perm:g}, {eps_1:g} | {solution} | {chain or 'L-GRR/L-OSUE'} | "
+                + " | ".join(cells)
+                + " |"
+            )
+    (out / "reidentify.md").write_text("\n".join(lines) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("table", "curve", "all"), default="all")
+    parser.add_argument("--part", choices=("table", "curve", "asr", "reid", "all"), default="all")
     parser.add_argument("--out", type=Path, default=Path("experiments/results/audit"))
     parser.add_argument("--trials", type=int, default=1_000_000)
     parser.add_argument("--lifetime-trials", type=int, default=10_000)
     parser.add_argument("--long-trials", type=int, default=5_000, help="Trials at τ = 1000.")
     parser.add_argument("--curve-trials", type=int, default=5_000)
+    parser.add_argument("--asr-trials", type=int, default=20_000)
+    parser.add_argument("--reid-targets", type=int, default=1_000)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.part in ("table", "all"):
@@ -223,6 +521,10 @@ def main() -> None:
         table(args.out, args.trials, per_tau)
     if args.part in ("curve", "all"):
         curve(args.out, args.curve_trials)
+    if args.part in ("asr", "all"):
+        asr(args.out, args.asr_trials)
+    if args.part in ("reid", "all"):
+        reid(args.out, args.reid_targets)
 
 
 if __name__ == "__main__":

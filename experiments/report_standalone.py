@@ -4,7 +4,8 @@ Usage: python experiments/report_standalone.py RESULTS.parquet [PER_USER.parquet
 
 Everything printed is computed from the results tables: the mean MSE_avg per cell over the
 repetitions, the best protocol per setting, what the exact L-GRR calibration changes, what
-Algorithm 1 changes, and (with a second table) count-level against per-user engines.
+Algorithm 1 changes, what maximum likelihood changes (when the table has ``mle`` rows), and
+(with a second table) count-level against per-user engines.
 """
 
 from __future__ import annotations
@@ -113,6 +114,18 @@ def main() -> None:
                 m[(d, a, p, e, al, "algorithm-1")][0] / m[(d, a, p, e, al, "none")][0] for e in eps
             ]
             print(f"| {d} · {a} | {p} | " + " | ".join(f"{x:.2g}" for x in vals) + " |")
+    if any(k[5] == "mle" for k in m):
+        print(
+            "\n## Maximum likelihood (mle, docs/math.md §5.3) over no post-processing "
+            "(ratio of mean MSE_avg), α = 0.4\n"
+        )
+        print("| dataset · attribute | protocol | " + " | ".join(f"ε∞={e:g}" for e in eps) + " |")
+        print("|---|---|" + "---|" * len(eps))
+        for d, a in attrs:
+            for p in protos:
+                al = "-" if p == "1BitFlipPM" else 0.4
+                vals = [m[(d, a, p, e, al, "mle")][0] / m[(d, a, p, e, al, "none")][0] for e in eps]
+                print(f"| {d} · {a} | {p} | " + " | ".join(f"{x:.2g}" for x in vals) + " |")
     if args.per_user is not None:
         pu = means(load(args.per_user))
         print("\n## Engines: per-user over count-level mean MSE_avg (Adult, no post-processing)\n")

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
 
+import numpy as np
+import pytest
 from typer.testing import CliRunner
 
+import longldp as ll
+from longldp.audit import claimed_epsilon, exec_randomizer
 from longldp.cli import app
 
 runner = CliRunner()
@@ -42,3 +51,101 @@ def test_audit_bad_input_is_one_line_and_exit_2():
     assert "eps_1" in result.output
     result = runner.invoke(app, ["audit", "GRR", "--eps", "1", "--param", "oops"])
     assert result.exit_code == 2 and "NAME=VALUE" in result.output
+
+
+# ---------------------------------------------------------------------- --exec: any client
+
+
+NODE_CLIENT = Path(__file__).parent / "clients" / "lgrr_client.js"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+
+def _node() -> str:
+    """The node binary: in CI (CI=true) its absence fails the test, elsewhere it skips."""
+    node = shutil.which("node")
+    if node is None:
+        if IN_CI:
+            pytest.fail("node is required in CI (CI=true) but missing")
+        pytest.skip("node is not installed")
+    return node
+
+
+def _node_command(proto, *extra: str) -> str:
+    p2 = f" --p2 {proto.p2!r}" if proto.longitudinal else ""
+    return (
+        f"{_node()} {NODE_CLIENT} --k {proto.k} --p1 {proto.p1!r}{p2} "
+        f"--header {proto.wire_header.hex()} " + " ".join(extra)
+    )
+
+
+def test_exec_audits_a_node_client_that_writes_wire_format():
+    proto = ll.protocol("GRR", k=4, eps=1.0)
+    cmd = _node_command(proto)
+    # The Node client's reports are genuine wire-format reports of this protocol.
+    rows = exec_randomizer(cmd, 4)(np.array([0, 1, 2, 3, 3]), None)
+    assert proto.decode_reports(rows.tobytes()).shape == (5,)
+    args = ["audit", "--exec", cmd, "--k", "4", "--claim", "1", "--trials", "6000"]
+    result = runner.invoke(app, [*args, "--seed", "1", "--no-classifier"])
+    assert result.exit_code == 0, result.output
+    assert "No claim refuted" in result.output
+
+
+def test_exec_refutes_a_node_client_with_a_leak():
+    cmd = _node_command(ll.protocol("GRR", k=4, eps=1.0), "--leak", "2")
+    args = ["audit", "--exec", cmd, "--k", "4", "--claim", "1", "--trials", "6000", "--json"]
+    result = runner.invoke(app, [*args, "--seed", "1", "--no-classifier"])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.output)
+    assert data["audits"][0]["violates"] and 2 in data["audits"][0]["pair"]
+
+
+def test_exec_lifetime_of_a_node_client_with_memos():
+    proto = ll.protocol("L-GRR", k=4, eps_perm=1.0, eps_1=0.5)
+    claim = claimed_epsilon(proto, 20)
+    args = ["audit", "--exec", _node_command(proto), "--k", "4", "--claim", str(claim)]
+    args += ["--tau", "20", "--trials", "2000", "--seed", "2", "--no-classifier"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "lifetime" in result.output and "No claim refuted" in result.output
+
+
+SCRIPT = [sys.executable, "-c"]
+
+
+@pytest.mark.parametrize(
+    ("program", "message"),
+    [
+        ("import sys; sys.stderr.write('boom\\n'); sys.exit(3)", "exited with status 3: boom"),
+        ("print('zz')", "wrote 1 report lines for"),
+        (
+            "import sys\nfor i, _ in enumerate(sys.stdin): print('ab' if i else 'abcd')",
+            "varying width",
+        ),
+        ("import sys\nfor _ in sys.stdin: print('zz')", "not a report in hexadecimal"),
+    ],
+)
+def test_exec_bad_commands_are_one_line_and_exit_2(program, message):
+    cmd = shlex.join([*SCRIPT, program])
+    args = ["audit", "--exec", cmd, "--k", "3", "--claim", "1", "--trials", "100"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert result.output.count("error:") == 1
+
+
+def test_exec_needs_a_claim_and_a_command():
+    result = runner.invoke(app, ["audit", "--exec", "true", "--k", "3"])
+    assert result.exit_code == 2 and "--claim" in result.output
+    result = runner.invoke(
+        app, ["audit", "--exec", "no-such-client-xyz", "--k", "3", "--claim", "1"]
+    )
+    assert result.exit_code == 2 and "not found" in result.output
+    result = runner.invoke(app, ["audit", "--k", "3"])
+    assert result.exit_code == 2 and "PROTOCOL" in result.output
+
+
+def test_blackbox_audits_a_registered_protocol():
+    args = ["audit", "L-OSUE", "--k", "4", "--eps-perm", "2", "--eps-1", "1", "--blackbox"]
+    result = runner.invoke(app, [*args, "--trials", "4000", "--taus", "6", "--seed", "3"])
+    assert result.exit_code == 0, result.output
+    assert "one report" in result.output and "lifetime" in result.output

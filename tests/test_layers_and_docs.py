@@ -15,6 +15,8 @@ SRC = ROOT / "src" / "longldp"
 ALLOWED = {
     "_validate": set(),
     "privacy": {"_validate"},
+    # Shuffle accounting: pure math beside privacy, on SciPy (extra "shuffle").
+    "shuffle": {"_validate", "privacy"},
     "postprocess": set(),
     "metrics": set(),
     "protocols": {"_validate", "privacy", "postprocess", "protocols"},
@@ -53,6 +55,7 @@ ALLOWED = {
     "server": {
         "_validate",
         "privacy",
+        "shuffle",
         "postprocess",
         "protocols",
         "archive",

@@ -82,6 +82,7 @@ def test_method_names_are_exactly_the_documented_ones() -> None:
         "base-cut",
         "algorithm-1",
         "ibu",
+        "mle",
     }
 
 

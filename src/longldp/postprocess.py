@@ -3,7 +3,7 @@
 An unbiased frequency oracle returns estimates that may be negative and need not sum to the
 known total. Every method here is a pure function ``(estimates, total, channel) -> estimates``
 that returns a new float array and never modifies its input. ``channel`` describes the oracle
-that produced the estimates; only ``base-cut`` (its variance) and ``ibu`` (its channel matrix)
+that produced the estimates; only ``base-cut`` (its variance), ``ibu`` and ``mle`` (its channel)
 read it, the other methods accept and ignore it so that all methods share one call shape.
 
 This is a leaf module: it imports only NumPy and SciPy, so the protocol objects can call it.
@@ -21,6 +21,9 @@ References
 .. [AA01] D. Agrawal, C. C. Aggarwal, "On the Design and Quantification of Privacy Preserving
    Data Mining Algorithms", PODS 2001 (the iterative Bayesian / EM reconstruction).
 .. [A23] H. H. Arcolezi et al., 2023: IBU as the aggregator of GRR-based longitudinal chains.
+.. [P26] C. A. Pinzón et al., "Estimating the true distribution of data collected with
+   randomized response", AAAI 2026 (arXiv:2601.08603): the maximum-likelihood estimate of a
+   k-RR histogram in closed form.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ __all__ = [
     "base_pos",
     "get_method",
     "ibu",
+    "mle",
     "norm",
     "norm_cut",
     "norm_mul",
@@ -543,6 +547,164 @@ def ibu(
     return t * theta / theta.sum()
 
 
+def _mle_multinomial(obs: FloatArray, P0: float, gap: float) -> FloatArray:
+    """argmax over the simplex of Σ_y o_y ln(P0 + gap·θ_y), in closed form (docs/math.md §5.3).
+
+    KKT: on the support S, o_y/π_y = μ (π_y = P0 + gap·θ_y); off it, o_y ≤ μ·P0. With u the
+    observed fractions sorted decreasingly and s_m = Σ_{i ≤ m} u_i, S is the m largest values
+    for the largest m with u_m > P0·μ_m, μ_m = s_m/(gap + m·P0); θ_y = (o_y/μ − P0)/gap on S.
+    """
+    u = np.sort(obs)[::-1]
+    m = np.arange(1, u.size + 1)
+    mu = np.cumsum(u) / (gap + m * P0)
+    qualifies = np.flatnonzero(u > P0 * mu)
+    # m = 1 always qualifies in exact arithmetic (u_1 > P0·u_1/(gap + P0) as gap > 0).
+    mu_star = mu[qualifies[-1]] if qualifies.size else mu[0]
+    return np.maximum(obs / mu_star - P0, 0.0) / gap
+
+
+def _composite_theta(mu: float, obs: FloatArray, P0: float, gap: float) -> tuple[FloatArray, float]:
+    """θ(μ) of the composite-likelihood KKT conditions, and dΣθ/dμ.
+
+    π_v solves o/π − (1 − o)/(1 − π) = μ: the root in [0, 1] of μπ² − (μ + 1)π + o = 0, in the
+    form that avoids cancellation, 2o/((μ + 1) + √D) when μ + 1 ≥ 0 and ((μ + 1) − √D)/(2μ)
+    otherwise, D = (μ + 1)² − 4μo; then θ_v = max(0, (π_v − P0)/gap). Where θ_v > 0,
+    dθ_v/dμ = 1/(gap·h'(π_v)) with h'(π) = −o/π² − (1 − o)/(1 − π)².
+    """
+    b = mu + 1.0
+    root = np.sqrt(np.maximum(b * b - 4.0 * mu * obs, 0.0))
+    if b >= 0.0:
+        denom = b + root  # 0 only where o = 0 and μ = −1: there π = 0
+        pi = np.divide(2.0 * obs, denom, out=np.zeros_like(obs), where=denom > 0.0)
+    else:
+        pi = (b - root) / (2.0 * mu)
+    theta = np.maximum(pi - P0, 0.0) / gap
+    live = (theta > 0.0) & (pi < 1.0)
+    p = pi[live]
+    slope = float(np.sum(-1.0 / (gap * (obs[live] / p**2 + (1.0 - obs[live]) / (1.0 - p) ** 2))))
+    return theta, slope
+
+
+def _mle_composite(obs: FloatArray, P0: float, gap: float) -> FloatArray:
+    """argmax over the simplex of Σ_v o_v ln π_v + (1 − o_v) ln(1 − π_v), π_v = P0 + gap·θ_v.
+
+    The KKT conditions give θ as a decreasing function of one multiplier μ
+    (:func:`_composite_theta`); μ with Σθ = 1 is found by Newton's method inside a bisection
+    bracket (docs/math.md §5.3).
+    """
+
+    def excess(mu: float) -> tuple[float, float]:
+        theta, slope = _composite_theta(mu, obs, P0, gap)
+        return float(theta.sum()) - 1.0, slope
+
+    # Bracket the root of Σθ(μ) − 1 (decreasing in μ): lo has excess > 0, hi has excess ≤ 0.
+    mu, (value, slope) = 0.0, excess(0.0)
+    if value > 0.0:
+        lo, hi = 0.0, 1.0
+        while excess(hi)[0] > 0.0:
+            lo, hi = hi, 2.0 * hi
+    else:
+        lo, hi = -1.0, 0.0
+        while excess(lo)[0] <= 0.0:
+            lo, hi = 2.0 * lo, lo
+        if value == 0.0:
+            lo = hi = 0.0
+    for _ in range(200):
+        if value > 0.0:
+            lo = mu
+        else:
+            hi = mu
+        if abs(value) <= 1e-14 or hi - lo <= 1e-15 * max(1.0, abs(hi)):
+            break
+        nxt = mu - value / slope if slope < 0.0 else math.nan
+        if not lo < nxt < hi:
+            nxt = 0.5 * (lo + hi)
+        mu = nxt
+        value, slope = excess(mu)
+    theta = _composite_theta(mu, obs, P0, gap)[0]
+    return theta / theta.sum()
+
+
+def mle(
+    estimates: ArrayLike,
+    total: float = 1.0,
+    channel: ChannelInfo | None = None,
+) -> FloatArray:
+    """Maximum-likelihood distribution under the channel of the support counts.
+
+    With o_v = P0 + (f̂_v/total)(P1 − P0) the fraction of reports supporting v (what the
+    server counted) and π_v(θ) = P0 + (P1 − P0)·θ_v its probability when the users' values
+    are drawn from θ, maximise over the simplex {θ ≥ 0, Σθ = 1}:
+
+    - GRR-type channels (each report supports one value): the exact multinomial likelihood of
+      the report histogram, Σ_v o_v ln π_v. Its maximiser is the fixed point IBU (EM)
+      iterates towards; here it is computed exactly, in closed form from the KKT conditions.
+    - other channels (unary encoding, local hashing, Hadamard, dBitFlipPM): the server keeps
+      one support count per value, each exactly Binomial(n, π_v) but dependent across v
+      through each user's single value; we maximise the composite likelihood
+      Σ_v o_v ln π_v + (1 − o_v) ln(1 − π_v), the sum of these exact marginal likelihoods,
+      by its KKT conditions and a one-dimensional bisection.
+
+    Returns total·θ̂: non-negative, summing to ``total``. When the unbiased estimates are
+    already a distribution with every entry positive (GRR-type), θ̂ equals them. A supporting
+    fraction outside [0, 1] by less than 2.5/√n (five binomial standard deviations; non-GRR
+    channels only, for dBitFlipPM's equivalent channel) counts as the end of the interval;
+    further out is a ``ValueError``.
+
+    Source: [P26] derive the GRR closed form (hharcolezi/multi-freq-ldpy implements it); the
+    composite likelihood is ours. Both derivations: docs/math.md §5.3.
+
+    Parameters
+    ----------
+    estimates : array_like, shape (k,)
+        Unbiased estimates in units of ``total`` (fractions when total = 1).
+    total : float, default=1.0
+    channel : ChannelInfo
+        Required: P1, P0 and whether the channel is GRR-type (then P1 + (k − 1) P0 = 1).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (k,)
+    """
+    f, t = _validated("mle", estimates, total)
+    ch = _required_channel("mle", channel)
+    k = f.size
+    gap = ch.P1 - ch.P0
+    obs = ch.P0 + (f / t) * gap
+    # A supporting fraction is in [0, 1]; estimators that divide by a random count (dBitFlipPM
+    # by its samplers, seen here through an equivalent channel) can step past the ends by
+    # sampling noise. Up to 5 standard deviations of a binomial fraction (0.5/√n at most) is
+    # taken as the end itself; anything further means the estimates do not fit this channel.
+    slack = _OBS_ATOL if ch.grr_type else _OBS_ATOL + 2.5 / math.sqrt(ch.n)
+    if obs.min() < -slack or obs.max() > 1.0 + slack:
+        raise _fail(
+            "mle",
+            "estimates",
+            f"in [-P0/(P1-P0), (1-P0)/(P1-P0)] = [{-ch.P0 / gap!r}, {(1 - ch.P0) / gap!r}] "
+            "each, times total (the supporting fraction P0 + est (P1-P0) must be in [0, 1], "
+            f"to within {slack:.3g})",
+            _short(f),
+        )
+    np.clip(obs, 0.0, 1.0, out=obs)
+    if ch.grr_type:
+        row_sum = ch.P1 + (k - 1) * ch.P0
+        if abs(row_sum - 1.0) > _ROW_SUM_ATOL:
+            raise _fail(
+                "mle",
+                "channel",
+                f"a GRR-type channel over the k = {k} estimates, with P1 + (k-1) P0 = 1 "
+                f"(got {row_sum!r})",
+                ch,
+            )
+        mass = obs.sum()
+        if not mass > 0.0:
+            raise _fail("mle", "estimates", "such that some report is observed", _short(f))
+        theta = _mle_multinomial(obs / mass, ch.P0, gap)
+    else:
+        theta = _mle_composite(obs, ch.P0, gap)
+    return t * theta / theta.sum()
+
+
 METHODS: dict[str, PostProcessor] = {
     "base-pos": base_pos,
     "norm": norm,
@@ -552,6 +714,7 @@ METHODS: dict[str, PostProcessor] = {
     "base-cut": base_cut,
     "algorithm-1": algorithm_1,
     "ibu": ibu,
+    "mle": mle,
 }
 
 

@@ -17,14 +17,15 @@ import math
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.stats import beta
+from scipy.special import betaincinv
 
 
 def cp_lower(successes: ArrayLike, trials: ArrayLike, level: float) -> NDArray[np.float64]:
     """One-sided Clopper–Pearson lower bound: Pr[p ≥ bound] ≥ 1 − level (0 when x = 0)."""
     x, n = np.asarray(successes, dtype=np.float64), np.asarray(trials, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        out = beta.ppf(level, x, n - x + 1)
+        # Beta⁻¹(level; x, n − x + 1); betaincinv is beta.ppf without its argument checks.
+        out = betaincinv(np.maximum(x, 1e-300), n - x + 1, level)
     return np.where(x <= 0, 0.0, out)
 
 
@@ -32,7 +33,7 @@ def cp_upper(successes: ArrayLike, trials: ArrayLike, level: float) -> NDArray[n
     """One-sided Clopper–Pearson upper bound: Pr[p ≤ bound] ≥ 1 − level (1 when x = n)."""
     x, n = np.asarray(successes, dtype=np.float64), np.asarray(trials, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        out = beta.ppf(1 - level, x + 1, n - x)
+        out = betaincinv(x + 1, np.maximum(n - x, 1e-300), 1 - level)
     return np.where(x >= n, 1.0, out)
 
 

@@ -53,6 +53,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rappor",
     "audit",
     "archive",
+    "privacy",
 )
 
 app = typer.Typer(

@@ -48,7 +48,10 @@ def _taus(text: str) -> list[int]:
 
 
 def audit_cmd(
-    protocol: Annotated[str, typer.Argument(help="Protocol name (see `longldp protocols`).")],
+    protocol: Annotated[
+        str | None,
+        typer.Argument(help="Protocol name (see `longldp protocols`); omit with --exec."),
+    ] = None,
     k: Annotated[int, typer.Option(help="Domain size (small: the exact audit enumerates).")] = 8,
     eps: Annotated[float | None, typer.Option(help="ε of a one-shot oracle.")] = None,
     eps_perm: Annotated[float | None, typer.Option(help="ε∞ of a chain.")] = None,
@@ -61,8 +64,12 @@ def audit_cmd(
         ),
     ] = None,
     trials: Annotated[
-        int, typer.Option(help="Trials per world of the one-report game.")
-    ] = 1_000_000,
+        int | None,
+        typer.Option(
+            help="Trials per world (input) of the one-report audit [default: 1,000,000; "
+            "100,000 with --exec or --blackbox]."
+        ),
+    ] = None,
     taus: Annotated[str, typer.Option(help="Lifetime lengths τ, comma-separated.")] = "10,100",
     lifetime_trials: Annotated[int, typer.Option(help="Trials per world and τ.")] = 20_000,
     pattern: Annotated[
@@ -71,7 +78,10 @@ def audit_cmd(
     attack: Annotated[
         str, typer.Option(help="lr (likelihood ratio) or majority (memo vote).")
     ] = "lr",
-    alpha: Annotated[float, typer.Option(help="1 − confidence of the bounds.")] = 0.01,
+    alpha: Annotated[
+        float | None,
+        typer.Option(help="1 − confidence of the bounds [default: 0.01; 0.05 black-box]."),
+    ] = None,
     claim_eps_1: Annotated[
         float | None, typer.Option(help="Audit against this ε1 instead of the protocol's own.")
     ] = None,
@@ -93,9 +103,42 @@ def audit_cmd(
         bool, typer.Option(help="Clients draw from os.urandom, as devices do.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    exec_command: Annotated[
+        str | None,
+        typer.Option(
+            "--exec",
+            help="Audit an external client as a black box: CMD reads '<client> <value>' lines "
+            "and writes one hex report per line (docs/audit.md §9). Needs --k and --claim.",
+        ),
+    ] = None,
+    claim: Annotated[
+        float | None,
+        typer.Option(help="--exec: the ε claimed (for τ reports with --tau)."),
+    ] = None,
+    tau: Annotated[
+        int, typer.Option(help="--exec: reports per client (a lifetime audit when > 1).")
+    ] = 1,
+    inputs: Annotated[
+        str | None,
+        typer.Option(
+            help="Black-box: inputs to compare, comma-separated [default: all for k ≤ 16]."
+        ),
+    ] = None,
+    blackbox: Annotated[
+        bool,
+        typer.Option(
+            help="Audit PROTOCOL's client as a black box (tests found from data) instead of "
+            "the likelihood-ratio game."
+        ),
+    ] = False,
+    classifier: Annotated[
+        bool, typer.Option(help="Black-box: include the classifier family (scikit-learn).")
+    ] = True,
 ) -> None:
     """Audit PROTOCOL: exact ε from its enumerated channel, and black-box lower bounds on ε
-    from the distinguishing game (one report, and τ reports of one client).
+    from the distinguishing game (one report, and τ reports of one client). With --exec, audit
+    any client program as a black box against --claim; with --blackbox, audit PROTOCOL's own
+    client that way.
 
     Exit code 1 when a claim is refuted (an exact ε or a lower bound above its claim).
     """
@@ -104,6 +147,31 @@ def audit_cmd(
     import longldp as ll
     from longldp import audit
 
+    if exec_command is not None or blackbox:
+        _blackbox(
+            protocol,
+            exec_command,
+            k,
+            eps,
+            eps_perm,
+            eps_1,
+            param,
+            trials,
+            taus,
+            pattern,
+            alpha,
+            claim,
+            tau,
+            inputs,
+            classifier,
+            seed,
+            as_json,
+        )
+        return
+    if protocol is None:
+        raise ValueError("audit: give a PROTOCOL, or --exec CMD with --k and --claim.")
+    trials = 1_000_000 if trials is None else trials
+    alpha = 0.01 if alpha is None else alpha
     if control not in CONTROLS:
         raise ValueError(f"'--control' must be one of {', '.join(CONTROLS)}; got {control!r}.")
     patterns = ["one-value", "alternating"] if pattern == "both" else [pattern]
@@ -146,6 +214,162 @@ def audit_cmd(
             )
     if report.violations:
         raise typer.Exit(1)
+
+
+def _ints(text: str | None, name: str) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        return [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise ValueError(f"'{name}' must be comma-separated integers; got {text!r}.") from None
+
+
+def _blackbox(
+    protocol: str | None,
+    command: str | None,
+    k: int,
+    eps: float | None,
+    eps_perm: float | None,
+    eps_1: float | None,
+    param: list[str] | None,
+    trials: int | None,
+    taus: str,
+    pattern: str,
+    alpha: float | None,
+    claim: float | None,
+    tau: int,
+    inputs: str | None,
+    classifier: bool,
+    seed: int | None,
+    as_json: bool,
+) -> None:
+    """Black-box audits through audit_randomizer / audit_lifetime (docs/audit.md §7–§9)."""
+    import numpy as np
+
+    import longldp as ll
+    from longldp.audit import blackbox as bb
+    from longldp.audit import claimed_epsilon, exec_client, randomizers
+
+    confidence = 1.0 - (0.05 if alpha is None else alpha)
+    trials = 100_000 if trials is None else trials
+    chosen = _ints(inputs, "--inputs")
+    gen = np.random.default_rng(seed)
+    common = {"confidence": confidence, "classifier": classifier, "rng": gen}
+    results = []
+    if command is not None:
+        if protocol is not None:
+            raise ValueError("audit: give either a PROTOCOL or --exec, not both.")
+        if claim is None:
+            raise ValueError("audit --exec: '--claim' (the ε the client claims) is required.")
+        if tau < 1:
+            raise ValueError(f"audit --exec: '--tau' must be an integer >= 1; got {tau}.")
+        if pattern not in ("one-value", "alternating"):
+            raise ValueError(
+                f"audit --exec: '--pattern' must be one-value or alternating; got {pattern!r}."
+            )
+        if tau == 1:
+            fn = exec_client.exec_randomizer(command, k)
+            results.append(
+                bb.audit_randomizer(fn, k=k, claim=claim, trials=trials, inputs=chosen, **common)
+            )
+        else:
+            run = exec_client.exec_lifetime(command, k)
+            results.append(
+                bb.audit_lifetime(
+                    run,
+                    k=k,
+                    claim=claim,
+                    tau=tau,
+                    trials=trials,
+                    pattern=pattern,
+                    inputs=chosen,
+                    **common,
+                )
+            )
+        label = command
+    else:
+        if protocol is None:
+            raise ValueError("audit --blackbox: give the PROTOCOL to audit.")
+        params: dict[str, Any] = {"k": k, **_parse_params(param or [])}
+        for name, value in (("eps", eps), ("eps_perm", eps_perm), ("eps_1", eps_1)):
+            if value is not None:
+                params[name] = value
+        if protocol.lower() == "rappor" and params.get("encoder") == "boolean":
+            params["k"] = 1
+        proto = ll.protocol(protocol, **params)
+        domain = randomizers.audit_domain(proto)
+        one = proto.single_report_epsilon() if claim is None else claim
+        results.append(
+            bb.audit_randomizer(
+                randomizers.protocol_randomizer(proto),
+                k=domain,
+                claim=one,
+                trials=trials,
+                inputs=chosen,
+                **common,
+            )
+        )
+        patterns = ["one-value", "alternating"] if pattern == "both" else [pattern]
+        for pat in patterns:
+            for t in _taus(taus):
+                if t < 2:
+                    continue
+                results.append(
+                    bb.audit_lifetime(
+                        randomizers.protocol_lifetime(proto),
+                        k=domain,
+                        claim=claimed_epsilon(proto, t, pat),
+                        tau=t,
+                        trials=max(20, trials // 5),
+                        pattern=pat,
+                        **common,
+                    )
+                )
+        label = proto.name
+    if as_json:
+        from dataclasses import asdict
+
+        out = [asdict(r) | {"violates": r.violates} for r in results]
+        typer.echo(json.dumps({"randomizer": label, "audits": out}, indent=2, default=str))
+    else:
+        _print_blackbox(label, results)
+    if any(r.violates for r in results):
+        raise typer.Exit(1)
+
+
+def _print_blackbox(label: str, results: list) -> None:
+    table = Table(title=f"Black-box audit of {label}")
+    for col in ("audit", "τ", "claim", "lower bound", "inputs", "test", "TP / FP", "trials"):
+        table.add_column(col, justify="left" if col in ("audit", "test") else "right")
+    for res in results:
+        flag = " [red]VIOLATION[/red]" if res.violates else ""
+        kind = "one report" if res.tau == 1 else f"lifetime, {res.pattern}"
+        table.add_row(
+            kind,
+            str(res.tau),
+            f"{res.claim:.4g}",
+            f"{res.lower:.4g}{flag}",
+            f"{res.pair[0]} vs {res.pair[1]}",
+            f"{res.family}: {res.test}",
+            f"{res.tp:,} / {res.fp:,} of {res.n0:,}",
+            f"{res.trials:,}",
+        )
+    out = console()
+    out.print(table)
+    first = results[0]
+    out.print(
+        f"Each lower bound holds with confidence {first.confidence:.0%}: tests chosen on a "
+        f"search half, counted on the held-out half, {first.tests_evaluated} held-out tests "
+        "(Bonferroni)."
+    )
+    refuted = [r for r in results if r.violates]
+    for r in refuted:
+        out.print(
+            f"[red]refuted:[/red] τ = {r.tau}: lower bound {r.lower:.4g} > claim {r.claim:.4g}"
+        )
+    if not refuted:
+        out.print("No claim refuted.")
 
 
 def _as_dict(report: Any, bounds: Any) -> dict:

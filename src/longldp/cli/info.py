@@ -15,17 +15,37 @@ def protocols_cmd(
     k: Annotated[int, typer.Option(help="Domain size.")] = 74,
     eps_perm: Annotated[float, typer.Option(help="ε∞ (one-shot oracles: ε).")] = 2.0,
     alpha: Annotated[float, typer.Option(help="α = ε1/ε∞ for the chains, in (0, 1).")] = 0.4,
-    n: Annotated[int, typer.Option(help="Users, for V*.")] = 45_222,
+    n: Annotated[int, typer.Option(help="Users, for V* and the shuffled figures.")] = 45_222,
+    epochs: Annotated[
+        int, typer.Option(help="Epochs τ of a collection, for its shuffled central ε.")
+    ] = 100,
+    delta: Annotated[float, typer.Option(help="δ of the shuffled central figures.")] = 1e-6,
 ) -> None:
-    """Print every protocol with its privacy parameters and V* at the given setting.
+    """Print every protocol with its privacy parameters and V* at the given setting, and the
+    central ε when each epoch's n reports are shuffled (per epoch, and for a collection of τ
+    epochs whose values never change; docs/math.md §17, `longldp privacy` for details).
 
     A protocol that cannot reach the setting (e.g. L-OUE at a large α) shows why in its row;
     a setting that no protocol accepts (k = 1, n = 0, ...) is refused.
     """
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"'alpha' (= ε1/ε∞) must be in (0, 1); got {alpha:g}.")
-    table = Table(title=f"k = {k}, ε∞ = {eps_perm:g}, α = {alpha:g}, n = {n:,}")
-    for col in ("protocol", "kind", "g", "p1", "q1", "p2", "q2", "ε one report", "ε memo", "V*"):
+    if not 0.0 < delta < 1.0:
+        raise ValueError(f"'delta' must be in (0, 1); got {delta:g}.")
+    if epochs < 1:
+        raise ValueError(f"'epochs' must be an integer >= 1; got {epochs}.")
+    try:
+        from longldp.shuffle import central_summary
+    except ModuleNotFoundError:  # the shuffled figures need SciPy (extra "shuffle")
+        central_summary = None
+    title = f"k = {k}, ε∞ = {eps_perm:g}, α = {alpha:g}, n = {n:,}"
+    if central_summary is not None:
+        title += f"; shuffled: δ = {delta:g}, τ = {epochs}"
+    table = Table(title=title)
+    columns = ["protocol", "kind", "g", "p1", "q1", "p2", "q2", "ε one report", "ε memo", "V*"]
+    if central_summary is not None:
+        columns += ["ε epoch shuffled", "ε collection shuffled"]
+    for col in columns:
         table.add_column(col, justify="left" if col in ("protocol", "kind") else "right")
     errors: list[ValueError] = []
     for info in ll.list_protocols():
@@ -42,6 +62,7 @@ def protocols_cmd(
         try:
             proto = ll.protocol(info.name, **params)
             variance = proto.approx_variance(n)
+            central = [] if central_summary is None else central_summary(proto, n, epochs, delta)
         except ValueError as err:
             errors.append(err)
             table.add_row(info.name, "", *[""] * 7, f"[red]{err}[/red]")
@@ -54,10 +75,14 @@ def protocols_cmd(
             f"{proto.single_report_epsilon():.4g}",
             f"{proto.first_round_epsilon():.4g}" if info.longitudinal else "-",
             f"{variance:.4e}",
+            *([] if not central else [f"{central.per_epoch:.4g}", f"{central.collection:.4g}"]),
         )
     if len(errors) == len(ll.list_protocols()):
         raise errors[0]
-    console().print(table)
+    con = console()
+    con.print(table)
+    if central_summary is None:
+        con.print("Shuffled central figures need SciPy: pip install 'longldp[shuffle]'.")
 
 
 def datasets_cmd() -> None:

@@ -1,0 +1,386 @@
+"""Black-box audits of plain functions: tests found from data (docs/audit.md §7–§10).
+
+Every seed is fixed and the trial counts small. A bound is valid at its confidence for any
+randomizer, so "never refuted" of a correct protocol fails with probability at most 1 − c per
+check, and these seeds pass; the positive controls are refuted by a wide margin.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+import longldp as ll
+from longldp.audit import (
+    audit_lifetime,
+    audit_randomizer,
+    claimed_epsilon,
+    client_lifetime,
+    misencoded_unary,
+    population_lifetime,
+)
+from longldp.audit import events as ev
+from longldp.audit import randomizers as rz
+from longldp.protocols import REGISTRY
+
+#: Typical values of every constructor parameter a registered protocol may require.
+EXAMPLE_PARAMS = {
+    "eps": 1.0,
+    "eps_perm": 2.0,
+    "eps_1": 1.0,
+    "d": 2,
+    "h": 2,
+    "m": 4,
+    "f": 0.5,
+    "p": 0.5,
+    "q": 0.75,
+}
+
+
+def example_protocol(cls: type, k: int = 4) -> ll.protocols.FrequencyOracle:
+    """The registered class at a small k with typical parameters (a new required parameter
+    fails here, so every protocol added to the registry is audited)."""
+    fields = [f for f in dataclasses.fields(cls) if f.init and f.name != "k"]
+    required = [
+        f.name
+        for f in fields
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    unknown = [name for name in required if name not in EXAMPLE_PARAMS]
+    assert not unknown, f"{cls.name}: add example values for {unknown}"
+    params = {name: EXAMPLE_PARAMS[name] for name in required}
+    if cls.name == "dBitFlipPM":
+        params["b"] = 4
+    return ll.protocol(cls.name, k=k, **params)
+
+
+# ---------------------------------------------------------------------- correct protocols
+
+
+@pytest.mark.parametrize("name", sorted(REGISTRY))
+def test_every_registered_client_is_never_refuted(name):
+    proto = example_protocol(REGISTRY[name])
+    fn = rz.protocol_randomizer(proto)
+    k = rz.audit_domain(proto)
+    res = audit_randomizer(
+        fn,
+        k=k,
+        claim=proto.single_report_epsilon(),
+        trials=3000,
+        rng=11,
+        confidence=0.99,
+        classifier=name in ("oue", "l-osue"),
+    )
+    assert not res.violates, res.summary()
+    assert res.inputs == tuple(range(k)) and res.tests_evaluated >= 1
+    assert 0.0 <= res.lower <= res.estimate or res.tp == 0
+
+
+@pytest.mark.parametrize(("name", "params"), [("GRR", {"eps": 1.0}), ("L-OSUE", {})])
+def test_the_search_has_power(name, params):
+    # Data-found tests come within a few tenths of the exact ε at 20,000 trials per input.
+    proto = ll.protocol(name, k=4, **(params or {"eps_perm": 2.0, "eps_1": 1.0}))
+    res = audit_randomizer(
+        rz.protocol_randomizer(proto),
+        k=4,
+        claim=proto.single_report_epsilon(),
+        trials=20_000,
+        rng=12,
+        classifier=False,
+    )
+    assert not res.violates
+    assert res.lower > proto.single_report_epsilon() - 0.25, res.summary()
+
+
+def test_coverage_on_a_channel_with_known_epsilon():
+    # GRR over two values at ε = 1: the set {y = x} attains e^ε exactly, the hardest case.
+    fn = rz.protocol_randomizer(ll.protocol("GRR", k=2, eps=1.0))
+    runs = [
+        audit_randomizer(fn, k=2, claim=1.0, trials=400, rng=seed, classifier=False)
+        for seed in range(200)
+    ]
+    below = sum(r.lower <= 1.0 for r in runs)
+    assert below >= 0.95 * len(runs)
+    # The check has teeth: the plug-in estimate overshoots often and the bound has power.
+    assert sum(r.estimate > 1.0 for r in runs) > 0.2 * len(runs)
+    assert np.mean([r.lower for r in runs]) > 0.3
+
+
+# ---------------------------------------------------------------------- positive controls
+
+
+def _misencoded_bytes():
+    """The misencoded OUE client of longldp.audit.controls, its reports as a list of bytes."""
+    bad = misencoded_unary(ll.protocol("OUE", k=4, eps=1.0))
+    return lambda values, rng: bad.to_bytes(bad.perturb(values, bad.new_memo(values.size), rng))
+
+
+@pytest.mark.parametrize(
+    ("label", "randomize", "k", "claim"),
+    [
+        ("off-by-one encoding", rz.off_by_one_unary(8, 1.0), 8, 1.0),
+        ("leak on one value", rz.leaky_value(8, 1.0, leak=5), 8, 1.0),
+        ("probability wrong for k > 8", rz.grr_wrong_for_large_k(16, 1.0), 16, 1.0),
+        ("hash seed reused across users", rz.reused_hash_seed(8, 2.0, 0.8), 8, 0.8),
+        ("misencoded unary (a protocol subclass)", _misencoded_bytes(), 4, 1.0),
+    ],
+)
+def test_one_report_controls_are_flagged(label, randomize, k, claim):
+    res = audit_randomizer(randomize, k=k, claim=claim, trials=5000, rng=3, classifier=False)
+    assert res.violates, f"{label}: {res.summary()}"
+
+
+def test_off_by_one_is_refuted_by_a_data_found_bit():
+    res = audit_randomizer(rz.off_by_one_unary(8, 1.0), k=8, claim=1.0, trials=5000, rng=4)
+    assert res.violates and res.lower > 4, res.summary()
+    assert res.fp == 0  # an event impossible under the other input
+
+
+def test_probability_wrong_only_for_some_k():
+    fine = audit_randomizer(
+        rz.grr_wrong_for_large_k(4, 1.0), k=4, claim=1.0, trials=5000, rng=5, classifier=False
+    )
+    assert not fine.violates, fine.summary()
+
+
+@pytest.mark.parametrize("pattern", ["one-value", "alternating"])
+def test_correct_lifetime_is_not_refuted(pattern):
+    k, ep, e1, tau = 4, 1.0, 0.5, 30
+    proto = ll.protocol("L-GRR", k=k, eps_perm=ep, eps_1=e1)
+    claim = claimed_epsilon(proto, tau, pattern)
+    for run in (rz.protocol_lifetime(proto), population_lifetime(rz.lgrr_population(k, ep, e1))):
+        res = audit_lifetime(
+            run,
+            k=k,
+            claim=claim,
+            tau=tau,
+            trials=3000,
+            pattern=pattern,
+            rng=6,
+            classifier=False,
+        )
+        assert not res.violates, res.summary()
+        assert res.lower > 0.3
+
+
+@pytest.mark.parametrize(
+    ("label", "factory", "pattern"),
+    [
+        ("memo redrawn per report", rz.redrawn_memo_lifetime, "one-value"),
+        ("memo shared across values", rz.shared_memo_lifetime, "alternating"),
+    ],
+)
+def test_lifetime_controls_are_flagged(label, factory, pattern):
+    k, ep, e1, tau = 4, 1.0, 0.5, 30
+    claim = claimed_epsilon(ll.protocol("L-GRR", k=k, eps_perm=ep, eps_1=e1), tau, pattern)
+    res = audit_lifetime(
+        population_lifetime(factory(k, ep, e1)),
+        k=k,
+        claim=claim,
+        tau=tau,
+        trials=3000,
+        pattern=pattern,
+        rng=7,
+        classifier=False,
+    )
+    assert res.violates, f"{label}: {res.summary()}"
+
+
+def test_stateless_library_client_is_flagged_and_the_memo_is_not():
+    proto = ll.protocol("L-OSUE", k=4, eps_perm=1.0, eps_1=0.5)
+    claim = claimed_epsilon(proto, 30)
+    kw = {"k": 4, "claim": claim, "tau": 30, "trials": 2000, "rng": 8, "classifier": False}
+    assert audit_lifetime(rz.protocol_lifetime(proto, stateless=True), **kw).violates
+    assert not audit_lifetime(rz.protocol_lifetime(proto), **kw).violates
+
+
+def test_single_client_factory_runs_the_same_audit():
+    proto = ll.protocol("L-GRR", k=3, eps_perm=1.0, eps_1=0.5)
+
+    class Device:
+        def __init__(self, rng):
+            self.client = proto.client(rng)
+
+        def report(self, value):
+            rec = self.client.report(value)
+            return proto.encode_reports(np.asarray([rec]))
+
+    res = audit_lifetime(
+        client_lifetime(Device),
+        k=3,
+        claim=claimed_epsilon(proto, 5),
+        tau=5,
+        trials=300,
+        rng=9,
+        classifier=False,
+    )
+    assert not res.violates and res.trials == 300
+
+
+# ---------------------------------------------------------------------- large domains
+
+
+def test_large_k_screens_and_finds_a_leak_on_one_value():
+    res = audit_randomizer(
+        rz.leaky_value(64, 1.0, leak=37, rate=0.5),
+        k=64,
+        claim=1.0,
+        trials=4000,
+        rng=10,
+        classifier=False,
+    )
+    assert res.screened and len(res.inputs) == 16
+    assert {0, 1, 62, 63} <= set(res.inputs) and 37 in res.inputs
+    assert res.violates and 37 in res.pair, res.summary()
+    honest = audit_randomizer(
+        rz.protocol_randomizer(ll.protocol("GRR", k=64, eps=1.0)),
+        k=64,
+        claim=1.0,
+        trials=2000,
+        rng=10,
+        classifier=False,
+    )
+    assert honest.screened and not honest.violates
+
+
+# ---------------------------------------------------------------------- bad input
+
+
+def _fixed(out):
+    return lambda values, rng: out(values)
+
+
+@pytest.mark.parametrize(
+    ("randomize", "match"),
+    [
+        (_fixed(lambda v: [b"ab" if i % 7 else b"abc" for i in range(v.size)]), "varying width"),
+        (_fixed(lambda v: np.zeros((v.size, 2))), "dtype float64"),
+        (_fixed(lambda v: np.zeros((v.size - 1, 2), np.uint8)), "reports for"),
+        (_fixed(lambda v: np.zeros(v.size, np.uint8)), "2-D"),
+        (_fixed(lambda v: [1] * v.size), "item 0 is a int"),
+        (_fixed(lambda v: 1 / 0), "raised ZeroDivisionError"),
+    ],
+)
+def test_bad_randomizers_are_named_in_one_line(randomize, match):
+    with pytest.raises(ValueError, match=match) as info:
+        audit_randomizer(randomize, k=4, claim=1.0, trials=100, rng=1, classifier=False)
+    assert "\n" not in str(info.value) and str(info.value).startswith("audit_randomizer:")
+
+
+def test_bad_arguments_are_refused():
+    fn = rz.protocol_randomizer(ll.protocol("GRR", k=4, eps=1.0))
+    for kwargs, match in (
+        ({"k": 1}, "'k'"),
+        ({"claim": -1.0}, "'claim'"),
+        ({"trials": 5}, "'trials'"),
+        ({"confidence": 1.0}, "'confidence'"),
+        ({"inputs": (1, 1)}, "distinct"),
+        ({"inputs": (0, 9)}, "inputs"),
+        ({"search_share": 0}, "search_share"),
+    ):
+        args = {"k": 4, "claim": 1.0, "trials": 100, "classifier": False} | kwargs
+        with pytest.raises(ValueError, match=match):
+            audit_randomizer(fn, **args)
+    with pytest.raises(ValueError, match="pattern"):
+        audit_lifetime(
+            rz.protocol_lifetime(ll.protocol("GRR", k=4, eps=1.0)),
+            k=4,
+            claim=1.0,
+            tau=2,
+            trials=100,
+            pattern="zigzag",
+        )
+
+
+def test_missing_scikit_learn_names_the_extra(monkeypatch):
+    monkeypatch.setattr(ev, "sklearn_available", lambda: False)
+    fn = rz.protocol_randomizer(ll.protocol("GRR", k=4, eps=1.0))
+    with pytest.raises(ModuleNotFoundError, match=r"longldp\[audit\]"):
+        audit_randomizer(fn, k=4, claim=1.0, trials=100)
+    assert audit_randomizer(fn, k=4, claim=1.0, trials=100, classifier=False).lower >= 0
+
+
+def test_constant_reports_give_a_zero_bound():
+    res = audit_randomizer(
+        lambda v, rng: np.zeros((v.size, 3), np.uint8),
+        k=3,
+        claim=0.1,
+        trials=50,
+        classifier=False,
+    )
+    assert res.lower == 0 and not res.violates and res.tests_evaluated == 0
+
+
+# ---------------------------------------------------------------------- the search itself
+
+
+def test_likelihood_prefixes_pick_the_neyman_pearson_set():
+    # Cells with ratios 4, 1, 1/4: the best set is the first cell, found from fit counts.
+    fa = np.array([[400, 200, 100]])
+    fb = np.array([[100, 200, 400]])
+    order, length, tp, fp, _ = ev.likelihood_prefixes(fa, fb, fa, fb, 700, 700, 2.0)
+    assert list(order[0]) == [0, 1, 2] and length[0] == 1 and (tp[0], fp[0]) == (400, 100)
+
+
+def test_row_keys_are_exact_for_short_rows_and_stable_for_long():
+    rows = np.array([[1, 2], [2, 1], [1, 2]], dtype=np.uint8)
+    keys = ev.row_keys(rows)
+    assert keys[0] == keys[2] != keys[1] and keys[0] == 0x0102
+    long = np.tile(np.arange(20, dtype=np.uint8), (3, 1))
+    long[1, 19] = 7
+    k2 = ev.row_keys(long)
+    assert k2[0] == k2[2] != k2[1]
+
+
+def test_bonferroni_level_is_what_the_bound_uses():
+    res = audit_randomizer(
+        rz.off_by_one_unary(4, 1.0),
+        k=4,
+        claim=1.0,
+        trials=400,
+        rng=2,
+        classifier=False,
+        tests=4,
+    )
+    assert res.tests_evaluated <= 4
+    from longldp.audit.stats import epsilon_lower_bound
+
+    for o in res.outcomes:
+        want = float(epsilon_lower_bound(o.tp, o.n0, o.fp, o.n1, res.alpha / res.tests_evaluated))
+        assert o.lower == pytest.approx(want)
+    assert res.lower == max(o.lower for o in res.outcomes)
+    assert math.isfinite(res.lower)
+
+
+def test_importing_the_audit_does_not_need_scikit_learn():
+    import subprocess
+    import sys
+
+    code = "import sys, longldp.audit; print(any(m.startswith('sklearn') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_game_misses_what_the_black_box_finds():
+    # The issue's example: OUE that also sets the bit after the true one. The likelihood-ratio
+    # game compares only the two inputs' own bits, so it does not refute the claim; the
+    # data-found tests do.
+    from longldp.audit import audit_game
+
+    base = ll.protocol("OUE", k=8, eps=1.0)
+
+    class OffByOne(type(base)):
+        def _round1(self, keys, state, rng):
+            bits = np.unpackbits(super()._round1(keys, state, rng), axis=1, count=self.k)
+            nxt = keys + 1
+            bits[np.flatnonzero(nxt < self.k), nxt[nxt < self.k]] = 1
+            return np.packbits(bits, axis=1)
+
+    bad = OffByOne(k=8, eps=1.0)
+    assert not audit_game(bad, 20_000, rng=1).violates
+    as_bytes = lambda values, rng: bad.to_bytes(bad.perturb(values, bad.new_memo(values.size), rng))  # noqa: E731
+    res = audit_randomizer(as_bytes, k=8, claim=1.0, trials=5000, rng=1, classifier=False)
+    assert res.violates and res.lower > 3

@@ -1,0 +1,17 @@
+"""README's table of local and shuffled central privacy is the output of its script."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_shows_the_generated_shuffle_table():
+    script = runpy.run_path(str(ROOT / "experiments" / "shuffle_table.py"))
+    table = script["table"]()
+    assert table.count("\n") == 1 + len(script["ll"].list_protocols())
+    assert table in (ROOT / "README.md").read_text(), (
+        "README's shuffle table is stale: rerun `python experiments/shuffle_table.py`"
+    )
