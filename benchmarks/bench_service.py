@@ -261,14 +261,24 @@ def pg_part(args: argparse.Namespace, proto, source: Reports) -> dict:  # type: 
                 port = free_port()
                 proc = start_server(url, port, "--workers", str(workers))
                 try:
-                    rate, load_at = pg_load(port, args, source)
+                    rate, load_at, cpu = pg_load(port, args, source, proc.pid, cluster.pid())
                 finally:
                     stop(proc)
                 out["runs"].append(
-                    {"round": rnd, "workers": workers, "reports_per_s": rate, "load": load_at}
+                    {
+                        "round": rnd,
+                        "workers": workers,
+                        "reports_per_s": rate,
+                        "load": load_at,
+                        **cpu,
+                    }
                 )
                 print(
-                    f"  round {rnd}: {workers} process(es) {rate:,.0f} reports/s, load {load_at}",
+                    f"  round {rnd}: {workers} process(es) {rate:,.0f} reports/s, load "
+                    f"{load_at}; CPU s per 1,000 reports: server "
+                    f"{cpu['server_cpu_s_per_1000']}, PostgreSQL "
+                    f"{cpu['postgresql_cpu_s_per_1000']}, clients "
+                    f"{cpu['clients_cpu_s_per_1000']}; cores used {cpu['cpu_cores_used']}",
                     flush=True,
                 )
         one = statistics.median(r["reports_per_s"] for r in out["runs"] if r["workers"] == 1)
@@ -279,8 +289,42 @@ def pg_part(args: argparse.Namespace, proto, source: Reports) -> dict:  # type: 
     return out
 
 
-def pg_load(port: int, args: argparse.Namespace, source: Reports) -> tuple[float, float]:
-    """Reports per second that ``args.pg_clients`` clients get through in ``pg_seconds``."""
+def _tree(root: int) -> list[int]:
+    """``root`` and its descendants (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += parents.get(pid, [])
+    return out
+
+
+def cpu_seconds(root: int) -> float:
+    """CPU time (user + system) used so far by ``root``'s process tree."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in _tree(root):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+def pg_load(
+    port: int, args: argparse.Namespace, source: Reports, server_pid: int, pg_pid: int
+) -> tuple[float, float, dict[str, float]]:
+    """Reports per second that ``args.pg_clients`` clients get through in ``pg_seconds``, the
+    load, and the CPU seconds per 1,000 reports of the server, PostgreSQL and the clients."""
     base = f"http://127.0.0.1:{port}"
     with httpx.Client(base_url=base, timeout=300) as http:
         col = create(http, "pg")
@@ -306,15 +350,23 @@ def pg_load(port: int, args: argparse.Namespace, source: Reports) -> tuple[float
     for t in threads:
         t.start()
     load_at = load()
+    cpu0 = (cpu_seconds(server_pid), cpu_seconds(pg_pid), sum(os.times()[:2]))
     t0 = time.perf_counter()
     stop_at[0] = t0 + args.pg_seconds
     barrier.wait()
     for t in threads:
         t.join()
     elapsed = time.perf_counter() - t0
+    cpu1 = (cpu_seconds(server_pid), cpu_seconds(pg_pid), sum(os.times()[:2]))
     for c in clients:
         c.close()
-    return sum(done) / elapsed, load_at
+    per_k = 1000 / max(1, sum(done))
+    cpu = {
+        f"{who}_cpu_s_per_1000": round((b - a) * per_k, 4)
+        for who, a, b in zip(("server", "postgresql", "clients"), cpu0, cpu1, strict=True)
+    }
+    cpu["cpu_cores_used"] = round(sum(b - a for a, b in zip(cpu0, cpu1, strict=True)) / elapsed, 2)
+    return sum(done) / elapsed, load_at, cpu
 
 
 def main() -> None:
@@ -327,33 +379,36 @@ def main() -> None:
     ap.add_argument("--pg-clients", type=int, default=8)
     ap.add_argument("--pg-batches", type=int, default=60, help="batches prepared per client")
     ap.add_argument("--skip-pg", action="store_true")
+    ap.add_argument("--skip-sqlite", action="store_true", help="only the PostgreSQL part")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "service.json")
     args = ap.parse_args()
     proto = ll.protocol(SPEC["name"], **SPEC["params"])
     source = Reports(proto, 20_000, np.random.default_rng(2026))
     out: dict = {"protocol": SPEC, "reports": args.reports, "cpu_count": os.cpu_count()}
     out["load_at_start"] = load()
-    print("SQLite: batched ingest against raw inserts in one transaction")
-    out["sqlite"] = sqlite_part(args, proto, source)
-    print("profile of the in-process ingest path (1,000 reports a batch)")
-    out["profile"] = profile_part(proto, source)
-    for label, share in out["profile"].items():
-        print(f"  {label}: {share}")
+    if not args.skip_sqlite:
+        print("SQLite: batched ingest against raw inserts in one transaction")
+        out["sqlite"] = sqlite_part(args, proto, source)
+        print("profile of the in-process ingest path (1,000 reports a batch)")
+        out["profile"] = profile_part(proto, source)
+        for label, share in out["profile"].items():
+            print(f"  {label}: {share}")
     if not args.skip_pg:
         print("PostgreSQL: two server processes against one, alternately")
         out["postgresql"] = pg_part(args, proto, source)
     out["load_at_end"] = load()
-    s = out["sqlite"]
-    print(
-        f"batched ingest / raw inserts in one transaction: {s['ratio_1000_median']:.2f} at "
-        f"1,000 reports a request, {s['ratio_10000_median']:.2f} at 10,000 (medians of "
-        f"{args.rounds} rounds)"
-    )
-    print(f"one report per request: {s['single_per_s']:,.0f} reports/s")
-    print(
-        f"estimate query, k = 1,000: {s['estimate_ms_none']:.1f} ms (unbiased), "
-        f"{s['estimate_ms_norm-sub']:.1f} ms (norm-sub), median of {args.queries}"
-    )
+    if "sqlite" in out:
+        s = out["sqlite"]
+        print(
+            f"batched ingest / raw inserts in one transaction: {s['ratio_1000_median']:.2f} at "
+            f"1,000 reports a request, {s['ratio_10000_median']:.2f} at 10,000 (medians of "
+            f"{args.rounds} rounds)"
+        )
+        print(f"one report per request: {s['single_per_s']:,.0f} reports/s")
+        print(
+            f"estimate query, k = 1,000: {s['estimate_ms_none']:.1f} ms (unbiased), "
+            f"{s['estimate_ms_norm-sub']:.1f} ms (norm-sub), median of {args.queries}"
+        )
     if "ratio" in out.get("postgresql", {}):
         p = out["postgresql"]
         print(

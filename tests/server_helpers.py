@@ -109,6 +109,10 @@ class PgCluster:
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.data), "-m", "fast", "-w", "stop")
 
+    def pid(self) -> int:
+        """The postmaster's process id (its backends are its children)."""
+        return int((self.data / "postmaster.pid").read_text().split()[0])
+
     def url(self, dbname: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{dbname}"
 
