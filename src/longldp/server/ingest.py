@@ -6,8 +6,8 @@ What :func:`store` checks, in order, and how it answers (docs/server.md, "Ingest
 1. inside the batch, a report id repeated with a different epoch, report or cohort: 409;
 2. more distinct epochs than ``Limits.max_epochs_per_request``: 413 (a client halves its
    batch on 413);
-3. in one transaction, with the locks taken in one global order (the device's row, the
-   touched epochs' rows in epoch order, the new reports in report-id order), so that
+3. in one transaction, with the locks taken in one global order (the device's row, the new
+   reports in report-id order, one count row of each touched epoch in epoch order), so that
    concurrent transactions wait for one another and never deadlock: a report id this device
    already stored with another epoch, report or cohort: 409 (one stored with the same ones
    is a duplicate, acknowledged again whatever happened since, so a retry gets the answer a
@@ -120,7 +120,7 @@ def store(
     for attempt in range(RETRIES):
         try:
             with db.transaction(engine, write=True) as conn:
-                new = _store(conn, engine, col, batch, device, keep, epochs)
+                new = _store(conn, engine, col, batch, device, keep)
             break
         except sa.exc.DBAPIError as exc:
             code = getattr(exc.orig, "sqlstate", None)
@@ -163,7 +163,6 @@ def _store(
     batch: Batch,
     device: int,
     keep: NDArray[np.int64],
-    epochs: NDArray[np.int64],
 ) -> int:
     """The transaction's body; returns the number of new reports.
 
