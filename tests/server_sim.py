@@ -95,7 +95,11 @@ class ServerPool:
 
     def client(self, srv: LiveServer) -> httpx.Client:
         if srv.port not in self.clients:
-            self.clients[srv.port] = httpx.Client(base_url=srv.base, timeout=60)
+            # Idle connections are dropped well before the server's keep-alive timeout (5 s),
+            # so a request never goes out on a connection the server is closing.
+            self.clients[srv.port] = httpx.Client(
+                base_url=srv.base, timeout=60, limits=httpx.Limits(keepalive_expiry=1.0)
+            )
         return self.clients[srv.port]
 
     def ready(self) -> list[LiveServer]:
@@ -463,14 +467,20 @@ class Sequence:
             self.pool.client(srv)  # made before the threads start
         barrier = threading.Barrier(len(batches))
 
+        failures: list[BaseException] = []
+
         def run(sent: Sent, srv: LiveServer) -> None:
             http = self.pool.client(srv)  # thread-safe; making a client per thread is slow
             barrier.wait()
-            r = http.post(
-                f"/v1/collections/{model.name}/reports",
-                content=sent.body(),
-                headers={**bearer(sent.token), "Content-Type": OCTET},
-            )
+            try:
+                r = http.post(
+                    f"/v1/collections/{model.name}/reports",
+                    content=sent.body(),
+                    headers={**bearer(sent.token), "Content-Type": OCTET},
+                )
+            except BaseException as exc:  # reported below, not lost in the thread
+                failures.append(exc)
+                return
             with lock:
                 answers.append((sent, r.status_code, r.json()))
 
@@ -479,15 +489,27 @@ class Sequence:
             t.start()
         for t in threads:
             t.join()
+        self.expect(not failures, f"concurrent: a request failed: {failures!r}")
         for _, status, got in answers:
             self.expect(status == 200, f"concurrent: {status} {got}")
         distinct = {id(b): b for b in batches}.values()  # the same batch twice counts once
         expected = sum(model.predict(b)[1] for b in distinct)
         total_new = sum(got["new"] for _, _, got in answers)
-        self.expect(
-            total_new == expected,
-            f"concurrent: {total_new} new reports in all; expected {expected}",
-        )
+        if total_new != expected:
+            detail = "; ".join(
+                f"device {b.device}: {len(b.ids)} sent, {got} (predicted new {model.predict(b)[1]})"
+                for b, _, got in answers
+            )
+            stored_now = self.checker.stored(model)
+            landed = sum(
+                (b.device, rid) in stored_now and (b.device, rid) not in model.stored
+                for b in distinct
+                for rid in b.ids
+            )
+            raise SimulationError(
+                f"concurrent: {total_new} new reports in all; expected {expected}; "
+                f"{landed} new ones stored. {detail}"
+            )
         for sent in batches:
             model.accept(sent)
 
