@@ -7,8 +7,12 @@ Measured in one run on the same archive (L-OSUE, k = 74, wire format v1):
 2. **unpackbits baseline**: the same slices read the same way, counted with
    ``np.unpackbits(bodies, axis=1).sum(axis=0)``; the ratio local / baseline is reported both
    end to end (reading included) and for the counting kernel alone.
-3. **Dask**: the same command on a ``LocalCluster`` of one worker and of two workers (one
-   thread each); the ratio two / one.
+3. **Dask**: the same call on a ``LocalCluster`` of one worker and on one of two workers (one
+   thread each), both started before timing and kept for the whole run. The three ways
+   (local, Dask 1 worker, Dask 2 workers) are timed *alternately*, ``--rounds`` times, so that a
+   change in the machine's load hits all three alike; the load average is recorded before
+   every round. Reported: every time, the median of each way, and the ratios of medians
+   (Dask 2 / Dask 1, Dask 2 / local). On a shared machine, read the load beside the numbers.
 
 The archive is written once by ``simulate_reports`` (bounded memory) under ``--workdir`` and
 reused by later runs with the same size. Usage::
@@ -111,11 +115,34 @@ def packed_kernel_time(path: Path) -> float:
     return kernel
 
 
-def dask_time(path: Path, workers: int) -> float:
-    with local_cluster(workers) as cluster:
-        aggregate_archive(path, scheduler=cluster)  # warm-up: imports on the workers
-        _, seconds = timed(lambda: aggregate_archive(path, scheduler=cluster))
-    return seconds
+def load_average() -> float:
+    """The one-minute load average (what `uptime` shows first)."""
+    return round(os.getloadavg()[0], 2)
+
+
+def alternate(path: Path, rounds: int) -> dict:
+    """Time local, Dask 1 worker and Dask 2 workers alternately, ``rounds`` times each."""
+    times: dict[str, list[float]] = {"local": [], "dask_1_worker": [], "dask_2_workers": []}
+    loads: list[float] = []
+    with local_cluster(1) as one, local_cluster(2) as two:
+        ways = {
+            "local": lambda: aggregate_archive(path),
+            "dask_1_worker": lambda: aggregate_archive(path, scheduler=one),
+            "dask_2_workers": lambda: aggregate_archive(path, scheduler=two),
+        }
+        for way in ways.values():  # warm-up: imports on the workers, the page cache
+            way()
+        for r in range(rounds):
+            loads.append(load_average())
+            for name, way in ways.items():
+                _, seconds = timed(way)
+                times[name].append(round(seconds, 3))
+            print(
+                f"round {r + 1}/{rounds} (load {loads[-1]}): "
+                + ", ".join(f"{k} {v[-1]:.2f} s" for k, v in times.items()),
+                flush=True,
+            )
+    return {"times": times, "load_before_rounds": loads}
 
 
 def main() -> None:
@@ -123,36 +150,51 @@ def main() -> None:
     parser.add_argument("--reports", type=int, default=100_000_000)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/longldp-bench-aggregate"))
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--rounds", type=int, default=5, help="alternated timing rounds")
     parser.add_argument("--simulate", action="store_true", help="build by simulation")
+    parser.add_argument(
+        "--dask-only", action="store_true", help="skip the unpackbits baseline and kernels"
+    )
     args = parser.parse_args()
     args.workdir.mkdir(parents=True, exist_ok=True)
     path = args.workdir / f"losue-k{K}-{args.reports}.parquet"
     build(path, args.reports, args.simulate)
     n = read_info(path).num_rows
 
-    aggregate_archive(path)  # warm the page cache
-    counts, local_s = timed(lambda: aggregate_archive(path))
-    base_counts, base_s, base_kernel_s = unpack_baseline(path)
-    ours = sum((agg.support_counts for agg in counts.by_epoch.values()), np.zeros(K, np.int64))
-    assert np.array_equal(ours, base_counts), "the two counts differ"
-    kernel_s = packed_kernel_time(path)
-    one = dask_time(path, 1)
-    two = dask_time(path, 2)
-
-    result = {
+    result: dict = {
         "reports": n,
         "protocol": "L-OSUE k=74 (wire 22 bytes)",
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "local_seconds": round(local_s, 3),
-        "local_reports_per_second_per_core": round(n / local_s),
-        "unpackbits_seconds_end_to_end": round(base_s, 3),
-        "ratio_end_to_end_vs_unpackbits": round(base_s / local_s, 2),
-        "kernel_seconds_packed": round(kernel_s, 3),
-        "kernel_seconds_unpackbits": round(base_kernel_s, 3),
-        "ratio_kernel_vs_unpackbits": round(base_kernel_s / kernel_s, 2),
-        "dask_1_worker_seconds": round(one, 3),
-        "dask_2_workers_seconds": round(two, 3),
-        "ratio_dask_2_vs_1": round(one / two, 2),
+        "load_at_start": load_average(),
+    }
+    if not args.dask_only:
+        aggregate_archive(path)  # warm the page cache
+        counts, local_s = timed(lambda: aggregate_archive(path))
+        base_counts, base_s, base_kernel_s = unpack_baseline(path)
+        zero = np.zeros(K, np.int64)
+        ours = sum((agg.support_counts for agg in counts.by_epoch.values()), zero)
+        assert np.array_equal(ours, base_counts), "the two counts differ"
+        kernel_s = packed_kernel_time(path)
+        result |= {
+            "local_seconds": round(local_s, 3),
+            "local_reports_per_second_per_core": round(n / local_s),
+            "unpackbits_seconds_end_to_end": round(base_s, 3),
+            "ratio_end_to_end_vs_unpackbits": round(base_s / local_s, 2),
+            "kernel_seconds_packed": round(kernel_s, 3),
+            "kernel_seconds_unpackbits": round(base_kernel_s, 3),
+            "ratio_kernel_vs_unpackbits": round(base_kernel_s / kernel_s, 2),
+        }
+    runs = alternate(path, args.rounds)
+    med = {k: float(np.median(v)) for k, v in runs["times"].items()}
+    result |= {
+        "alternated_rounds": args.rounds,
+        "seconds_per_round": runs["times"],
+        "load_before_rounds": runs["load_before_rounds"],
+        "median_seconds": {k: round(v, 3) for k, v in med.items()},
+        "ratio_dask_2_vs_dask_1": round(med["dask_1_worker"] / med["dask_2_workers"], 2),
+        "ratio_dask_2_vs_local": round(med["local"] / med["dask_2_workers"], 2),
+        "ratio_dask_1_vs_local": round(med["local"] / med["dask_1_worker"], 2),
+        "load_at_end": load_average(),
     }
     print(json.dumps(result, indent=1))
     if args.out:

@@ -124,11 +124,23 @@ def test_archive_larger_than_the_memory_limit_stays_within_it(tmp_path):
         # Warm up on 1,000 reports: the imports this triggers (pyarrow pulls in pandas) are code,
         # not working memory.
         count_slice(read_info(sys.argv[1]).protocol, next(row_groups(sys.argv[1], max_rows=1000)))
+
+        def status(key):  # bytes of a /proc/self/status line (VmRSS: now, VmHWM: its peak)
+            with open("/proc/self/status") as f:
+                return next(int(x.split()[1]) * 1024 for x in f if x.startswith(key))
+
+        rss = status("VmRSS:")
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak (VmHWM) to the RSS now
         tracemalloc.start()
         counts = aggregate_archive(sys.argv[1], memory_limit=limit)
         print(json.dumps({
             "numpy": tracemalloc.get_traced_memory()[1],
-            "arrow_peak": pa.default_memory_pool().max_memory(),
+            # Bounded runs allocate from the system pool, others from the default one.
+            "arrow_peak": max(
+                pa.default_memory_pool().max_memory(), pa.system_memory_pool().max_memory()
+            ),
+            "rss_growth": status("VmHWM:") - rss,
             "n": counts.reports,
         }))
         """
@@ -144,11 +156,16 @@ def test_archive_larger_than_the_memory_limit_stays_within_it(tmp_path):
         )
         return json.loads(out.stdout.strip().splitlines()[-1])
 
-    bounded = peak(limit)
     unbounded = peak(None)
-    assert bounded["n"] == unbounded["n"] == 1_200_000
-    assert bounded["numpy"] + bounded["arrow_peak"] <= limit, bounded
-    assert unbounded["numpy"] + unbounded["arrow_peak"] > size / 2, unbounded
+    assert unbounded["n"] == 1_200_000
+    assert unbounded["rss_growth"] > size / 2, unbounded  # the whole row group at once
+    for value in (limit, 16_000_000):
+        bounded = peak(value)
+        assert bounded["n"] == 1_200_000
+        # What the process adds to its resident memory (peak RSS over the RSS before) stays
+        # within the limit, and so do the NumPy and Arrow allocations.
+        assert bounded["rss_growth"] <= value, bounded
+        assert bounded["numpy"] + bounded["arrow_peak"] <= value, bounded
 
 
 def _write_raw(path: Path, proto, epochs, reports, ids=None) -> None:
@@ -258,3 +275,24 @@ def test_archive_bytes_is_an_archive(tmp_path):
     np.testing.assert_array_equal(counts.by_epoch[3].support_counts, proto.support_counts(reports))
     with pytest.raises(ValueError, match="'epochs' must be integers"):
         archive_bytes(proto, "x", -1, ids, wire_rows)
+
+
+def test_dask_tasks_are_few_runs_of_row_groups_covering_each_once(tmp_path):
+    """About two tasks per worker thread, each a run of consecutive groups of one file."""
+    from longldp.archive.aggregate import TASKS_PER_THREAD, dask_tasks
+    from longldp.archive.layout import ArchiveInfo
+
+    proto = ll.protocol("L-OSUE", k=20, eps_perm=2.0, eps_1=0.8)
+    infos = [
+        ArchiveInfo(tmp_path / f"{i}.parquet", "c", proto, 0, groups)
+        for i, groups in enumerate((100, 7, 1))
+    ]
+    for threads in (1, 2, 8, 1000):
+        tasks = dask_tasks(infos, threads)
+        assert len(tasks) <= TASKS_PER_THREAD * threads + len(infos)
+        seen = sorted((info.path.name, g) for info, groups in tasks for g in groups)
+        assert seen == sorted((i.path.name, g) for i in infos for g in range(i.num_row_groups))
+        for _, groups in tasks:
+            assert groups == list(range(groups[0], groups[-1] + 1))
+    assert [len(g) for _, g in dask_tasks(infos[:1], 2)] == [25] * 4  # 100 groups, 2 threads
+    assert sorted(len(g) for _, g in dask_tasks([infos[1]], 2)) == [1, 2, 2, 2]  # 7 groups

@@ -41,6 +41,17 @@ heavy = sorted({{m.split(".")[0] for m in sys.modules}} & set({HEAVY!r}))
 print(json.dumps(heavy))
 """
 
+#: On a core install, bundled data needs the `data` extra: the error names it.
+NO_DATA_SCRIPT = """
+from longldp.data import load
+try:
+    load("adult")
+except ImportError as err:
+    assert "longldp[data]" in str(err), err
+else:
+    raise AssertionError("longldp.data.load worked without pyarrow")
+"""
+
 
 def _env_with_src() -> dict[str, str]:
     src = str(ROOT / "src")
@@ -82,6 +93,14 @@ def _pip(*args: str) -> subprocess.CompletedProcess:
     return proc
 
 
+def test_the_server_extra_brings_the_command():
+    """`pip install '.[server]'` alone must give a working `longldp serve` (checked by hand in a
+    fresh venv too): the extra pulls the `cli` extra, whose packages the command needs."""
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        extras = tomllib.load(f)["project"]["optional-dependencies"]
+    assert "longldp[cli]" in extras["server"]
+
+
 def test_core_install_in_a_fresh_venv(tmp_path):
     """Build the wheel, install it with its dependencies into an empty venv, use it there."""
     tree = tmp_path / "tree"
@@ -112,6 +131,15 @@ def test_core_install_in_a_fresh_venv(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+    data = subprocess.run(
+        [str(python), "-c", NO_DATA_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=_clean_env(),
+        cwd=tmp_path,
+        check=False,
+    )
+    assert data.returncode == 0, data.stderr
     # The command needs the `cli` extra: without it, one line that says so, not a traceback.
     command = subprocess.run(
         [str(venv / "bin" / "longldp"), "--help"],

@@ -474,5 +474,18 @@ class SpentBudget:
 
 
 def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float) -> SpentBudget:
-    """Sequential composition over reports, capped by the memos' ε∞ each (docs/math.md §4)."""
-    return SpentBudget(reports, memos, min(reports * eps_1, memos * eps_perm))
+    """Sequential composition over reports, capped by the memos' ε∞ each (docs/math.md §4).
+
+    The per-report ε carry `round_up`'s relative margin of 1e-12; summing t of them would show
+    t margins' worth (three reports at ε1 = 1: 3.000000000003, above a cap of 3). The total
+    takes the margin off once and is rounded *up* to 12 significant digits, so it is never
+    below the composed ε beyond float noise and shows 3.0 for three reports at 1.
+    """
+    total = min(reports * eps_1, memos * eps_perm)
+    if total > 0 and math.isfinite(total):
+        exponent = math.floor(math.log10(total)) - 11  # a grid of 12 significant digits
+        # Up to the grid (a slack of 1e-3 grid step absorbs the division's own float error),
+        # then back through the decimal text so that 3 is 3.0, not 3.0000000000000004.
+        steps = math.ceil(total * (1 - 1e-12) / 10.0**exponent - 1e-3)
+        total = float(f"{steps}e{exponent}")
+    return SpentBudget(reports, memos, total)

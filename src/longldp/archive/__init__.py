@@ -20,7 +20,7 @@ from longldp.archive.layout import (
     read_info,
     row_groups,
 )
-from longldp.archive.simulate import population_values, simulate_reports
+from longldp.archive.simulate import archive_size, population_values, simulate_reports
 
 __all__ = [
     "ArchiveCounts",
@@ -30,6 +30,7 @@ __all__ = [
     "archive_bytes",
     "archive_files",
     "archive_schema",
+    "archive_size",
     "local_cluster",
     "population_values",
     "read_info",

@@ -68,6 +68,10 @@ REPORT_ID_BYTES = 16
 
 def archive_schema(proto: FrequencyOracle, collection: str) -> pa.Schema:
     """The Arrow schema of an archive of ``proto``'s reports for ``collection``."""
+    if not isinstance(collection, str) or not collection.strip():
+        raise ValueError(
+            f"archive: 'collection' must be a non-empty name; got {collection!r}."
+        )
     meta = {
         "version": LAYOUT_VERSION,
         "collection": collection,
@@ -171,12 +175,13 @@ class ArchiveWriter:
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         assert self._writer is not None
-        self._writer.close()
-        if exc_type is None:
-            with open(self._tmp, "rb") as f:
-                os.fsync(f.fileno())
-            os.replace(self._tmp, self.path)
-        else:
+        try:
+            self._writer.close()
+            if exc_type is None:
+                with open(self._tmp, "rb") as f:
+                    os.fsync(f.fileno())
+                os.replace(self._tmp, self.path)
+        finally:  # whatever failed (the work, closing, the rename), no temporary is left
             self._tmp.unlink(missing_ok=True)
 
 

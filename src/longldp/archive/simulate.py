@@ -8,6 +8,7 @@ row group per epoch. Memory is bounded by the chunk, not by the population, so a
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,20 @@ from numpy.typing import NDArray
 from longldp.archive.layout import REPORT_ID_BYTES, ArchiveWriter
 from longldp.protocols import FrequencyOracle
 
-__all__ = ["population_values", "simulate_reports"]
+__all__ = ["archive_size", "population_values", "simulate_reports"]
 
 DISTRIBUTIONS = ("zipf", "uniform")
+#: Epochs are stored as uint32 (`longldp.archive.layout`).
+MAX_EPOCHS = 2**32
+#: Bytes an archive row takes beside its report: the 16-byte id and Parquet's per-row share
+#: of the dictionary-encoded epoch and the null cohort (measured: under 2 bytes).
+ROW_OVERHEAD_BYTES = 18
+
+
+def archive_size(proto: FrequencyOracle, n: int, epochs: int) -> int:
+    """Bytes of the archive `simulate_reports` writes for ``n`` users over ``epochs`` epochs
+    (reports are stored uncompressed, so the size is known before writing)."""
+    return int(n) * int(epochs) * (int(proto.wire_size) + ROW_OVERHEAD_BYTES)
 
 
 def population_values(
@@ -51,6 +63,7 @@ def simulate_reports(
     collection: str = "simulated",
     domain: int | None = None,
     rng: Any = None,
+    progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Simulate ``n`` users reporting at ``epochs`` epochs and write their reports to ``path``.
 
@@ -78,6 +91,8 @@ def simulate_reports(
         paper's §5.2 simulation.
     rng : Generator, int or None
         Simulation randomness (report ids included).
+    progress : callable, optional
+        Called with the number of reports written so far after every row group.
 
     Returns
     -------
@@ -87,8 +102,11 @@ def simulate_reports(
     """
     if int(n) != n or n < 1:
         raise ValueError(f"simulate_reports: 'n' must be an integer >= 1; got {n!r}.")
-    if int(epochs) != epochs or epochs < 1:
-        raise ValueError(f"simulate_reports: 'epochs' must be an integer >= 1; got {epochs!r}.")
+    if int(epochs) != epochs or not 1 <= epochs <= MAX_EPOCHS:
+        raise ValueError(
+            f"simulate_reports: 'epochs' must be an integer in [1, {MAX_EPOCHS}] (epochs are "
+            f"stored as uint32); got {epochs!r}."
+        )
     if not 0.0 <= float(change) <= 1.0:
         raise ValueError(f"simulate_reports: 'change' must be in [0, 1]; got {change!r}.")
     if int(chunk_users) != chunk_users or chunk_users < 1:
@@ -107,6 +125,7 @@ def simulate_reports(
         np.array([f"v{i + 1}" for i in range(size_of_domain)], dtype=object) if strings else None
     )
     truth = np.zeros((int(epochs), size_of_domain), dtype=np.int64)
+    written = 0
     with ArchiveWriter(path, proto, collection) as writer:
         for start in range(0, int(n), int(chunk_users)):
             size = min(int(chunk_users), int(n) - start)
@@ -127,6 +146,9 @@ def simulate_reports(
                 fields = getattr(reports, "dtype", np.dtype(np.uint8)).names or ()
                 cohorts = reports["cohort"] if "cohort" in fields else None
                 writer.write(epoch, ids, _wire_rows(wire, proto.wire_size), cohorts)
+                written += size
+                if progress is not None:
+                    progress(written)
     result: dict[str, Any] = {"reports": int(n) * int(epochs), "true_counts": truth}
     if names is not None:
         result["strings"] = list(names)

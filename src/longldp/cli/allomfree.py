@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from longldp.cli._common import console
+from longldp.cli._common import console, output_file
 
 
 def allomfree_tables_cmd(
@@ -30,6 +30,11 @@ def allomfree_gains_cmd(
     """Gains of ALLOMFREE over SMP+L-SUE and SMP+L-OUE (Tables 3-4) beside the paper's."""
     from longldp.experiments.reports.multidim import format_gain_table, gain_table, plot_gains
 
+    if not results.exists():
+        raise ValueError(f"RESULTS: {str(results)!r} does not exist.")
+    for option, path in (("--out", out), ("--plot", plot)):
+        if path is not None:
+            output_file(path, option)
     rows = gain_table(results)
     text = format_gain_table(rows)
     typer.echo(text)

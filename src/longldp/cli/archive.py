@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from longldp.cli._common import console
+from longldp.cli._common import (
+    available_memory,
+    check_memory,
+    check_scheduler,
+    client_memory,
+    console,
+    human_bytes,
+    nearest_existing,
+    output_file,
+)
 
 
 def protocol_from_words(name: str, words: list[str]):
@@ -37,40 +48,109 @@ def simulate_reports_cmd(
     params: Annotated[
         list[str] | None, typer.Argument(help="Protocol parameters: k=74 eps_perm=2 eps_1=0.8")
     ] = None,
-    out: Annotated[Path, typer.Option(help="Archive file to write (.parquet).")] = Path(
-        "reports.parquet"
-    ),
+    out: Annotated[
+        Path, typer.Option(help="Archive file to write; the name must end in .parquet.")
+    ] = Path("reports.parquet"),
     n: Annotated[int, typer.Option(help="Users (one report each per epoch).")] = 100_000,
     epochs: Annotated[int, typer.Option(help="Epochs (collection periods).")] = 1,
     distribution: Annotated[str, typer.Option(help="zipf or uniform.")] = "zipf",
     change: Annotated[float, typer.Option(help="Share of users changing value per epoch.")] = 0.0,
-    chunk_users: Annotated[int, typer.Option(help="Users simulated at once.")] = 1_000_000,
+    chunk_users: Annotated[
+        int, typer.Option(help="Users simulated at once (bounds the memory used).")
+    ] = 1_000_000,
     collection: Annotated[str, typer.Option(help="Collection name.")] = "simulated",
     seed: Annotated[int, typer.Option(help="Simulation seed (>= 0).")] = 0,
 ) -> None:
-    """Write the reports a simulated population would send, as a report archive."""
-    from longldp.archive import simulate_reports
+    """Write the reports a simulated population would send, as a report archive.
 
+    Refused before anything is written when the archive would not fit on the disk or one
+    chunk of users would not fit in the memory available; shows progress on a terminal.
+    """
+    from longldp.archive import simulate_reports
+    from longldp.archive.simulate import MAX_EPOCHS
+
+    output_file(out, "--out", (".parquet",))
     if seed < 0:
-        raise ValueError(f"'--seed' must be >= 0; got {seed}.")
+        raise ValueError(f"'--seed' must be an integer >= 0; got {seed}.")
+    for option, value, top in (
+        ("--n", n, None),
+        ("--epochs", epochs, MAX_EPOCHS),
+        ("--chunk-users", chunk_users, None),
+    ):
+        if value < 1 or (top is not None and value > top):
+            allowed = ">= 1" if top is None else f"in [1, {top:,}] (epochs are stored as uint32)"
+            raise ValueError(f"'{option}' must be an integer {allowed}; got {value:,}.")
+    if not collection.strip():
+        raise ValueError("'--collection' must be a non-empty name; got ''.")
     proto = protocol_from_words(protocol, params or [])
+    _check_simulation_size(proto, out, n, epochs, min(chunk_users, n))
     start = time.perf_counter()
-    result = simulate_reports(
-        proto,
-        out,
-        n=n,
-        epochs=epochs,
-        distribution=distribution,
-        change=change,
-        chunk_users=chunk_users,
-        collection=collection,
-        rng=seed,
-    )
+    with _progress(n * epochs, "reports") as advance:
+        result = simulate_reports(
+            proto,
+            out,
+            n=n,
+            epochs=epochs,
+            distribution=distribution,
+            change=change,
+            chunk_users=chunk_users,
+            collection=collection,
+            rng=seed,
+            progress=advance,
+        )
     elapsed = time.perf_counter() - start
     console().print(
         f"wrote {result['reports']:,} {proto.name} reports ({proto.wire_size} bytes each) "
         f"to {out} in {elapsed:.1f} s"
     )
+
+
+def _check_simulation_size(proto, out: Path, n: int, epochs: int, chunk: int) -> None:  # type: ignore[no-untyped-def]
+    """Refuse a simulation whose archive exceeds the free disk or whose chunk the memory."""
+    import shutil
+
+    from longldp.archive import archive_size
+
+    folder = nearest_existing(out.parent)
+    size, free = archive_size(proto, n, epochs), shutil.disk_usage(folder).free
+    if size > free:
+        raise ValueError(
+            f"--n {n:,} users x --epochs {epochs:,} make an archive of about "
+            f"{human_bytes(size)}, more than the {human_bytes(free)} free in {str(folder)!r}; "
+            "lower --n or --epochs."
+        )
+    domain = 100 if getattr(proto, "encoder", None) == "bloom" else proto.k
+    truth = 8 * epochs * domain  # the true counts per epoch, returned with the archive
+    check_memory(truth, f"counting the true values of {epochs:,} epochs", "lower --epochs.")
+    fixed, per_user = client_memory(proto)
+    per_user += 8 + 16  # the user's value and report id
+    need = fixed + truth + chunk * per_user
+    fits = max(0, (available_memory() - fixed - truth) // per_user)
+    check_memory(
+        need,
+        f"simulating {chunk:,} users at once ({proto.name}, k = {proto.k:,}: about "
+        f"{human_bytes(per_user)} per user, measured)",
+        f"lower --chunk-users to at most {fits:,}." if fits else "use a smaller k.",
+    )
+
+
+@contextmanager
+def _progress(total: int, unit: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar on stderr (shown on a terminal only); yields ``advance(done_so_far)``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    err = Console(stderr=True)
+    with Progress(
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
+    ) as bar:
+        task = bar.add_task(unit, total=total)
+        yield lambda done: bar.update(task, completed=done)
 
 
 def aggregate_cmd(
@@ -81,17 +161,30 @@ def aggregate_cmd(
     ] = None,
     workers: Annotated[int, typer.Option(help="Workers of a --scheduler local cluster.")] = 2,
     memory_limit: Annotated[
-        str | None, typer.Option(help="Working memory to stay within, e.g. 200MB or 2GB.")
+        str | None,
+        typer.Option(
+            help="Memory a local aggregation may add to this process (its peak RSS growth), "
+            "e.g. 200MB or 2GB; at least 8MB. On Dask it sizes the slices each task reads."
+        ),
     ] = None,
     postprocess: Annotated[str | None, typer.Option(help="Post-processing of estimates.")] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Write the estimates to this .csv or .json file.")
+        Path | None,
+        typer.Option(help="Write every estimate to this file: its name ends in .csv or .json."),
     ] = None,
-    top: Annotated[int, typer.Option(help="Rows per epoch shown in the table.")] = 10,
+    top: Annotated[int, typer.Option(help="Rows per epoch shown in the table (>= 1).")] = 10,
 ) -> None:
     """Support counts, estimates and 95% intervals per epoch of a report archive."""
     from longldp.archive import aggregate_archive, local_cluster, write_estimates
 
+    if out is not None:
+        output_file(out, "--out", (".csv", ".json"))
+    if top < 1:
+        raise ValueError(f"'--top' must be an integer >= 1; got {top}.")
+    if workers < 1:
+        raise ValueError(f"'--workers' must be an integer >= 1; got {workers}.")
+    if scheduler not in (None, "local"):
+        check_scheduler(scheduler)
     limit = None if memory_limit is None else parse_bytes(memory_limit)
     start = time.perf_counter()
     if scheduler == "local":

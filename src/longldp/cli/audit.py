@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from longldp.cli._common import console
+from longldp.cli._common import check_memory, client_memory, console
 
 CONTROLS = ("none", "stateless", "misencoded")
 
@@ -147,6 +147,15 @@ def audit_cmd(
     import longldp as ll
     from longldp import audit
 
+    if seed is not None and seed < 0:
+        raise ValueError(f"'--seed' must be an integer >= 0; got {seed}.")
+    for option, value in (
+        ("--claim-eps-1", claim_eps_1),
+        ("--claim-eps-perm", claim_eps_perm),
+        ("--claim", claim),
+    ):
+        if value is not None and not 0 < value < float("inf"):
+            raise ValueError(f"'{option}' must be a finite number > 0; got {value:g}.")
     if exec_command is not None or blackbox:
         _blackbox(
             protocol,
@@ -185,10 +194,12 @@ def audit_cmd(
     if control == "misencoded":
         proto = audit.misencoded_unary(proto)
     rng: Any = "secure" if secure else np.random.default_rng(seed)
+    tau_list = _taus(taus)
+    _check_audit_memory(proto, trials, tau_list, lifetime_trials, len(patterns) > 1)
     report = audit.audit_protocol(
         proto,
         trials=trials,
-        taus=_taus(taus),
+        taus=tau_list,
         lifetime_trials=lifetime_trials,
         patterns=patterns,
         attack=attack,
@@ -214,6 +225,34 @@ def audit_cmd(
             )
     if report.violations:
         raise typer.Exit(1)
+
+
+def _check_audit_memory(
+    proto: Any, trials: int, taus: list[int], lifetime_trials: int, alternating: bool
+) -> None:
+    """Refuse up front a game that would not fit in memory (`longldp.cli._common.check_memory`).
+
+    What a game holds at once (`longldp.audit.game`): two scores per client and world with
+    their sorted copies (32 bytes per trial); for one chunk of clients, their memos and reports
+    (measured per client) and the per-client tallies (4 bytes per report symbol, one tally per
+    pair of values, two for the alternating pattern); the τ values of the sequences.
+    """
+    from longldp.audit.game import CHUNK
+    from longldp.protocols import DBitFlipPM
+
+    width = proto.d if isinstance(proto, DBitFlipPM) else getattr(proto, "g", proto.k)
+    fixed, per_client = client_memory(proto)
+    games = [(trials, 1, "--trials"), *((lifetime_trials, t, "--taus") for t in taus)]
+    for clients, tau, option in games:
+        chunk = min(CHUNK, clients)
+        tallies = (2 if alternating and tau > 1 else 1) * 4 * width
+        need = 32 * clients + fixed + chunk * (per_client + tallies + proto.k) + 100 * tau
+        check_memory(
+            need,
+            f"the audit game with {clients:,} clients per world, τ = {tau:,} and k = {proto.k:,}",
+            f"lower {option}"
+            + (" or --k." if option == "--trials" else ", --lifetime-trials or --k."),
+        )
 
 
 def _ints(text: str | None, name: str) -> list[int] | None:

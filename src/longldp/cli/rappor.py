@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from longldp.cli._common import console
+from longldp.cli._common import console, input_file, output_file
 
 group = typer.Typer(help="RAPPOR: decode strings collected with RAPPOR.", no_args_is_help=True)
 
@@ -41,6 +41,18 @@ def decode_cmd(
     from longldp.apps.rappor.decode import decode
     from longldp.apps.rappor.report import plot_estimates, rich_table
 
+    for option, path in (
+        ("--counts", counts),
+        ("--params", params),
+        ("--map", map_file),
+        ("--candidates", candidates),
+    ):
+        if path is not None:
+            input_file(path, option)
+    if out is not None:
+        output_file(out, "--out", (".json",))
+    if limit < 1:
+        raise ValueError(f"'--limit' must be an integer >= 1; got {limit}.")
     proto = files.read_params(params)
     if (map_file is None) == (candidates is None):
         raise ValueError("rappor decode: give exactly one of --map and --candidates.")

@@ -1,10 +1,23 @@
-"""``longldp serve``: run the collection server (docs/server.md)."""
+"""``longldp serve``: run the collection server (docs/server.md).
+
+Everything that can be wrong with the command line is checked before the server starts, and
+refused with one ``error:`` line: the log level, the address (a host name that does not
+resolve, an address that is not this machine's, a port in use or not allowed), and the
+database (a folder, a file in a missing folder, a file that is not a database, a PostgreSQL
+server that cannot be reached or refuses the login).
+"""
 
 from __future__ import annotations
 
+import errno
+import socket
+from pathlib import Path
 from typing import Annotated
 
 import typer
+
+#: uvicorn's log levels (``uvicorn.config.LOG_LEVELS``).
+LOG_LEVELS = ("critical", "error", "warning", "info", "debug", "trace")
 
 
 def serve_cmd(
@@ -52,18 +65,28 @@ def serve_cmd(
         str | None, typer.Option(help="PEM certificate: serve HTTPS (with --tls-key).")
     ] = None,
     tls_key: Annotated[str | None, typer.Option(help="PEM private key of --tls-cert.")] = None,
-    log_level: Annotated[str, typer.Option(help="uvicorn log level.")] = "warning",
+    log_level: Annotated[
+        str, typer.Option(help=f"uvicorn log level: {', '.join(LOG_LEVELS)}.")
+    ] = "warning",
 ) -> None:
     """Collect reports from devices into SQLite or PostgreSQL; serve estimates and a dashboard.
 
     Needs the optional extra named server (FastAPI, uvicorn, SQLAlchemy, psycopg).
     """
     try:
+        from sqlalchemy.exc import SQLAlchemyError
+
         from longldp.server import Limits, serve
     except ImportError as exc:
         raise ValueError(
             f"the server needs the optional extra 'server' (pip install 'longldp[server]'): {exc}"
         ) from None
+    if log_level.lower() not in LOG_LEVELS:
+        raise ValueError(
+            f"'--log-level' must be one of {', '.join(LOG_LEVELS)}; got {log_level!r}."
+        )
+    check_listen_address(host, port)
+    check_sqlite_path(db)
     limits = Limits(
         max_body_bytes=max_body_bytes,
         max_batch=max_batch,
@@ -72,20 +95,86 @@ def serve_cmd(
         max_collection_bytes=max_collection_bytes,
         max_answer_values=max_answer_values,
     )
-    serve(
-        db=db,
-        host=host,
-        port=port,
-        admin_token=admin_token,
-        limits=limits,
-        workers=workers,
-        header_timeout=header_timeout,
-        body_timeout=body_timeout,
-        keep_alive_timeout=keep_alive_timeout,
-        tls_cert=tls_cert,
-        tls_key=tls_key,
-        log_level=log_level,
-    )
+    try:
+        serve(
+            db=db,
+            host=host,
+            port=port,
+            admin_token=admin_token,
+            limits=limits,
+            workers=workers,
+            header_timeout=header_timeout,
+            body_timeout=body_timeout,
+            keep_alive_timeout=keep_alive_timeout,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            log_level=log_level.lower(),
+        )
+    except SQLAlchemyError as err:
+        raise ValueError(f"--db {_shown_db(db)}: {_database_reason(err)}") from None
+
+
+def check_listen_address(host: str, port: int) -> None:
+    """Refuse a port out of range, a host that does not resolve or is not this machine's, and
+    a port already in use, by binding a socket the way uvicorn will (then closing it)."""
+    if not 0 < port < 65536:
+        raise ValueError(f"'--port' must be in [1, 65535]; got {port}.")
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as err:
+        reason = getattr(err, "strerror", None) or str(err)
+        raise ValueError(
+            f"'--host' {host!r} is not an address or a known host ({reason})."
+        ) from None
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            sock.bind(address)
+        except OSError as err:
+            if err.errno == errno.EADDRINUSE:
+                raise ValueError(
+                    f"'--port' {port} is already in use on {host}; stop what listens there "
+                    "or choose another port."
+                ) from None
+            if err.errno == errno.EADDRNOTAVAIL:
+                raise ValueError(f"'--host' {host!r} is not an address of this machine.") from None
+            if err.errno == errno.EACCES:
+                raise ValueError(
+                    f"'--port' {port}: permission denied (ports below 1024 need privileges)."
+                ) from None
+            raise ValueError(f"cannot listen on {host}:{port}: {err.strerror}.") from None
+
+
+def check_sqlite_path(db: str) -> None:
+    """A SQLite path (not a URL) must be a file, or a new file in an existing folder."""
+    if "://" in db:
+        return
+    path = Path(db)
+    if path.is_dir():
+        raise ValueError(f"--db {db!r} is a folder; give a SQLite file or postgresql://...")
+    if not path.parent.is_dir():
+        raise ValueError(
+            f"--db {db!r}: the folder {str(path.parent)!r} does not exist; create it first."
+        )
+
+
+def _shown_db(db: str) -> str:
+    """The database as the user gave it, with any password hidden."""
+    if "://" not in db:
+        return repr(db)
+    try:
+        from sqlalchemy.engine import make_url
+
+        return make_url(db).render_as_string(hide_password=True)
+    except Exception:  # not even a URL: show the scheme only
+        return db.split("://", 1)[0] + "://..."
+
+
+def _database_reason(err: Exception) -> str:
+    """The driver's own first line (``file is not a database``, ``connection refused``)."""
+    orig = getattr(err, "orig", None) or err
+    lines = [line.strip() for line in str(orig).splitlines() if line.strip()]
+    return (lines[0] if lines else type(orig).__name__).rstrip(".") + "."
 
 
 def register(app: typer.Typer) -> None:

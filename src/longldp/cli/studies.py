@@ -2,14 +2,26 @@
 
 from __future__ import annotations
 
+import signal
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
 
-from longldp.cli._common import console, fail, print_table
+from longldp.cli._common import (
+    check_memory,
+    check_scheduler,
+    client_memory,
+    console,
+    fail,
+    input_file,
+    output_folder,
+    print_table,
+)
 
 
 def demo_cmd(
@@ -22,7 +34,8 @@ def demo_cmd(
     from longldp.experiments.demo import N_USERS, TAU, plot_demo, run_demo
 
     if seed < 0:
-        raise ValueError(f"'seed' must be an integer >= 0; got {seed}.")
+        raise ValueError(f"'--seed' must be an integer >= 0; got {seed}.")
+    output_folder(out, "--out")  # before the demo runs, not after
     con = console()
     start = time.perf_counter()
     with con.status(f"Simulating {N_USERS:,} users over {TAU} timestamps..."):
@@ -68,12 +81,21 @@ def run_cmd(
     """Run a study's grid (resuming a previous run in the same folder); write results.parquet."""
     from longldp.experiments import load_study, run_study, summarize
 
+    input_file(study, "STUDY")
+    if out is not None:
+        output_folder(out, "--out")
+    if workers is not None and workers < 1:
+        raise ValueError(f"'--workers' must be an integer >= 1; got {workers}.")
+    if scheduler is not None:
+        check_scheduler(scheduler)
     con = console()
     try:
         spec = load_study(study)
-        report = run_study(
-            spec, out, workers=workers, scheduler=scheduler, console=con, force=force
-        )
+        check_study_memory(spec, workers)
+        with _sigterm_interrupts() as signals:
+            report = run_study(
+                spec, out, workers=workers, scheduler=scheduler, console=con, force=force
+            )
     except RuntimeError as err:
         raise fail(str(err)) from None
     except KeyboardInterrupt:
@@ -81,7 +103,8 @@ def run_cmd(
             "[yellow]interrupted[/yellow]: finished cells are saved; run the same "
             "command again to resume."
         )
-        raise typer.Exit(130) from None
+        # 128 + the signal: 130 for Ctrl-C, 143 for SIGTERM, as a shell reports them.
+        raise typer.Exit(128 + (signals[-1] if signals else signal.SIGINT)) from None
     import pyarrow.parquet as pq
 
     kind = spec.study_kind
@@ -93,6 +116,85 @@ def run_cmd(
     con.print(
         f"{report.rows:,} rows ({report.cells:,} cells: {report.computed:,} computed, "
         f"{report.resumed:,} resumed) in {report.seconds:.1f} s -> {report.path}"
+    )
+
+
+@contextmanager
+def _sigterm_interrupts() -> Iterator[list[int]]:
+    """Turn SIGTERM into KeyboardInterrupt while a study runs, so that ``kill`` stops the
+    worker processes and keeps the finished cells exactly as Ctrl-C does; yields the list of
+    signals received."""
+    received: list[int] = []
+
+    def interrupt(signum: int, _frame: object) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (an embedding application): leave signals alone
+        yield received
+        return
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def check_study_memory(spec: Any, workers: int | None) -> None:
+    """Refuse up front a study whose cells need more memory than the machine has.
+
+    A cell of a dataset with n users over τ timestamps holds their values (8 bytes each per
+    timestamp) and, with a per-user engine, the clients of the protocol it runs, whose memory
+    per user is measured (`longldp.cli._common.client_memory`, at the dataset's k). Cells run
+    ``workers`` at a time, so the largest cell counts once per worker. Kinds whose datasets do
+    not say n, τ and k (set-valued data, …) are not checked here.
+    """
+    import longldp as ll
+    from longldp.experiments.runner import default_workers
+
+    grid = spec.spec
+    datasets = getattr(grid, "datasets", ())
+    protocols = getattr(grid, "protocols", ())
+    engine = getattr(grid, "engine", "per-user")
+    eps = max(getattr(grid, "eps_perm", (1.0,)) or (1.0,))
+    alphas = getattr(grid, "alpha", None) or (0.5,)
+    worst, where = 0.0, ""
+    for ds in datasets:
+        n, tau, ks = (getattr(ds, a, None) for a in ("n", "tau", "domain_sizes"))
+        if not (isinstance(n, int) and isinstance(tau, int) and ks):
+            continue
+        k = max(ks)
+        need = 8.0 * n * tau * 2  # the values over τ and the interpolation's copy
+        per_user, label = 0, ""
+        for entry in protocols if engine != "count-level" else ():
+            budget: dict[str, float] = (
+                {"eps": eps}
+                if not getattr(entry, "longitudinal", True)
+                else {"eps_perm": eps, "eps_1": eps * min(alphas)}
+                if getattr(entry, "takes_eps_1", True)
+                else {"eps_perm": eps}
+            )
+            try:
+                proto = ll.protocol(entry.name, k=k, **budget, **dict(entry.options))
+            except (ValueError, TypeError, AttributeError):
+                continue  # a cell the grid skips, or a protocol built another way
+            _, per = client_memory(proto)
+            if per > per_user:
+                per_user, label = per, entry.name
+        need += n * per_user
+        if need > worst:
+            worst = need
+            where = f"dataset {ds.label!r} (n = {n:,}, τ = {tau:,}, k = {k:,}" + (
+                f", {label} clients)" if label else ")"
+            )
+    if not worst:
+        return
+    running = default_workers() if workers is None else workers
+    check_memory(
+        worst * running,
+        f"a cell of {where}, {running} at a time (--workers)",
+        "lower n, τ or k, or --workers.",
     )
 
 
@@ -138,6 +240,10 @@ def plot_cmd(
     def cols(text: str | None) -> tuple[str, ...] | None:
         return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
 
+    if not results.exists():
+        raise ValueError(f"RESULTS: {str(results)!r} does not exist.")
+    if out is not None:
+        output_folder(out, "--out")
     from longldp.experiments.plot import check_format
 
     fmt, dpi = check_format(fmt, dpi)  # refused before the table is read

@@ -146,7 +146,13 @@ def list_datasets() -> list[DatasetInfo]:
 
 
 def _read(fname: str) -> tuple[pa.Table, dict[str, Any]]:
-    import pyarrow.parquet as pq  # imported lazily: only loading bundled files needs it
+    try:  # imported lazily: only loading bundled files needs it
+        import pyarrow.parquet as pq
+    except ModuleNotFoundError as err:
+        raise ImportError(
+            f"longldp.data.load: the bundled datasets are Parquet files, which need pyarrow "
+            f"(the 'data' extra: pip install 'longldp[data]'); {err}."
+        ) from None
 
     with _bundle_dir().joinpath(fname).open("rb") as f:
         table = pq.read_table(f)

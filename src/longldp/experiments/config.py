@@ -132,6 +132,12 @@ def load_study(path: str | Path) -> Study:
             document = tomllib.load(f)
     except FileNotFoundError:
         raise ValueError(f"study file {str(p)!r} does not exist.") from None
+    except IsADirectoryError:
+        raise ValueError(f"study file {str(p)!r} is a folder; give a TOML file.") from None
+    except PermissionError:
+        raise ValueError(f"study file {str(p)!r} cannot be read (permission denied).") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"study file {str(p)!r} is not a TOML text file (not UTF-8).") from None
     except tomllib.TOMLDecodeError as err:
-        raise ValueError(f"{p.name}: not valid TOML: {err}.") from None
+        raise ValueError(f"study file {p}: not valid TOML: {err}.") from None
     return parse_study(document, where=p.name)

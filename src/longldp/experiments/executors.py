@@ -6,7 +6,10 @@ do not depend on it, since every cell is a pure function of itself (its own seed
 - ``workers == 1`` and no scheduler: one cell after the other, in this process.
 - ``workers > 1``: a `concurrent.futures.ProcessPoolExecutor` with the ``spawn`` start method
   (no state is inherited from the parent, the same on every platform). Workers ignore SIGINT:
-  on Ctrl-C the parent stops submitting, terminates the workers it started and re-raises.
+  on Ctrl-C the parent stops submitting, terminates the workers it started and re-raises
+  (``longldp run`` turns SIGTERM into the same interruption). On Linux each worker also asks
+  the kernel for SIGTERM when its parent dies (``PR_SET_PDEATHSIG``), so that even a parent
+  killed outright (SIGKILL) leaves no worker computing behind it.
 - ``scheduler = "tcp://host:8786"``: a Dask ``distributed.Client`` on that scheduler (the
   package is imported only then; workers need longldp installed). Rows come back to this
   process, which writes them, so workers need no shared file system.
@@ -16,7 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing as mp
+import os
 import signal
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
@@ -64,8 +69,25 @@ def execute(
     return _processes(run_cell, cells, min(workers, len(cells)))
 
 
-def _ignore_sigint() -> None:
+#: ``PR_SET_PDEATHSIG`` of Linux's prctl(2).
+_PR_SET_PDEATHSIG = 1
+
+
+def _init_worker(parent: int) -> None:
+    """Worker start: ignore SIGINT (the parent handles Ctrl-C); die with the parent (Linux).
+
+    A spawned worker starts slowly (it imports longldp); a parent that died meanwhile sent no
+    signal, so the worker checks that ``parent`` is still its parent after asking for one.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _processes(
@@ -73,7 +95,9 @@ def _processes(
 ) -> Iterator[tuple[Cell, Rows]]:
     context = mp.get_context("spawn")
     before = {p.pid for p in mp.active_children()}
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_ignore_sigint)
+    pool = ProcessPoolExecutor(
+        workers, mp_context=context, initializer=_init_worker, initargs=(os.getpid(),)
+    )
     # Submit a bounded window so that an interruption cancels little and memory stays flat.
     window = 4 * workers
     pending: dict[Future, Cell] = {}

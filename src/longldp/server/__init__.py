@@ -82,9 +82,9 @@ def serve(
             raise ValueError(f"serve: TLS file {path!r} does not exist.")
     if admin_token is None:
         admin_token = os.environ.get(ADMIN_TOKEN_ENV)
-    if not admin_token:
+    generated = not admin_token
+    if generated:
         admin_token = "ll_admin_" + secrets.token_urlsafe(32)
-        print(f"admin token (shown once): {admin_token}", file=sys.stderr, flush=True)
     limits = limits or Limits()
     options: dict[str, Any] = {
         "host": host,
@@ -97,12 +97,16 @@ def serve(
         "ssl_keyfile": tls_key,
         "lifespan": "off",
     }
+    # The database is opened (and migrated) before the token is shown: a bad --db fails alone.
     if workers == 1:
         config = uvicorn.Config(build_app(db, admin_token, limits), **options)
     else:
         engine = make_engine(db)
         migrate(engine)  # once, before the workers start
         engine.dispose()
+    if generated:
+        print(f"admin token (shown once): {admin_token}", file=sys.stderr, flush=True)
+    if workers > 1:
         os.environ[ADMIN_TOKEN_ENV] = admin_token
         os.environ[SERVER_CONFIG_ENV] = json.dumps({"db": db, "limits": dataclasses.asdict(limits)})
         config = uvicorn.Config(

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import csv
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,9 +54,13 @@ def write_params(proto: RAPPOR, path: str | Path) -> None:
 def read_counts(path: str | Path, proto: RAPPOR) -> NDArray[np.int64]:
     """The (m, k + 1) counts matrix, checked against ``proto``."""
     try:
-        data = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
+        with warnings.catch_warnings():  # an empty file: our error below, not NumPy's warning
+            warnings.simplefilter("ignore", UserWarning)
+            data = np.loadtxt(path, delimiter=",", dtype=np.float64, ndmin=2)
     except ValueError as exc:
         raise ValueError(f"{OWNER}: {path}: counts must be numbers ({exc}).") from None
+    if data.size == 0:
+        raise ValueError(f"{OWNER}: {path}: the counts file is empty (want m rows of k + 1).")
     return check_counts(proto, data)
 
 
