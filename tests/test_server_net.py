@@ -220,15 +220,16 @@ def test_https_with_tls_cert_and_key(tmp_path):
 
 # ---------------------------------------------------------------------- two processes
 def worker_pids(url: str) -> set[str]:
-    """application_name of the server connections PostgreSQL holds (one per process)."""
+    """application_name of the server connections to this test's database (one per server
+    process; other tests' engines may hold connections to other databases of the cluster)."""
     engine = sa.create_engine(db.normalize_url(url))
     try:
         with engine.connect() as conn:
             return {
                 row[0]
                 for row in conn.exec_driver_sql(
-                    "SELECT application_name FROM pg_stat_activity "
-                    "WHERE application_name LIKE 'longldp-server-%%'"
+                    "SELECT application_name FROM pg_stat_activity WHERE datname = "
+                    "current_database() AND application_name LIKE 'longldp-server-%%'"
                 )
             }
     finally:
