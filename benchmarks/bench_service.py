@@ -95,7 +95,9 @@ class Reports:
     def __init__(self, proto, distinct: int, rng: np.random.Generator):  # type: ignore[no-untyped-def]
         values = np.minimum(rng.geometric(0.01, distinct) - 1, proto.k - 1)
         reps = proto.perturb(values, proto.new_memo(distinct), rng)
-        self.wires = [proto.wire_header + b for b in proto.to_bytes(reps)]
+        blob = proto.encode_reports(reps)
+        size = proto.wire_size
+        self.wires = [blob[i : i + size] for i in range(0, len(blob), size)]
         self.rng = rng
         self.used = 0
 

@@ -22,10 +22,11 @@ K, EPS_PERM, EPS_1, N, EPOCHS, DELTA = 74, 2.0, 0.8, 1_000_000, 100, 1e-6
 def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
     """Constructor parameters of one registry row at the table's setting."""
     params: dict[str, Any] = {"k": K}
-    if "f" in info.parameters:  # RAPPOR: one-hot with (f, p, q) matched to L-SUE at (ε∞, ε1)
+    if "f" in info.budget_params:  # RAPPOR: (f, p, q) matched to L-SUE at (ε∞, ε1), h = m = 1
         lsue = ll.protocol("L-SUE", k=K, eps_perm=EPS_PERM, eps_1=EPS_1)
-        params.update(h=1, m=1, f=2 * lsue.q1, p=lsue.q2, q=lsue.p2, encoder="onehot")
-    elif not info.longitudinal:
+        own = {"k": K, "h": 1, "m": 1, "f": 2 * lsue.q1, "p": lsue.q2, "q": lsue.p2}
+        return {name: v for name, v in own.items() if name in info.parameters}
+    if not info.longitudinal:
         params["eps"] = EPS_1
     else:
         params["eps_perm"] = EPS_PERM

@@ -1,36 +1,41 @@
-"""The parameter table shared by the statistical tests: every protocol at a small k."""
+"""The parameter table shared by the statistical tests: every registered frequency oracle at a
+small k, derived from the registry's test parameters (tests/registry_cases.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from registry_cases import all_ids
+
 K = 6
 #: A skewed true distribution with one absent value (f = 0 exercises V*).
 F = np.array([0.45, 0.25, 0.15, 0.10, 0.05, 0.0])
 
-#: name -> (registry name, parameters): every protocol at a small k.
+#: case id -> (registry name, parameters): every registered protocol whose estimate is a
+#: frequency vector (the ``estimates_frequencies`` trait), at each of its test parameters.
 PROTOCOLS: dict[str, tuple[str, dict]] = {
-    "GRR": ("GRR", {"eps": 1.0}),
-    "SUE": ("SUE", {"eps": 1.0}),
-    "OUE": ("OUE", {"eps": 1.0}),
-    "BLH": ("BLH", {"eps": 1.0}),
-    "OLH": ("OLH", {"eps": 1.0}),
-    "SH": ("SH", {"eps": 1.0}),  # Hadamard rows as the hash family, m = 8
-    "L-GRR-exact": ("L-GRR", {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "exact"}),
-    "L-GRR-paper": ("L-GRR", {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"}),
-    "L-SUE": ("L-SUE", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "L-OUE": ("L-OUE", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "L-SOUE": ("L-SOUE", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "L-OSUE": ("L-OSUE", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "BiLOLOHA": ("BiLOLOHA", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "OLOLOHA": ("OLOLOHA", {"eps_perm": 2.0, "eps_1": 1.0}),  # g = 4
-    "L-SH": ("L-SH", {"eps_perm": 2.0, "eps_1": 1.0}),
-    "OLOLOHA-paper": ("OLOLOHA", {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"}),
-    "dBitFlipPM-d1": ("dBitFlipPM", {"eps_perm": 2.0, "d": 1}),
-    "dBitFlipPM-d3": ("dBitFlipPM", {"eps_perm": 2.0, "d": 3}),
-    "RAPPOR-onehot": (
-        "RAPPOR",
-        {"h": 1, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75, "encoder": "onehot"},
-    ),
+    cid: (cls.name, params) for cid, (cls, params) in all_ids().items() if cls.estimates_frequencies
 }
 IDS = list(PROTOCOLS)
+
+
+def table_ids(where=None) -> list[str]:
+    """The case ids of the table whose class passes ``where`` (a trait filter)."""
+    from longldp.protocols import get_protocol_class
+
+    return [
+        cid
+        for cid, (name, _) in PROTOCOLS.items()
+        if where is None or where(get_protocol_class(name))
+    ]
+
+
+def representatives(where=None) -> list[str]:
+    """One case id per report kind (the first registered) among those passing ``where``: for
+    tests too costly to run on every protocol, every kind of report is still exercised."""
+    from longldp.protocols import get_protocol_class
+
+    seen: dict[str, str] = {}
+    for cid in table_ids(where):
+        seen.setdefault(str(get_protocol_class(PROTOCOLS[cid][0]).report_kind), cid)
+    return list(seen.values())

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import longldp as ll
+from longldp import privacy
 from longldp.audit import (
     audit_game,
     audit_protocol,
@@ -26,7 +27,7 @@ from longldp.audit import (
     misencoded_unary,
 )
 from longldp.audit.channels import MAX_OUTPUTS, grr_matrix
-from protocol_table import IDS, PROTOCOLS
+from protocol_table import IDS, PROTOCOLS, representatives, table_ids
 
 K = 4
 
@@ -50,7 +51,7 @@ def _brute_lifetime(per_report: np.ndarray, memo: np.ndarray, tau: int) -> float
     return worst
 
 
-@pytest.mark.parametrize("key", ["L-GRR-exact", "L-GRR-paper"])
+@pytest.mark.parametrize("key", table_ids(lambda c: c.report_kind == "symbol" and c.longitudinal))
 @pytest.mark.parametrize("tau", [1, 2, 3, 4])
 def test_lifetime_of_grr_chain_equals_enumeration(key, tau):
     proto = small(key, k=3)
@@ -58,7 +59,7 @@ def test_lifetime_of_grr_chain_equals_enumeration(key, tau):
     assert exact_lifetime_epsilon(proto, tau) == pytest.approx(brute, abs=1e-9)
 
 
-@pytest.mark.parametrize("key", ["L-SUE", "L-OUE", "L-OSUE"])
+@pytest.mark.parametrize("key", table_ids(lambda c: c.report_kind == "bits" and c.longitudinal))
 @pytest.mark.parametrize("tau", [1, 2, 3])
 def test_lifetime_of_unary_chain_equals_enumeration(key, tau):
     proto = small(key, k=2)
@@ -182,15 +183,17 @@ def test_secure_randomness_and_loop_clients():
 # ---------------------------------------------------------------------- positive controls
 
 
-@pytest.mark.parametrize("name", ["SUE", "OUE"])
-def test_misencoded_unary_is_caught(name):
-    bad = misencoded_unary(ll.protocol(name, k=K, eps=1.0))
+@pytest.mark.parametrize(
+    "key", table_ids(lambda c: c.report_kind == "bits" and not c.longitudinal)
+)
+def test_misencoded_unary_is_caught(key):
+    bad = misencoded_unary(small(key))
     res = audit_game(bad, 20_000, rng=6)
     assert res.claim == pytest.approx(1.0, abs=1e-9)
     assert res.violates, res
 
 
-@pytest.mark.parametrize("key", ["L-SUE", "L-GRR-exact", "OLOLOHA", "L-OSUE", "dBitFlipPM-d1"])
+@pytest.mark.parametrize("key", representatives(lambda cls: cls.longitudinal))
 def test_stateless_client_is_caught(key):
     proto = small(key)
     res = audit_game(proto, 3000, tau=30, clients="stateless", rng=7)
@@ -228,8 +231,21 @@ def test_bad_input_is_refused():
         audit_game(proto, 100, alpha=1.5)
     with pytest.raises(ValueError, match="same bucket"):
         audit_game(ll.protocol("dBitFlipPM", k=8, eps_perm=1.0, b=2), 100, inputs=(0, 1))
-    with pytest.raises(ValueError, match="must be one of"):
+    with pytest.raises(ValueError, match="must be a unary-encoding protocol"):
         misencoded_unary(proto)
+
+
+def test_unknown_report_kind_is_refused_not_treated_as_grr():
+    """A protocol whose report kind the audit has no channel for is an error, never a GRR
+    channel by default (the exact channel, the lifetime and the game all refuse it)."""
+    odd_cls = type("OddGRR", (ll.protocols.GRR,), {"report_kind": "odd", "__doc__": "odd"})
+    odd = odd_cls(k=3, eps=1.0)
+    with pytest.raises(ValueError, match="no channel for report kind 'odd'"):
+        exact_epsilons(odd)
+    with pytest.raises(ValueError, match="no channel for report kind 'odd'"):
+        exact_lifetime_epsilon(odd, 3)
+    with pytest.raises(ValueError, match="no channel for report kind 'odd'"):
+        audit_game(odd, 100)
 
 
 # ---------------------------------------------------------------------- RAPPOR's Bloom filter
@@ -249,18 +265,22 @@ def test_rappor_bloom_filter_audited():
     assert audit_game(proto, 4000, tau=60, clients="stateless", rng=10).violates
 
 
-def test_boolean_rappor_is_at_most_its_claim():
+def test_boolean_rappor_claims_its_exact_channel():
     # One bit differs between the two values of the boolean encoder, not 2h: the exact ε is
-    # half the Bloom-filter formula the protocol reports (a loose, safe claim).
-    proto = ll.protocol("RAPPOR", k=1, h=1, m=2, f=0.5, p=0.25, q=0.75, encoder="boolean")
+    # half the Bloom-filter formula, and the protocol now claims exactly that (it claimed the
+    # Bloom formula, a loose, safe claim, until the audit found it: docs/audit.md).
+    proto = ll.protocol("RAPPOR-boolean", m=2, f=0.5, p=0.25, q=0.75)
     exact = exact_epsilons(proto)
-    assert exact.single <= proto.single_report_epsilon() + 1e-9
+    assert proto.single_report_epsilon() == pytest.approx(exact.single, abs=1e-9)
+    assert proto.first_round_epsilon() == pytest.approx(exact.first_round, abs=1e-9)
+    bloom_formula = privacy.rappor_eps_1(proto.p, proto.q, proto.f, 1)
+    assert proto.single_report_epsilon() == pytest.approx(bloom_formula / 2)
     assert not audit_game(proto, 4000, tau=3, rng=12).violates
 
 
 def test_one_time_rappor_composes_per_report():
     # One-time RAPPOR keeps no memo: τ reports cost τ·ε1 and the claim says so.
-    proto = ll.protocol("RAPPOR", k=4, h=1, m=1, f=0.0, p=0.5, q=0.75, one_time=True)
+    proto = ll.protocol("RAPPOR-one-time", k=4, h=1, m=1, f=0.0, p=0.5, q=0.75)
     assert claimed_epsilon(proto, 5) == pytest.approx(5 * proto.single_report_epsilon())
     assert exact_lifetime_epsilon(proto, 5) == pytest.approx(5 * exact_epsilons(proto).single)
     res = audit_game(proto, 3000, tau=5, rng=13)

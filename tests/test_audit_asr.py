@@ -62,7 +62,7 @@ def test_chain_sum_equals_enumeration(m, j, tau):
 @pytest.mark.parametrize("tau", [1, 4])
 def test_exact_asr_inside_the_simulated_interval(proto, tau):
     for prior in (None, PRIOR):
-        k = 2 if getattr(proto, "encoder", "") == "boolean" else proto.k
+        k = proto.domain_size or proto.k  # boolean RAPPOR: 2 inputs
         pri = None if prior is None else prior[:k] / prior[:k].sum()
         exact = attacker_success(proto, tau, pri)
         sim = attacker_success(proto, tau, pri, method="simulated", trials=20_000, rng=tau)
@@ -95,7 +95,10 @@ def test_memo_saturates_and_a_stateless_client_climbs_toward_one(proto):
     if all(c.method == "exact" for c in curve):
         values = [c.asr for c in curve]
         assert values[0] <= values[1] + 1e-12 <= values[2] + 2e-12
-        assert values[2] == pytest.approx(memo_asr(proto), abs=2e-3)
+        # τ = 100 reports nearly reveal the memo; a weak IRR (boolean RAPPOR: q − p = 0.25)
+        # leaves a few 1e-3 below its ASR, never above.
+        assert values[2] <= memo_asr(proto) + 1e-12
+        assert values[2] == pytest.approx(memo_asr(proto), abs=5e-3)
     else:
         assert curve[2].high >= curve[0].low  # simulated: no decrease beyond noise
         assert curve[2].asr < 0.9

@@ -54,7 +54,9 @@ def example_protocol(cls: type, k: int = 4) -> ll.protocols.FrequencyOracle:
     params = {name: EXAMPLE_PARAMS[name] for name in required}
     if cls.name == "dBitFlipPM":
         params["b"] = 4
-    return ll.protocol(cls.name, k=k, **params)
+    if any(f.name == "k" and f.init for f in dataclasses.fields(cls)):
+        params["k"] = k  # RAPPOR-boolean has one bit and no k
+    return ll.protocol(cls.name, **params)
 
 
 # ---------------------------------------------------------------------- correct protocols
@@ -112,10 +114,16 @@ def test_coverage_on_a_channel_with_known_epsilon():
 # ---------------------------------------------------------------------- positive controls
 
 
+def _wire_list(proto, reports) -> list[bytes]:
+    """Each report as its own wire report (header + body)."""
+    blob, size = proto.encode_reports(reports), proto.wire_size
+    return [blob[i : i + size] for i in range(0, len(blob), size)]
+
+
 def _misencoded_bytes():
     """The misencoded OUE client of longldp.audit.controls, its reports as a list of bytes."""
     bad = misencoded_unary(ll.protocol("OUE", k=4, eps=1.0))
-    return lambda values, rng: bad.to_bytes(bad.perturb(values, bad.new_memo(values.size), rng))
+    return lambda values, rng: _wire_list(bad, bad.perturb(values, bad.new_memo(values.size), rng))
 
 
 @pytest.mark.parametrize(
@@ -381,6 +389,9 @@ def test_the_game_misses_what_the_black_box_finds():
 
     bad = OffByOne(k=8, eps=1.0)
     assert not audit_game(bad, 20_000, rng=1).violates
-    as_bytes = lambda values, rng: bad.to_bytes(bad.perturb(values, bad.new_memo(values.size), rng))  # noqa: E731
+
+    def as_bytes(values, rng):
+        return _wire_list(bad, bad.perturb(values, bad.new_memo(values.size), rng))
+
     res = audit_randomizer(as_bytes, k=8, claim=1.0, trials=5000, rng=1, classifier=False)
     assert res.violates and res.lower > 3

@@ -8,6 +8,7 @@ a finite, positive variance; larger ones raise ``ValueError`` naming the maximum
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -17,23 +18,28 @@ from hypothesis import strategies as st
 import longldp as ll
 from longldp import privacy
 from longldp.simulate import simulate
+from registry_cases import cases
 
-NAMES = [cls.name for cls in ll.protocols.REGISTRY.values()]
+#: Every protocol whose budget is given as ε (one-shot) or ε∞, ε1 (chains); RAPPOR's own
+#: parameters (f, p, q) are checked in tests/test_rappor_protocol.py.
+NAMES = [
+    cls.name
+    for cls in ll.protocols.PROTOCOL_CLASSES
+    if set(cls.budget_params) <= {"eps", "eps_perm", "eps_1"}
+]
 N = 1000
 
 
 def build(name: str, k: int, eps: float, alpha: float) -> ll.FrequencyOracle:
     cls = ll.get_protocol_class(name)
-    if name == "dBitFlipPM":
-        return ll.protocol(name, k=k, eps_perm=eps)
-    if not cls.longitudinal:
-        return ll.protocol(name, k=k, eps=eps)
-    return ll.protocol(name, k=k, eps_perm=eps, eps_1=alpha * eps)
+    budget = {"eps": eps, "eps_perm": eps, "eps_1": alpha * eps}
+    return ll.protocol(name, k=k, **{p: budget[p] for p in cls.budget_params})
 
 
 def unreachable(name: str, eps: float, alpha: float) -> bool:
-    """L-OUE and L-SOUE cannot reach every α (a documented ValueError)."""
-    return name in ("L-OUE", "L-SOUE") and alpha >= privacy.max_alpha(name, eps)
+    """A chain whose round 2 cannot reach every α (L-OUE, L-SOUE: a documented ValueError)."""
+    cls = ll.get_protocol_class(name)
+    return "eps_1" in cls.budget_params and alpha >= cls.max_alpha(min(eps, privacy.EPS_MAX))
 
 
 #: ε log-uniform over [1e-3, 1e3], so that small, moderate and refused budgets all occur.
@@ -144,20 +150,15 @@ def test_simulate_refuses_zero_timestamps(engine):
         simulate(proto, np.zeros((0, 5), dtype=np.int64), 0, engine=engine)
 
 
-@pytest.mark.parametrize("name", ["GRR", "L-GRR", "OLH", "L-OUE", "BiLOLOHA", "dBitFlipPM"])
+@pytest.mark.parametrize("proto", cases(k=5))
 @pytest.mark.parametrize("method", ["perturb", "perturb_support"])
-def test_a_memo_for_fewer_users_is_refused(name, method):
-    params = {"eps": 1.0} if name in ("GRR", "OLH") else {"eps_perm": 2.0}
-    if name in ("L-GRR", "L-OUE", "BiLOLOHA"):
-        params["eps_1"] = 0.5
-    proto = ll.protocol(name, k=5, **params)
+def test_a_memo_for_fewer_users_is_refused(proto, method):
+    values = proto.as_inputs(np.arange(5) % (proto.domain_size or 5))
     with pytest.raises(ValueError, match="5 values for a memo of 3 users"):
-        getattr(proto, method)(np.arange(5), proto.new_memo(3), np.random.default_rng(0))
+        getattr(proto, method)(values, proto.new_memo(3), np.random.default_rng(0))
 
 
-@pytest.mark.parametrize(
-    "name", ["GRR", "SUE", "BLH", "L-GRR", "L-SUE", "L-OSUE", "BiLOLOHA", "dBitFlipPM"]
-)
+@pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("eps", [10.0, 20.0, privacy.EPS_MAX])
 @pytest.mark.parametrize("alpha", [0.05, 0.9])
 def test_claims_cover_the_exact_channel_at_large_budgets(name, eps, alpha):
@@ -165,8 +166,94 @@ def test_claims_cover_the_exact_channel_at_large_budgets(name, eps, alpha):
     # understated the exact channel's ε (BiLOLOHA at ε∞ = 20, L-GRR's first round at ε∞ = 10).
     from test_privacy_channels import exact_epsilons
 
+    if unreachable(name, eps, alpha):
+        pytest.skip("α beyond the chain's maximum (math §3.3)")
     proto = build(name, 3, eps, alpha)
+    if getattr(proto, "g", 2) > 64:
+        pytest.skip(f"g = {proto.g} hash buckets at ε = {eps}: the channel is too large")
     single, first = exact_epsilons(proto, np.random.default_rng(1))
     assert proto.single_report_epsilon() >= single
     assert proto.first_round_epsilon() >= first
     assert proto.single_report_epsilon() == pytest.approx(single, rel=1e-9)
+
+
+# ---------------------------------------------------------------------- the one budget parser
+
+#: A budget of every form the parser knows, as a user could type it.
+FORMS = {
+    "eps": {"eps": 1.0},
+    "chain": {"eps_perm": 2.0, "eps_1": 0.8},
+    "alpha": {"eps_perm": 2.0, "alpha": 0.4},
+    "eps_perm": {"eps_perm": 2.0},
+}
+
+
+def accepts(takes: tuple[str, ...], form: str) -> bool:
+    """Which forms a protocol's budget parameters accept (docs/math.md §4.1)."""
+    if takes == ("eps",):
+        return form == "eps"
+    if takes == ("eps_perm", "eps_1"):
+        return form in ("chain", "alpha")
+    if takes == ("eps_perm",):
+        return form == "eps_perm"
+    return False  # parameters of its own (RAPPOR's f, p, q)
+
+
+@pytest.mark.parametrize("cls", ll.protocols.PROTOCOL_CLASSES, ids=lambda c: c.name)
+@pytest.mark.parametrize("form", list(FORMS))
+def test_budget_of_the_wrong_form_is_refused_never_another_protocol(cls, form):
+    params = {k: v for k, v in cls.test_params[0].items() if k not in privacy.BUDGET_KEYS}
+    params = {**{p: v for p, v in params.items() if p not in cls.budget_params}, **FORMS[form]}
+    params.setdefault("k", 6)
+    if accepts(cls.budget_params, form):
+        proto = ll.protocol(cls.name, **params)
+        assert type(proto) is cls
+        if form == "alpha":
+            assert proto.eps_1 == pytest.approx(0.8)
+        return
+    with pytest.raises(ValueError, match=rf"^{re.escape(cls.name)}: (unknown|missing) parameter"):
+        ll.protocol(cls.name, **params)
+
+
+def test_budget_errors_say_what_is_allowed():
+    with pytest.raises(ValueError, match=r"RAPPOR: unknown parameter\(s\) eps_perm.*\"L-SUE\""):
+        ll.protocol("RAPPOR", k=8, eps_perm=2.0, eps_1=1.0)
+    with pytest.raises(ValueError, match="dBitFlipPM is a chain with one round"):
+        ll.protocol("dBitFlipPM", k=8, eps_perm=2.0, alpha=0.5)
+    with pytest.raises(ValueError, match="give 'eps_1' or 'alpha', not both"):
+        ll.protocol("L-GRR", k=8, eps_perm=2.0, eps_1=1.0, alpha=0.5)
+    with pytest.raises(ValueError, match="'alpha' must be a finite number in"):
+        ll.protocol("L-GRR", k=8, eps_perm=2.0, alpha=1.5)
+    with pytest.raises(ValueError, match="'eps_1' must be a finite number in"):
+        privacy.Budget(eps_perm=1.0, eps_1=2.0).parameters("x", ("eps_perm", "eps_1"))
+
+
+def test_entry_points_share_the_parser():
+    """ll.protocol, the spec parser, the set-valued OracleSpec, the runner's protocol entries and
+    multidim all go through privacy.Budget: the same refusal for the same mistake."""
+    from longldp.apps.multidim.collection import build_protocol
+    from longldp.apps.setvalued.oracle import OracleSpec
+    from longldp.experiments.kinds.base import ProtocolEntry
+
+    message = "dBitFlipPM: unknown parameter(s) eps_1"
+    for call in (
+        lambda: ll.protocol("dBitFlipPM", k=8, eps_perm=1.0, eps_1=0.5),
+        lambda: ll.protocol_from_spec(
+            {"name": "dBitFlipPM", "params": {"k": 8, "eps_perm": 1.0, "eps_1": 0.5}}
+        ),
+        lambda: OracleSpec("dBitFlipPM", eps_perm=1.0, eps_1=0.5),
+    ):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            call()
+    assert OracleSpec("dBitFlipPM", eps_perm=1.0).chain(8) == ll.protocol(
+        "dBitFlipPM", k=8, eps_perm=1.0
+    )
+    entry = ProtocolEntry("x", "dBitFlipPM", {}, True, False)
+    assert entry.budget(1.0, 0.5) == {"eps_perm": 1.0}
+    assert ProtocolEntry("x", "OLH", {}, False, False).budget(1.0, None) == {"eps": 1.0}
+    assert build_protocol("dBitFlipPM", 8, 1.0, None) == ll.protocol(
+        "dBitFlipPM", k=8, eps_perm=1.0
+    )
+    assert build_protocol("L-OSUE", 8, 2.0, 0.8) == ll.protocol(
+        "L-OSUE", k=8, eps_perm=2.0, alpha=0.4
+    )

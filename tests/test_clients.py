@@ -7,37 +7,29 @@ import pytest
 
 import longldp as ll
 from longldp.protocols import SecureRandom
+from registry_cases import CLASSES, build, cases
 
-CASES = {
-    "GRR": {"eps": 1.0},
-    "SUE": {"eps": 1.0},
-    "OUE": {"eps": 1.0},
-    "BLH": {"eps": 1.0},
-    "OLH": {"eps": 3.0},
-    "SH": {"eps": 1.0},
-    "L-GRR": {"eps_perm": 2.0, "eps_1": 0.8},
-    "L-SUE": {"eps_perm": 2.0, "eps_1": 0.8},
-    "L-OUE": {"eps_perm": 2.0, "eps_1": 0.8},
-    "L-SOUE": {"eps_perm": 2.0, "eps_1": 0.8},
-    "L-OSUE": {"eps_perm": 2.0, "eps_1": 0.8},
-    "BiLOLOHA": {"eps_perm": 2.0, "eps_1": 0.8},
-    "OLOLOHA": {"eps_perm": 4.0, "eps_1": 2.0},
-    "L-SH": {"eps_perm": 2.0, "eps_1": 0.8},
-    "dBitFlipPM": {"eps_perm": 2.0, "d": 3},
-    "RAPPOR": {"h": 1, "m": 1, "f": 0.5, "p": 0.25, "q": 0.75, "encoder": "onehot"},
-}
-LONGITUDINAL = [n for n in CASES if ll.get_protocol_class(n).longitudinal]
+LONGITUDINAL = cases(where=lambda cls: cls.longitudinal)
 
 
 def make(name: str, k: int = 20, **extra):
-    return ll.protocol(name, k=k, **CASES[name], **extra)
+    """The registered protocol ``name`` at its first test parameters (``extra`` override)."""
+    cls = ll.get_protocol_class(name)
+    return build(cls, {**cls.test_params[0], **extra}, k)
+
+
+def inputs(proto, codes):
+    """The protocol's inputs for integer codes (strings for Bloom RAPPOR, 0/1 for boolean)."""
+    values = proto.as_inputs(np.asarray(codes) % (proto.domain_size or 1 << 30))
+    return values.tolist() if isinstance(values, np.ndarray) else values
 
 
 def test_registry_lists_every_protocol_case_insensitively():
     names = [info.name for info in ll.protocols()]
-    assert names == list(CASES)
+    assert names == [cls.name for cls in CLASSES]
     assert ll.protocol("l-osue", k=5, eps_perm=1, eps_1=0.5).name == "L-OSUE"
-    assert ll.protocol("RAPPOR", k=5, eps_perm=1, eps_1=0.5).name == "L-SUE"
+    with pytest.raises(ValueError, match="RAPPOR: unknown parameter"):
+        ll.protocol("RAPPOR", k=5, eps_perm=1, eps_1=0.5)  # never silently another protocol
     with pytest.raises(ValueError, match="unknown parameter"):
         ll.protocol("GRR", k=5, eps=1, epsilon=2)
     with pytest.raises(ValueError, match="missing parameter"):
@@ -46,17 +38,19 @@ def test_registry_lists_every_protocol_case_insensitively():
         ll.protocol("nope", k=5, eps=1)
 
 
-@pytest.mark.parametrize("name", LONGITUDINAL)
-def test_client_reuses_its_memo(name):
-    client = make(name).client(np.random.default_rng(1))
+@pytest.mark.parametrize(("cls", "params"), LONGITUDINAL)
+def test_client_reuses_its_memo(cls, params):
+    proto = build(cls, params, 20)
+    three, four = inputs(proto, [3, 4])
+    client = proto.client(np.random.default_rng(1))
     for _ in range(5):
-        client.report(3)
+        client.report(three)
     assert client.memo_count == 1
     memo_before = {key: np.copy(val) for key, val in client._memo.items()}
-    client.report(3)
+    client.report(three)
     for key, val in client._memo.items():
         np.testing.assert_array_equal(val, memo_before[key])
-    client.report(4)
+    client.report(four)
     assert client.memo_count <= 2
 
 
@@ -73,9 +67,12 @@ def test_memoized_reports_are_centred_on_the_memo():
     assert np.all(np.abs(bits - expected) < 5 * se)
 
 
-@pytest.mark.parametrize("name", ["BiLOLOHA", "OLOLOHA"])
-def test_loloha_client_never_holds_more_than_g_memos(name):
-    proto = make(name, k=60)
+@pytest.mark.parametrize(
+    ("cls", "params"),
+    cases(where=lambda cls: cls.longitudinal and cls.report_kind in ("hashed", "hadamard")),
+)
+def test_loloha_client_never_holds_more_than_g_memos(cls, params):
+    proto = build(cls, params, 60)
     client = proto.client(np.random.default_rng(2))
     hash_ids = set()
     for v in np.random.default_rng(3).integers(0, 60, 500):
@@ -86,11 +83,11 @@ def test_loloha_client_never_holds_more_than_g_memos(name):
     assert client.spent_budget.epsilon <= proto.g * proto.eps_perm + 1e-9
 
 
-@pytest.mark.parametrize("name", LONGITUDINAL)
-def test_client_spent_budget(name):
-    proto = make(name)
+@pytest.mark.parametrize(("cls", "params"), LONGITUDINAL)
+def test_client_spent_budget(cls, params):
+    proto = build(cls, params, 20)
     client = proto.client(np.random.default_rng(0))
-    for v in [1, 1, 1, 2, 1, 2, 1]:
+    for v in inputs(proto, [1, 1, 1, 2, 1, 2, 1]):
         client.report(v)
     spent = client.spent_budget
     assert spent.reports == 7
@@ -109,7 +106,7 @@ def test_one_shot_budget_grows_with_reports():
 
 def test_client_defaults_to_os_randomness():
     client = make("L-GRR").client()
-    assert isinstance(client._rng, SecureRandom)
+    assert isinstance(client.round2, SecureRandom)
     assert 0 <= int(client.report(5)) < 20
 
 
@@ -124,18 +121,18 @@ def test_secure_random_is_uniform_enough():
     assert abs(u.mean() - 0.5) < 6 * np.sqrt(1 / 12 / 5000)
 
 
-@pytest.mark.parametrize("name", LONGITUDINAL)
-def test_population_memo_and_budget(name):
-    proto = make(name)
+@pytest.mark.parametrize(("cls", "params"), LONGITUDINAL)
+def test_population_memo_and_budget(cls, params):
+    proto = build(cls, params, 20)
     rng = np.random.default_rng(4)
     n = 300
     memo = proto.new_memo(n)
     first = rng.integers(0, 20, n)
-    proto.perturb(first, memo, rng)
-    proto.perturb(first, memo, rng)
+    proto.perturb(inputs(proto, first), memo, rng)
+    proto.perturb(inputs(proto, first), memo, rng)
     assert np.all(memo.memos_per_user() == 1)
     second = (first + 10) % 20  # a different value, and for dBitFlipPM a different bucket
-    proto.perturb(second, memo, rng)
+    proto.perturb(inputs(proto, second), memo, rng)
     per_user = memo.memos_per_user()
     assert np.all(per_user <= 2)
     spent = proto.spent_budget(memo)
@@ -171,20 +168,21 @@ def test_perturb_subset_of_users_keeps_hashes():
     assert memo.reports.tolist() == [0, 0, 2, 0, 0, 2, 0, 2, 0, 0]
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_serialization_round_trip(name):
-    proto = make(name, k=300)
+@pytest.mark.parametrize(("cls", "params"), cases())
+def test_serialization_round_trip(cls, params):
+    proto = build(cls, params, 300)
     rng = np.random.default_rng(1)
-    reports = proto.perturb(rng.integers(0, 300, 50), proto.new_memo(50), rng)
-    blobs = proto.to_bytes(reports)
-    assert all(len(b) == proto.report_nbytes for b in blobs)
-    back = proto.from_bytes(blobs)
+    reports = proto.perturb(inputs(proto, rng.integers(0, 300, 50)), proto.new_memo(50), rng)
+    data = proto.encode_reports(reports)
+    assert len(data) == 50 * proto.wire_size
+    back = proto.decode_reports(data)
     np.testing.assert_array_equal(proto.support_counts(back), proto.support_counts(reports))
     agg = proto.aggregator()
-    agg.add_bytes(proto.encode_reports(reports))
+    agg.add_bytes(data)
     np.testing.assert_array_equal(agg.support_counts, proto.support_counts(reports))
     client = proto.client(np.random.default_rng(3))
-    assert len(client.report_bytes(299)) == proto.wire_size == 12 + proto.report_nbytes
+    value = inputs(proto, [299])[0]
+    assert len(client.report_bytes(value)) == proto.wire_size == 12 + proto.report_nbytes
 
 
 def test_report_sizes_are_compact():

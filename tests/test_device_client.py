@@ -9,11 +9,16 @@ import numpy as np
 import pytest
 
 import longldp as ll
-from longldp.client import BudgetExceededError, DeviceClient, Round1Derivation
-from longldp.protocols import SecureRandom, wire
+from longldp.client import BudgetExceededError, DeviceClient
+from longldp.protocols import DerivedRound1, SecureRandom, wire
 from protocol_table import PROTOCOLS, K
+from registry_cases import build, cases
 
-LONGITUDINAL = [c for c, (name, _) in PROTOCOLS.items() if ll.get_protocol_class(name).longitudinal]
+
+def derived(proto, secret: bytes, round2=None) -> ll.protocols.Client:
+    """The device's client path without files: round 1 derived from ``secret``."""
+    round1 = DerivedRound1(secret, DerivedRound1.context_of(proto, "demo"))
+    return proto.client(round1=round1, round2=round2 or SecureRandom())
 
 
 def make(case: str, k: int = K) -> ll.FrequencyOracle:
@@ -39,22 +44,23 @@ def test_restart_keeps_memos_budget_and_queue(tmp_path):
     assert c.proto == proto and c.spent_budget == before
 
 
-@pytest.mark.parametrize("case", LONGITUDINAL)
-def test_deleted_store_reproduces_round1(tmp_path, case):
-    proto = make(case)
+@pytest.mark.parametrize(("cls", "params"), cases(where=lambda cls: cls.longitudinal))
+def test_deleted_store_reproduces_round1(tmp_path, cls, params):
+    proto = build(cls, params, K)
+    values = list(proto.as_inputs(np.arange(K) % (proto.domain_size or K)))
     path = tmp_path / "state.json"
     a = DeviceClient(path, proto, "demo")
-    a.report(0, epoch=0)
-    memos = [a.memo(v) for v in range(K)]
-    state = {name: arr.copy() for name, arr in a._user_state.items()}
+    a.report(values[0], epoch=0)
+    memos = [a.memo(v) for v in values]
+    state = {name: arr.copy() for name, arr in a.user_state.items()}
     path.unlink()  # the memo store is lost; the secret file is not
     b = DeviceClient(path, proto, "demo")
     assert b.spent_budget.reports == 0
-    for v in range(K):
-        np.testing.assert_array_equal(b.memo(v), memos[v])
+    for v, memo in zip(values, memos, strict=True):
+        np.testing.assert_array_equal(b.memo(v), memo)
     for name, arr in state.items():
-        np.testing.assert_array_equal(b._user_state[name], arr)
-    b.report(0, epoch=1)
+        np.testing.assert_array_equal(b.user_state[name], arr)
+    b.report(values[0], epoch=1)
     assert proto.decode_reports(b.queue[0].report).shape[0] == 1
 
 
@@ -115,7 +121,7 @@ def test_max_epsilon_uses_the_memo_cap_and_survives_restart(tmp_path):
 
 
 def test_queue_is_bounded_and_survives_restart(tmp_path, caplog):
-    proto = make("L-GRR-exact")
+    proto = make("L-GRR")
     client = DeviceClient(tmp_path / "s", proto, "demo", queue_limit=3)
     ids = [client.report(1, e) for e in range(5)]
     assert [q.id for q in client.queue] == ids[2:] and client.dropped == 2
@@ -193,7 +199,7 @@ def test_bad_arguments(tmp_path):
     with pytest.raises(ValueError, match="pass the collection's protocol"):
         DeviceClient(tmp_path / "none")
     client = DeviceClient(tmp_path / "s", proto, "demo")
-    with pytest.raises(ValueError, match=r"'value' must be in \[0, 6\)"):
+    with pytest.raises(ValueError, match=r"'value' must be an int in \[0, 6\)"):
         client.report(6, 0)
     with pytest.raises(ValueError, match="'epoch' must be in"):
         client.report(1, -1)
@@ -215,9 +221,9 @@ def test_hmac_round1_has_the_protocol_distribution_lgrr():
     reports = np.empty(n, dtype=np.int64)
     os_rng = SecureRandom()
     for i in range(n):
-        d = Round1Derivation(proto, rng.bytes(32), "demo")
-        pairs[i] = [d.round1(d.key(0))[0], d.round1(d.key(1))[0]]
-        reports[i] = d.record(0, os_rng)[0]
+        d = derived(proto, rng.bytes(32), os_rng)
+        pairs[i] = [d.memo(0)[0], d.memo(1)[0]]
+        reports[i] = d.report(0)
     # The composed channel of one report (derived round 1, OS round 2): P1 on 0, P0 elsewhere.
     seen = np.bincount(reports, minlength=4)
     law = n * np.array([proto.P1, proto.P0, proto.P0, proto.P0])
@@ -239,11 +245,10 @@ def test_hmac_round1_has_the_protocol_distribution_ue_and_lh():
     faithful = np.empty(n, dtype=bool)
     for i in range(n):
         secret = rng.bytes(32)
-        d = Round1Derivation(osue, secret, "demo")
-        bits[i] = np.unpackbits(d.round1(d.key(2)), count=6).astype(bool)
-        h = Round1Derivation(lh, secret, "demo")
-        key = h.key(3)
-        faithful[i] = h.round1(key)[0] == key[0]
+        d = derived(osue, secret)
+        bits[i] = np.unpackbits(d.memo(2), count=6).astype(bool)
+        h = derived(lh, secret)
+        faithful[i] = h.memo(3)[0] == h.memo_key(3)
     prob = np.full(6, osue.q1)
     prob[2] = osue.p1
     ones = bits.sum(axis=0)
@@ -290,3 +295,110 @@ def test_a_failed_save_leaves_the_old_state_and_no_report(tmp_path, monkeypatch)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s", "s.secret"]
     assert client.spent_budget.reports == 1 and len(client.queue) == 1
     assert DeviceClient(path, proto, "demo").spent_budget == client.spent_budget
+
+
+# ---------------------------------------------------------------------- the documented derivation
+
+
+class _Stream:
+    """docs/client.md §2.1–§2.2 written from the document alone (hashlib, no longldp code)."""
+
+    def __init__(self, key: bytes, context: bytes):
+        import hashlib
+        import hmac
+
+        self._block = lambda i: hmac.new(key, context + i.to_bytes(8, "big"), hashlib.sha256)
+        self._buf, self._i = b"", 0
+
+    def _word(self) -> int:
+        while len(self._buf) < 8:
+            self._buf += self._block(self._i).digest()
+            self._i += 1
+        w, self._buf = int.from_bytes(self._buf[:8], "little"), self._buf[8:]
+        return w
+
+    def random(self, n: int) -> list[float]:
+        return [(self._word() >> 11) * 2.0**-53 for _ in range(n)]
+
+    def integers(self, lo: int, hi: int, n: int) -> list[int]:
+        span, out = hi - lo, []
+        limit = 2**64 - 2**64 % span
+        while len(out) < n:
+            words = [self._word() for _ in range(n - len(out))]
+            out += [lo + w % span for w in words if w < limit]
+        return out
+
+
+def _grr(stream: _Stream, x: int, m: int, p1: float) -> int:
+    s = stream.integers(1, m, 1)[0]
+    return x if stream.random(1)[0] < p1 else (x + s) % m
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"name": "L-GRR", "params": {"k": 7, "eps_perm": 2.0, "eps_1": 1.0}},
+        {"name": "L-OSUE", "params": {"k": 11, "eps_perm": 2.0, "eps_1": 1.0}},
+        {"name": "OLOLOHA", "params": {"k": 30, "eps_perm": 3.0, "eps_1": 1.0}},
+        {"name": "dBitFlipPM", "params": {"k": 12, "eps_perm": 2.0, "b": 6, "d": 2}},
+        {"name": "L-SH", "params": {"k": 12, "eps_perm": 2.0, "eps_1": 1.0}},
+        {"name": "RAPPOR", "params": {"k": 16, "h": 2, "m": 8, "f": 0.5, "p": 0.5, "q": 0.75}},
+    ],
+    ids=lambda s: s["name"],
+)
+def test_the_documented_draw_order_reproduces_a_device(tmp_path, spec):
+    """A client in another language that follows docs/client.md §2 gets the device's memos."""
+    from longldp.protocols.lh import mix_hash
+
+    proto = ll.protocol_from_spec(spec)
+    device = DeviceClient(tmp_path / "s", proto, "demo")
+    secret = (tmp_path / "s.secret").read_bytes()[4:36]
+    name = b"demo"
+    ctx = proto.wire_header + len(name).to_bytes(2, "big") + name
+    state = _Stream(secret, b"longldp/state/v1|" + ctx)
+    kind = proto.report_kind
+    values = proto.as_inputs(np.arange(5)) if proto.domain_size is None else range(5)
+    if kind == "hashed":
+        seed = state.integers(0, 2**63, 1)[0]
+    if kind == "hadamard":
+        row = state.integers(0, proto.m, 1)[0]
+    if kind == "sampled-bits":
+        u = state.random(proto.b)
+        sampled = sorted(np.argsort(u, kind="stable")[: proto.d])
+    if kind == "cohort-bits":
+        cohort = state.integers(0, proto.m, 1)[0]
+    for v in values:
+        if kind in ("symbol", "bits"):
+            key = v
+        elif kind == "hashed":
+            key = int(mix_hash(np.array([seed]), np.array([v]), proto.g)[0])
+        elif kind == "hadamard":
+            key = bin(row & v).count("1") % 2
+        elif kind == "sampled-bits":
+            key = v * proto.b // proto.k
+        else:  # cohort-bits: the Bloom filter's packed bytes
+            key = proto.encode([v], [cohort]).tobytes()
+        xk = key if isinstance(key, bytes) else int(key).to_bytes(8, "big")
+        memo = _Stream(secret, b"longldp/round1/v1|" + ctx + xk)
+        if kind == "symbol":
+            want = [_grr(memo, key, proto.k, proto.p1)]
+        elif kind in ("hashed", "hadamard"):
+            want = [_grr(memo, key, proto.g, proto.p1)]
+        elif kind == "bits":
+            u = memo.random(proto.k)
+            bits = [ui < proto.q1 for ui in u]
+            bits[v] = memo.random(1)[0] < proto.p1
+            want = np.packbits(bits).tolist()
+        elif kind == "sampled-bits":
+            u = memo.random(proto.d)
+            truth = [j == key for j in sampled]
+            want = np.packbits(
+                [t if ui < proto.p1 else not t for t, ui in zip(truth, u, strict=True)]
+            ).tolist()
+        else:
+            enc = np.unpackbits(np.frombuffer(key, np.uint8), count=proto.k).astype(bool)
+            u = memo.random(proto.k)
+            want = np.packbits(
+                [ui < (proto.p1 if e else proto.q1) for e, ui in zip(enc, u, strict=True)]
+            ).tolist()
+        assert np.asarray(device.memo(v)).ravel().tolist() == want, (spec["name"], v)

@@ -25,7 +25,7 @@ import pytest
 from scipy.stats import chi2_contingency
 
 import longldp as ll
-from protocol_table import IDS, PROTOCOLS, F, K
+from protocol_table import IDS, PROTOCOLS, F, K, representatives
 
 Z = 5.0  # standard errors allowed by every mean/variance comparison
 
@@ -160,7 +160,9 @@ def chi_square_pvalues(users: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
-@pytest.mark.parametrize("pid", ["L-GRR-exact", "L-OSUE"])
+@pytest.mark.parametrize(
+    "pid", representatives(lambda c: c.longitudinal and c.report_kind in ("symbol", "bits"))
+)
 def test_chi_square_two_sample(pid: str) -> None:
     """Whole distribution of every value's support count, at t0 and at t1 (memos reused)."""
     counts = count_level_supports(pid, seed_of("count", pid))
@@ -171,7 +173,7 @@ def test_chi_square_two_sample(pid: str) -> None:
 
 def test_chi_square_detects_a_mismatch() -> None:
     """Power check: the same test rejects count-level draws at ε1 = 1.25 instead of 1.0."""
-    pid = "L-GRR-exact"
+    pid = "L-GRR"
     wrong = count_level_supports(pid, seed_of("count-wrong", pid), eps_1=1.25)
     users = per_user_supports(pid, seed_of("user", pid))
     pvalues = chi_square_pvalues(users[:, 0], wrong)

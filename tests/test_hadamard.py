@@ -122,4 +122,4 @@ def test_sh_bytes_round_trip() -> None:
     proto = ll.protocol("SH", k=1000, eps=1.0)
     rep = proto.perturb(np.arange(1000), rng=np.random.default_rng(1))
     assert proto.report_nbytes == 3
-    assert np.array_equal(proto.from_bytes(proto.to_bytes(rep)), rep)
+    assert np.array_equal(proto.decode_reports(proto.encode_reports(rep)), rep)

@@ -50,8 +50,8 @@ ALLOWED = {
     },
     # Interfaces: the device client sits on the protocols only (small dependencies).
     "client": {"_validate", "privacy", "postprocess", "protocols", "client", "__init__"},
-    # Interfaces: the collection server sits on the protocols (and exports report archives);
-    # nothing imports it back.
+    # Interfaces: the collection server sits on the protocols (exports report archives, and
+    # shows a collection's central privacy under shuffling); nothing imports it back.
     "server": {
         "_validate",
         "privacy",
@@ -116,6 +116,7 @@ def test_protocol_and_math_modules_need_only_numpy():
         "types",
         "itertools",
         "functools",
+        "enum",
         # standard library, for the wire format and the keyed round-1 stream
         "hashlib",
         "hmac",

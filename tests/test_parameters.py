@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import longldp as ll
 from longldp import privacy
+from registry_cases import cases, one_shot_eps, options, two_round_chain
 
 N = 10_000
 eps_values = st.floats(min_value=0.05, max_value=8.0)
@@ -26,16 +27,30 @@ def test_one_shot_eps_round_trips(eps, k):
         assert privacy.ue_report_epsilon(p, q) == pytest.approx(eps, abs=1e-9)
 
 
-@settings(max_examples=300, deadline=None, database=None, derandomize=True)
+@pytest.mark.parametrize(("cls", "params"), cases(where=two_round_chain))
+@settings(max_examples=100, deadline=None, database=None, derandomize=True)
 @given(eps_perm=eps_values, alpha=alphas, k=st.integers(2, 300))
-def test_chain_eps_round_trips(eps_perm, alpha, k):
+def test_chain_eps_round_trips(cls, params, eps_perm, alpha, k):
+    """Every registered two-round chain (its default, exact calibration) reaches the budget it
+    is given: one report is ε1, one memo ε∞ (an α it cannot reach, L-OUE and L-SOUE above
+    their maximum, math §3.3, is refused)."""
     eps_1 = alpha * eps_perm
-    names = ["L-GRR", "L-SUE", "L-OSUE", "BiLOLOHA", "OLOLOHA"]
-    names += [n for n in ("L-OUE", "L-SOUE") if alpha < privacy.max_alpha(n, eps_perm) - 1e-6]
-    for name in names:
-        proto = ll.protocol(name, k=k, eps_perm=eps_perm, eps_1=eps_1)
-        assert proto.single_report_epsilon() == pytest.approx(eps_1, abs=1e-9)
-        assert proto.first_round_epsilon() == pytest.approx(eps_perm, abs=1e-9)
+    extra = {k: v for k, v in options(cls, params).items() if k != "calibration"}
+    if alpha >= cls.max_alpha(eps_perm) - 1e-6:
+        with pytest.raises(ValueError, match="alpha = eps_1/eps_perm <"):
+            cls(k=k, eps_perm=eps_perm, eps_1=eps_1, **extra)
+        return
+    proto = cls(k=k, eps_perm=eps_perm, eps_1=eps_1, **extra)
+    assert proto.single_report_epsilon() == pytest.approx(eps_1, abs=1e-9)
+    assert proto.first_round_epsilon() == pytest.approx(eps_perm, abs=1e-9)
+
+
+@pytest.mark.parametrize(("cls", "params"), cases(where=one_shot_eps))
+@settings(max_examples=50, deadline=None, database=None, derandomize=True)
+@given(eps=eps_values, k=st.integers(2, 300))
+def test_one_shot_protocol_eps_round_trips(cls, params, eps, k):
+    proto = cls(k=k, eps=eps, **options(cls, params))
+    assert proto.single_report_epsilon() == pytest.approx(eps, abs=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -122,13 +137,20 @@ def test_olh_g_is_integer_argmin(eps):
     assert abs(privacy.olh_optimal_g(eps) - (math.exp(eps) + 1)) <= 1
 
 
-def test_max_alpha_is_the_boundary():
-    for name in ("L-OUE", "L-SOUE"):
-        for eps_perm in (0.5, 1.0, 2.0, 5.0):
-            a = privacy.max_alpha(name, eps_perm)
-            ll.protocol(name, k=4, eps_perm=eps_perm, eps_1=(a - 1e-4) * eps_perm)
-            with pytest.raises(ValueError, match="eps_1"):
-                ll.protocol(name, k=4, eps_perm=eps_perm, eps_1=min(a + 1e-4, 0.999) * eps_perm)
+@pytest.mark.parametrize(
+    ("cls", "params"), cases(where=lambda cls: two_round_chain(cls) and cls.max_alpha(1.0) < 1)
+)
+def test_max_alpha_is_the_boundary(cls, params):
+    name = cls.name
+    for eps_perm in (0.5, 1.0, 2.0, 5.0):
+        a = cls.max_alpha(eps_perm)
+        ll.protocol(name, k=4, eps_perm=eps_perm, eps_1=(a - 1e-4) * eps_perm)
+        with pytest.raises(ValueError, match="eps_1"):
+            ll.protocol(name, k=4, eps_perm=eps_perm, eps_1=min(a + 1e-4, 0.999) * eps_perm)
+    assert 0.58 < cls.max_alpha(1.0) < 0.95
+
+
+def test_max_alpha_values():
     assert 0.72 < privacy.max_alpha("L-OUE", 5.0) < 0.95
     assert 0.6 < privacy.max_alpha("L-SOUE", 1.0) < 0.68
 
@@ -146,14 +168,7 @@ def test_budget_accounting():
     assert privacy.spent_budget(2, 2, 0.4, 1.0).epsilon == pytest.approx(0.8)
 
 
-def test_vstar_is_variance_at_zero():
-    for info in ll.list_protocols():
-        if info.name == "RAPPOR":
-            proto = ll.protocol("RAPPOR", k=12, h=1, f=0.5, p=0.25, q=0.75, encoder="onehot")
-            assert proto.variance(5000, 0.0) == pytest.approx(proto.approx_variance(5000))
-            continue
-        params = {"eps": 1.0} if not info.longitudinal else {"eps_perm": 2.0}
-        if "eps_1" in info.parameters:
-            params["eps_1"] = 0.8
-        proto = ll.protocol(info.name, k=12, **params)
-        assert proto.variance(5000, 0.0) == pytest.approx(proto.approx_variance(5000))
+@pytest.mark.parametrize("proto", cases(k=12))
+def test_vstar_is_variance_at_zero(proto):
+    at_zero = proto.variance(5000, np.zeros(proto.estimate_shape))
+    np.testing.assert_allclose(at_zero, proto.approx_variance(5000), rtol=1e-12)

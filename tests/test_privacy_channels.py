@@ -15,7 +15,8 @@ import pytest
 
 import longldp as ll
 from longldp.audit import channels as audit_channels
-from longldp.privacy import channel_epsilon, max_alpha
+from longldp.privacy import channel_epsilon
+from registry_cases import build, cases, one_shot_eps, options, triples, two_round_chain
 
 KS = (2, 3, 5, 8)
 EPS_PERM = (0.5, 1.0, 2.0, 4.0)
@@ -30,16 +31,13 @@ def exact_epsilons(proto, rng) -> tuple[float, float]:
 
 
 def chain_cases():
-    for name in ("L-GRR", "L-SUE", "L-OUE", "L-SOUE", "L-OSUE", "BiLOLOHA", "OLOLOHA", "L-SH"):
+    """Every registered two-round chain at each of its test options (calibration, …) over a
+    grid of k, ε∞ and α; an α the chain cannot reach (L-OUE, L-SOUE: math §3.3) is left out."""
+    for cls, params, cid in triples(two_round_chain):
         for k, eps_perm, alpha in itertools.product(KS, EPS_PERM, ALPHAS):
-            extra = {}
-            if name in ("L-GRR", "BiLOLOHA", "OLOLOHA"):
-                for cal in ("exact", "paper"):
-                    yield name, k, eps_perm, alpha, {"calibration": cal}
+            if alpha >= cls.max_alpha(eps_perm):
                 continue
-            if name in ("L-OUE", "L-SOUE") and alpha >= max_alpha(name, eps_perm):
-                continue
-            yield name, k, eps_perm, alpha, extra
+            yield pytest.param(cls.name, k, eps_perm, alpha, options(cls, params), id=cid)
 
 
 @pytest.mark.parametrize(("name", "k", "eps_perm", "alpha", "extra"), list(chain_cases()))
@@ -81,11 +79,11 @@ def test_paper_calibration_design_example():
     assert single == pytest.approx(0.1023, abs=5e-4)
 
 
-@pytest.mark.parametrize("name", ["GRR", "SUE", "OUE", "BLH", "OLH", "SH"])
+@pytest.mark.parametrize(("cls", "params"), cases(where=one_shot_eps))
 @pytest.mark.parametrize("k", KS)
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0, 4.0])
-def test_one_shot_channel_equals_eps(name, k, eps):
-    proto = ll.protocol(name, k=k, eps=eps)
+def test_one_shot_channel_equals_eps(cls, params, k, eps):
+    proto = cls(k=k, eps=eps, **options(cls, params))
     single, _ = exact_epsilons(proto, np.random.default_rng(3))
     assert single == pytest.approx(eps, abs=TOL)
     assert proto.single_report_epsilon() == pytest.approx(single, abs=TOL)
@@ -104,6 +102,21 @@ def test_dbitflip_channel(k, eps_perm, d):
     assert eps == pytest.approx(claimed, abs=TOL)
     assert proto.single_report_epsilon() == pytest.approx(eps, abs=TOL)
     assert proto.single_report_epsilon() >= eps
+
+
+@pytest.mark.parametrize(("cls", "params"), cases())
+@pytest.mark.parametrize("k", (3, 6))
+def test_claims_equal_the_exact_channel(cls, params, k):
+    """Every registered protocol at its test parameters: the claimed ε of one report and of
+    round 1 are the exact channel's, from both sides: never below it (the claim is safe) and
+    equal to it up to the outward rounding (the claim is tight)."""
+    proto = build(cls, params, k)
+    single, first = exact_epsilons(proto, np.random.default_rng(5))
+    assert proto.single_report_epsilon() >= single
+    assert proto.single_report_epsilon() == pytest.approx(single, rel=1e-9, abs=TOL)
+    assert proto.first_round_epsilon() >= first
+    assert proto.first_round_epsilon() == pytest.approx(first, rel=1e-9, abs=TOL)
+    assert first >= single - TOL  # a memo reveals at least what one report does
 
 
 def test_channel_epsilon_two_sided():

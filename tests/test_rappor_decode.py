@@ -87,7 +87,7 @@ def test_select_corrections():
 
 
 def test_boolean_decode():
-    proto = ll.protocol("RAPPOR", k=1, h=1, m=4, f=0.5, p=0.25, q=0.75, encoder="boolean")
+    proto = ll.protocol("RAPPOR-boolean", m=4, f=0.5, p=0.25, q=0.75)
     rng = np.random.default_rng(2)
     values = rng.random(20_000) < 0.3
     C = proto.support_counts(proto.perturb(values, proto.new_memo(20_000), rng))
@@ -186,7 +186,7 @@ def test_cli_decode(tmp_path):
 # ---------------------------------------------------------------------- association
 def test_association_em_recovers_a_dependent_joint():
     p1 = ll.protocol("RAPPOR", k=16, h=2, m=1, f=0.25, p=0.25, q=0.75)
-    p2 = ll.protocol("RAPPOR", k=1, h=1, m=1, f=0.25, p=0.25, q=0.75, encoder="boolean")
+    p2 = ll.protocol("RAPPOR-boolean", m=1, f=0.25, p=0.25, q=0.75)
     rng = np.random.default_rng(8)
     n = 6000
     a = rng.choice(["x", "y"], size=n, p=[0.6, 0.4])

@@ -13,6 +13,7 @@ import longldp as ll
 from longldp import privacy
 from longldp.protocols.rappor import (
     RAPPOR,
+    RapporPy,
     bits_to_int,
     bloom_bits,
     candidate_map,
@@ -45,9 +46,7 @@ def test_note_vectors(h, p, q, f, eps_1, eps_inf):
 
 
 def test_one_time_basic_rappor_is_ln3():
-    proto = ll.protocol(
-        "RAPPOR", k=10, h=1, m=1, f=0.0, p=0.5, q=0.75, one_time=True, encoder="onehot"
-    )
+    proto = ll.protocol("RAPPOR-onehot-one-time", k=10, f=0.0, p=0.5, q=0.75)
     assert proto.eps_1 == pytest.approx(math.log(3))
     assert privacy.rappor_eps_inf(0.0, 1) == math.inf
 
@@ -91,17 +90,17 @@ class CycleRandom:
 def test_google_python_client_vector_byte_for_byte():
     proto = ll.protocol("RAPPOR", k=16, h=2, m=64, f=0.5, p=0.5, q=0.75)
     client = proto.client(CycleRandom(), secret=b"secret", cohort=0, prr_source="rappor-py")
-    bloom, prr, report = client.internal_report("abc")
+    bloom, prr, report = client.trace("abc")
     assert bits_to_int(bloom, 16) == 8256  # bits 6 and 13
     assert bits_to_int(prr, 16) == 57576
     assert bits_to_int(report, 16) == 64493
-    assert client.realized_f == 0.5
+    assert isinstance(client.round1, RapporPy) and RapporPy.realized_f(proto) == 0.5
     q45 = ll.protocol("RAPPOR", k=16, h=2, m=1, f=0.45, p=0.39, q=0.61)
-    py = q45.client(CycleRandom(), secret=b"secret", cohort=0, prr_source="rappor-py")
-    assert py.realized_f == pytest.approx(58 / 128)  # ⌈128·0.45⌉/128 = 0.4531
-    eps_inf, eps_1 = py.realized_epsilons
+    assert RapporPy.realized_f(q45) == pytest.approx(58 / 128)  # ⌈128·0.45⌉/128 = 0.4531
+    eps_inf, eps_1 = RapporPy.realized_epsilons(q45)
     assert eps_inf < q45.eps_perm and eps_1 < q45.eps_1  # the realized f is larger: safer
-    body = proto.to_bytes(proto._make_reports(report, {"cohort": np.zeros(1, np.int64)}))[0]
+    rec = proto._make_reports(report, {"cohort": np.zeros(1, np.int64)})
+    body = proto.encode_reports(rec)[12:]
     assert body[:2] == b"\x00\x00" and bits_to_int(np.frombuffer(body[2:], np.uint8), 16) == 64493
     wire = client.report_bytes("abc")  # header + body
     assert len(wire) == proto.wire_size and proto.decode_reports(wire)["cohort"][0] == 0
@@ -117,9 +116,7 @@ def test_bloom_hash_matches_google_for_v1():
 # ---------------------------------------------------------------------- one chain
 def test_onehot_rappor_and_lsue_give_identical_reports():
     lsue = ll.protocol("L-SUE", k=12, eps_perm=2.0, eps_1=0.8)
-    rap = ll.protocol(
-        "RAPPOR", k=12, h=1, m=1, f=2 * lsue.q1, p=lsue.q2, q=lsue.p2, encoder="onehot"
-    )
+    rap = ll.protocol("RAPPOR-onehot", k=12, f=2 * lsue.q1, p=lsue.q2, q=lsue.p2)
     assert rap.single_report_epsilon() == pytest.approx(lsue.single_report_epsilon())
     assert rap.first_round_epsilon() == pytest.approx(lsue.first_round_epsilon())
     values = np.random.default_rng(0).integers(0, 12, 400)
@@ -185,9 +182,9 @@ def test_hmac_prr_is_reproducible_from_the_secret():
     proto = paper()
     a = proto.client(np.random.default_rng(0), secret=b"k" * 32)
     b = proto.client(np.random.default_rng(1), secret=b"k" * 32)
-    assert a.cohort == b.cohort
-    pa = a.internal_report("home.example").prr
-    pb = b.internal_report("home.example").prr
+    assert a.state["cohort"] == b.state["cohort"]
+    pa = a.trace("home.example").memo
+    pb = b.trace("home.example").memo
     np.testing.assert_array_equal(pa, pb)  # a client that lost its memo gets the same PRR
     for _ in range(3):
         a.report("home.example")
@@ -201,9 +198,9 @@ def test_hmac_prr_has_the_prr_law():
     proto = ll.protocol("RAPPOR", k=64, h=2, m=1, f=0.5, p=0.5, q=0.75)
     ones_on, ones_off, n_on, n_off = 0, 0, 0, 0
     for i in range(300):
-        internals = proto.client(secret=bytes([i % 256, i // 256]) * 8).internal_report("s")
-        b = np.unpackbits(internals.bloom.ravel(), count=64).astype(bool)
-        r = np.unpackbits(internals.prr.ravel(), count=64).astype(bool)
+        internals = proto.client(secret=bytes([i % 256, i // 256]) * 8).trace("s")
+        b = np.unpackbits(internals.encoded.ravel(), count=64).astype(bool)
+        r = np.unpackbits(internals.memo.ravel(), count=64).astype(bool)
         ones_on, n_on = ones_on + r[b].sum(), n_on + b.sum()
         ones_off, n_off = ones_off + r[~b].sum(), n_off + (~b).sum()
     for ones, n, prob in ((ones_on, n_on, proto.p1), (ones_off, n_off, proto.q1)):
@@ -213,20 +210,20 @@ def test_hmac_prr_has_the_prr_law():
 def test_table_prr_is_kept_and_exported():
     proto = paper()
     client = proto.client(np.random.default_rng(2), prr_source="table")
-    first = client.internal_report("v").prr
-    again = client.internal_report("v").prr
+    first = client.trace("v").memo
+    again = client.trace("v").memo
     np.testing.assert_array_equal(first, again)
     restored = proto.client(
         np.random.default_rng(9),
         prr_source="table",
         memo=client.export_memo(),
-        cohort=client.cohort,
+        cohort=int(client.state["cohort"][0]),
     )
-    np.testing.assert_array_equal(restored.internal_report("v").prr, first)
+    np.testing.assert_array_equal(restored.trace("v").memo, first)
 
 
 def test_boolean_rappor():
-    proto = ll.protocol("RAPPOR", k=1, h=1, m=2, f=0.5, p=0.25, q=0.75, encoder="boolean")
+    proto = ll.protocol("RAPPOR-boolean", m=2, f=0.5, p=0.25, q=0.75)
     rng = np.random.default_rng(4)
     values = rng.random(2000) < 0.3
     memo = proto.new_memo(2000)
@@ -242,18 +239,19 @@ def test_report_body_is_cohort_u16_then_packed_bits():
     proto = paper(m=300, k=20)
     rng = np.random.default_rng(5)
     reports = proto.perturb(["a", "b", "c"], proto.new_memo(3), rng)
-    blobs = proto.to_bytes(reports)
-    assert proto.report_nbytes == 2 + 3
+    data = proto.encode_reports(reports)
+    assert proto.report_nbytes == 2 + 3 and proto.wire_size == 12 + 5
+    blobs = [data[i : i + 17][12:] for i in range(0, len(data), 17)]
     for rec, blob in zip(reports, blobs, strict=True):
         assert int.from_bytes(blob[:2], "big") == rec["cohort"]
         assert blob[2:] == rec["bits"].tobytes()
-    back = proto.from_bytes(blobs)
+    back = proto.decode_reports(data)
     np.testing.assert_array_equal(back["cohort"], reports["cohort"])
     np.testing.assert_array_equal(proto.support_counts(back), proto.support_counts(reports))
-    bad = bytearray(blobs[0])
-    bad[:2] = (301).to_bytes(2, "big")
+    bad = bytearray(data[:17])
+    bad[12:14] = (301).to_bytes(2, "big")
     with pytest.raises(ValueError, match="unknown cohort 301"):
-        proto.from_bytes(bytes(bad))
+        proto.decode_reports(bytes(bad))
 
 
 @pytest.mark.parametrize(
@@ -262,11 +260,10 @@ def test_report_body_is_cohort_u16_then_packed_bits():
         ({"f": 1.0}, "'f' must be a number in \\[0, 1\\)"),
         ({"f": -0.1}, "'f' must be a number in \\[0, 1\\]"),
         ({"p": 0.6, "q": 0.6}, "'p' and 'q' must differ"),
-        ({"f": 0.0}, "one_time=True"),
+        ({"f": 0.0}, "use the one-time variant"),
         ({"h": 17}, "'h' must be an integer in \\[1, 16\\]"),
         ({"k": 300}, "'k' must be an integer in \\[1, 256\\]"),
-        ({"encoder": "onehot"}, "'h' must be"),
-        ({"encoder": "nope"}, "'encoder' must be one of"),
+        ({"encoder": "onehot"}, "unknown parameter\\(s\\) encoder"),
     ],
 )
 def test_bad_parameters(params, match):
@@ -286,5 +283,6 @@ def test_bad_client_and_values():
         proto.perturb([1, 2], proto.new_memo(2))
     with pytest.raises(ValueError, match="sample_counts"):
         proto.sample_support(np.array([1, 2]))
-    # Budgets instead of (f, p, q): RAPPOR tuned for utility is L-SUE.
-    assert ll.protocol("RAPPOR", k=5, eps_perm=1.0, eps_1=0.5).name == "L-SUE"
+    # Budgets instead of (f, p, q) are refused, never silently another protocol.
+    with pytest.raises(ValueError, match="RAPPOR: unknown parameter"):
+        ll.protocol("RAPPOR", k=5, eps_perm=1.0, eps_1=0.5)

@@ -227,7 +227,7 @@ def test_ingest_is_idempotent_and_estimates_are_exact(backend, tmp_path):
         assert sorted(table.column("report_id").to_pylist()) == sorted(ids[sel])
         assert set(table.column("epoch").to_pylist()) == {e}
         agg2 = proto.aggregator()
-        agg2.add(proto.from_bytes([w[12:] for w in table.column("report").to_pylist()]))
+        agg2.add(proto.decode_reports(table.column("report").to_pylist()))
         assert agg2.support_counts.tolist() == agg.support_counts.tolist()
         meta = json.loads(table.schema.metadata[b"longldp.archive"])
         assert meta["protocol"] == col["protocol"] and meta["collection"] == "c1"
@@ -425,3 +425,56 @@ def test_estimates_equal_proto_estimate_for_each_family(spec, tmp_path):
     ).json()
     assert got["estimate"] == agg.estimate().tolist()
     assert len(got["se"]) == len(got["estimate"]) == proto.estimate_size
+
+
+def test_rappor_bloom_collection_estimates_series_and_dashboard(tmp_path):
+    """Regression: a Bloom-filter RAPPOR collection accepted reports, then answered 500 for its
+    estimate, series and dashboard (its (m, k) estimate was turned into floats). Create, ingest,
+    estimate, series and dashboard all answer 200 with the protocol's own estimate-with-SE, the
+    same numbers as the report archive's."""
+    spec = {"name": "RAPPOR", "params": {"k": 16, "h": 2, "m": 8, "f": 0.5, "p": 0.5, "q": 0.75}}
+    client = make_client(str(tmp_path / "r.db"))
+    refused = client.post(
+        "/v1/collections",
+        json={"name": "pp", "protocol": spec, "postprocess": "norm-sub"},
+        headers=bearer(ADMIN),
+    )
+    assert refused.status_code == 422 and "applies to frequency estimates" in refused.text
+    col = create(client, "rap", spec=spec)
+    proto = ll.protocol_from_spec(spec)
+    rng = np.random.default_rng(3)
+    n = 12  # few reports over 8 cohorts: an empty cohort must answer null, not 500
+    strings = [f"s{i}" for i in rng.integers(0, 5, n)]
+    memo = proto.new_memo(n)
+    reports = [proto.perturb(strings, memo, rng) for _ in range(2)]
+    for epoch, reps in enumerate(reports):
+        data = records(new_ids(n, rng), [epoch] * n, wire_reports(proto, reps))
+        assert post(client, "rap", col["ingest_token"], data).status_code == 200
+    rd = bearer(col["read_token"])
+    got = client.get("/v1/collections/rap/epochs/1/estimate", headers=rd)
+    assert got.status_code == 200, got.text
+    agg = proto.aggregator()
+    agg.add(reports[1])
+    expected = agg.estimate_with_se().as_dict()
+    body = got.json()
+    for key in ("estimate", "raw", "se", "lower", "upper"):
+        assert body[key] == expected[key], key
+    assert np.shape(body["raw"]) == (8, 16)
+    assert any(row[0] is None for row in body["se"]), "the test needs an empty cohort"
+    series = client.get("/v1/collections/rap/series", headers=rd)
+    assert series.status_code == 200, series.text
+    assert [e["epoch"] for e in series.json()["epochs"]] == [0, 1]
+    assert series.json()["epochs"][1]["se"] == expected["se"]
+    page = client.get(f"/collections/rap/dashboard?token={col['read_token']}")
+    assert page.status_code == 200 and "cohort " in page.text
+    bad = client.get("/v1/collections/rap/epochs/1/estimate?postprocess=norm-sub", headers=rd)
+    assert bad.status_code == 422
+    # The archive of the same reports gives the same numbers, row by row.
+    export = client.get("/v1/collections/rap/epochs/1/reports.parquet", headers=rd)
+    (tmp_path / "e1.parquet").write_bytes(export.content)
+    rows = aggregate_archive(tmp_path / "e1.parquet").estimates()
+    for r in rows:
+        j, i = r["cohort"], r["value"]
+        for key in ("raw", "se", "lower", "upper"):
+            want = expected[key][j][i]
+            assert (r[key] == want) if want is not None else np.isnan(r[key]), (key, j, i)

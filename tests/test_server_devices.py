@@ -443,7 +443,7 @@ def test_a_version_2_database_keeps_working(backend):
             ),
             {
                 "spec": __import__("json").dumps(PROTO.spec(), sort_keys=True),
-                "pid": PROTO.protocol_id,
+                "pid": PROTO.wire_id,
                 "fp": PROTO.fingerprint(),
                 "ih": tokens.digest(ingest),
                 "rh": tokens.digest(read),

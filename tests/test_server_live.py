@@ -214,7 +214,7 @@ def test_concurrent_and_retried_batches_count_once(server, backend):
         timeout=30,
     ).json()
     agg = PROTO.aggregator()
-    agg.add(PROTO.from_bytes([w[12:] for w in wires]))
+    agg.add(PROTO.decode_reports(wires))
     assert est["estimate"] == agg.estimate().tolist()
 
 

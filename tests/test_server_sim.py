@@ -16,7 +16,8 @@ import sqlalchemy as sa
 
 import longldp as ll
 from longldp.server import db
-from server_sim import Checker, Model, Simulation, SimulationError, sqlite_path
+from registry_cases import CLASSES
+from server_sim import PROTOCOLS, Checker, Model, Simulation, SimulationError, sqlite_path
 
 SEQUENCES = int(os.environ.get("LONGLDP_SIM_SEQUENCES", "300"))
 FIRST_SEED = int(os.environ.get("LONGLDP_SIM_FIRST_SEED", "0"))
@@ -39,6 +40,13 @@ def test_random_sequences_keep_every_invariant(simulation):
     offset = 0 if simulation.backend == "sqlite" else 1_000_000
     for seed in range(FIRST_SEED + offset, FIRST_SEED + offset + per_backend):
         simulation.run(seed)  # raises SimulationError naming the seed and the replay command
+
+
+def test_the_sequences_cover_every_registered_protocol():
+    """Sequence ``seed`` runs on PROTOCOLS[seed % len(PROTOCOLS)], one entry per registry case:
+    every registered class is simulated on both databases by ``make test``."""
+    assert {type(ll.protocol_from_spec(s)) for s in PROTOCOLS} == set(CLASSES)
+    assert max(1, SEQUENCES // 2) >= len(PROTOCOLS)
 
 
 def model_from_database(checker: Checker, name: str) -> Model:

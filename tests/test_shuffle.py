@@ -247,7 +247,7 @@ def test_central_summary_of_protocols():
     assert f"({chain.collection:.3g}, 1e-06)-DP" in chain.as_dict()["words"]
     one_shot = sh.central_summary(ll.protocol("OUE", k=74, eps=0.8), N, 10, DELTA)
     assert one_shot.per_memo is None and one_shot.route == "epochs"
-    rappor_once = ll.protocol("RAPPOR", k=8, h=1, m=8, f=0.0, p=0.25, q=0.75, one_time=True)
+    rappor_once = ll.protocol("RAPPOR-one-time", k=8, h=1, m=8, f=0.0, p=0.25, q=0.75)
     assert sh.central_summary(rappor_once, N, 5, DELTA).per_memo is None  # stateless client
 
 

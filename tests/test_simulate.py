@@ -8,21 +8,15 @@ import pytest
 import longldp as ll
 from longldp.data import to_longitudinal, zipf
 from longldp.simulate import simulate
-
-PROTOCOLS = {
-    "L-GRR": {"eps_perm": 2.0, "eps_1": 1.0},
-    "L-OSUE": {"eps_perm": 2.0, "eps_1": 1.0},
-    "OLOLOHA": {"eps_perm": 4.0, "eps_1": 2.0},
-    "dBitFlipPM": {"eps_perm": 2.0, "d": 2},
-}
+from registry_cases import cases
 
 
-@pytest.mark.parametrize("name", list(PROTOCOLS))
-def test_engines_give_the_same_distribution_of_estimates(name):
+@pytest.mark.parametrize("proto", cases(where=lambda cls: cls.estimates_frequencies, k=6))
+def test_engines_give_the_same_distribution_of_estimates(proto):
     """Same data (n = 300, k = 6, τ = 3): every per-timestamp estimate has the same mean and
     variance under the per-user, reports and count-level engines, within 5 standard errors;
-    and the mean is the truth (5 SE from the exact variance)."""
-    proto = ll.protocol(name, k=6, **PROTOCOLS[name])
+    and the mean is the truth (5 SE from the exact variance). Every registered frequency
+    oracle (the estimates of RAPPOR's Bloom and boolean encoders are per-cohort shares)."""
     data_rng = np.random.default_rng(0)
     values = to_longitudinal(zipf(300, 6, rng=data_rng), 3, data_rng)
     reps = 400

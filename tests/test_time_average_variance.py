@@ -32,7 +32,7 @@ from scipy.stats import chi2
 import longldp as ll
 from longldp import privacy
 from longldp.simulate import simulate
-from protocol_table import PROTOCOLS, F, K
+from protocol_table import PROTOCOLS, F, K, representatives, table_ids
 
 N = 300  # users per population (N·F integral)
 TAU = 10  # timestamps
@@ -78,7 +78,7 @@ def test_time_average_variance_is_v1_plus_rest_over_tau(pid, engine):
     assert np.all((ratios > LO) & (ratios < HI)), (ratios.round(3), LO, HI)
 
 
-@pytest.mark.parametrize("pid", ["BiLOLOHA", "OLOLOHA", "OLOLOHA-paper"])
+@pytest.mark.parametrize("pid", table_ids(lambda c: c.longitudinal and c.report_kind == "hashed"))
 def test_the_check_rejects_redrawn_hash_collisions(pid):
     # The old per-user engine redrew, at every timestamp, whether a non-holder's hash collides
     # with v: only the holders' part of V1 survived averaging. These bounds reject that law.
@@ -93,7 +93,7 @@ def test_count_level_time_average_is_vtot_over_tau():
     """Count-level timestamps are independent: Var of the time average is Vtot/τ, short of the
     truth by the factor 1 + (τ − 1)·V1/Vtot (docs/math.md, "Variance over time")."""
     values = constant_values()
-    for pid in ("L-SUE", "BiLOLOHA", "dBitFlipPM-d1"):
+    for pid in representatives(lambda cls: cls.longitudinal):
         proto = make(pid)
         seeds = np.random.SeedSequence(zlib.crc32(pid.encode())).spawn(R)
         means = np.array(
@@ -138,7 +138,9 @@ def test_first_round_variance_per_family():
         lh.time_average_variance(n, f, 0)
 
 
-@pytest.mark.parametrize("pid", ["BiLOLOHA", "OLOLOHA", "OLOLOHA-paper", "L-SH"])
+@pytest.mark.parametrize(
+    "pid", table_ids(lambda c: c.longitudinal and c.report_kind in ("hashed", "hadamard"))
+)
 @pytest.mark.parametrize("cached", [True, False])
 def test_per_user_loloha_is_the_reports_path_draw_for_draw(pid, cached, monkeypatch):
     """Both engines draw round 1, then each user's round-2 bucket, from the same stream; the

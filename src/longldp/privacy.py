@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -99,6 +100,36 @@ def olh_optimal_g(eps: float) -> int:
 def olh_unit_variance(g: int, eps: float) -> float:
     """n·V* of local hashing over g buckets at ε: P1 = GRR's keep probability, P0 = 1/g."""
     return float(_vstar_unit(grr_probabilities(eps, g)[0], 1.0 / g))
+
+
+def subset_probabilities(eps: float, k: int, omega: int) -> tuple[float, float, float]:
+    """(P1, P0, 1 − P1) of subset selection: a report is a size-ω subset of [k] that holds the
+    value with probability P1 = ω·e^ε/(ω·e^ε + k − ω); a value not held is in it with
+    P0 = (ω − P1)/(k − 1) ([WAN16] §4; [YE18] eq. 7; docs/math.md §2.5). 1 − P1 is computed as
+    (k − ω)/(ω·e^ε + k − ω), not by subtraction, so it stays exact near P1 = 1."""
+    a = omega * math.exp(eps)
+    p1, n1 = a / (a + k - omega), (k - omega) / (a + k - omega)
+    return p1, (omega - p1) / (k - 1), n1
+
+
+def subset_epsilon(p1: float, not_p1: float, k: int, omega: int) -> float:
+    """ε of one subset-selection report from its sampler: a subset holding v has probability
+    P1/C(k−1, ω−1), one without v (1 − P1)/C(k−1, ω), so the worst ratio is
+    P1·C(k−1, ω)/((1 − P1)·C(k−1, ω−1)) = P1·(k − ω)/((1 − P1)·ω) (docs/math.md §2.5)."""
+    return math.log(p1 * (k - omega) / (not_p1 * omega))
+
+
+def subset_size(eps: float, k: int) -> int:
+    """ω in [1, k − 1] minimising subset selection's V* at ε, by descent from k/(e^ε + 1), the
+    continuous optimum of [WAN16] §4.2 and [YE18] (docs/math.md §2.5)."""
+    eps = check.budget("SS", "eps", eps)
+    k = check.integer("SS", "k", k, minimum=2)
+
+    def unit(omega: int) -> float:
+        p1, p0, _ = subset_probabilities(eps, k, omega)
+        return float(_vstar_unit(p1, p0))
+
+    return integer_argmin(unit, k / (math.exp(eps) + 1.0), lo=1, hi=k - 1)
 
 
 def integer_argmin(f: Callable[[int], float], start: float, lo: int = 2, hi: int = G_MAX) -> int:
@@ -321,6 +352,49 @@ def rappor_eps_1(p: float, q: float, f: float, h: int) -> float:
     return h * abs(math.log(qs * (1 - ps) / (ps * (1 - qs))))
 
 
+def rappor_bits_epsilon(hi: float, lo: float, only_first: int, only_second: int) -> float:
+    """ε of one report of independent bits, each 1 w.p. ``hi`` when its input bit is set and
+    ``lo`` when not, for two inputs whose encodings differ in ``only_first`` bits set by the first
+    input only and ``only_second`` set by the second only (docs/math.md §11).
+
+    A bit set by the first input only contributes at most u = max(ln(hi/lo), ln((1−hi)/(1−lo)))
+    to the log-ratio, one set by the second only d = max(ln(lo/hi), ln((1−lo)/(1−hi))); the
+    worst output picks both: ε = max(x·u + y·d, y·u + x·d). For x = y (Bloom filters with
+    x = y = h, one-hot with 1) that is x·|ln[hi(1−lo)/(lo(1−hi))]|, [ERL14] Theorem 2's form
+    (:func:`rappor_eps_1`); boolean RAPPOR has x = 1, y = 0.
+    """
+    x, y = int(only_first), int(only_second)
+    if lo <= 0 or hi <= 0 or lo >= 1 or hi >= 1:
+        return math.inf
+    if x == y:
+        return x * abs(math.log(hi * (1 - lo) / (lo * (1 - hi))))
+    u = max(math.log(hi / lo), math.log((1 - hi) / (1 - lo)))
+    d = max(math.log(lo / hi), math.log((1 - lo) / (1 - hi)))
+    return max(x * u + y * d, y * u + x * d)
+
+
+def rappor_report_epsilon(p: float, q: float, f: float, differing: tuple[int, int]) -> float:
+    """ε1 of one RAPPOR report whose encodings differ in ``differing`` = (x, y) bits:
+    :func:`rappor_eps_1` (h = x) when x = y, else :func:`rappor_bits_epsilon` at (q*, p*)."""
+    x, y = differing
+    if x == y:
+        return rappor_eps_1(p, q, f, x)
+    qs, ps = rappor_effective(p, q, f)
+    return rappor_bits_epsilon(qs, ps, x, y)
+
+
+def rappor_prr_epsilon(f: float, differing: tuple[int, int]) -> float:
+    """ε∞ of a RAPPOR PRR whose encodings differ in (x, y) bits: :func:`rappor_eps_inf`
+    (2h·ln((1−f/2)/(f/2)), h = x) when x = y, else max(x, y)·ln((1 − f/2)/(f/2)) (a PRR bit
+    is symmetric: u = d)."""
+    x, y = differing
+    if x == y:
+        return rappor_eps_inf(f, x)
+    if f <= 0:
+        return math.inf
+    return max(x, y) * math.log((1 - f / 2) / (f / 2))
+
+
 def rappor_detection_bound(n: int, q: float, m_candidates: int, alpha: float = 0.05) -> float:
     """Most equally frequent strings basic one-time RAPPOR (p = ½, f = 0) can detect.
 
@@ -463,6 +537,92 @@ def pool_extra_variance(f: ArrayLike, g: int, pool_size: int) -> NDArray:
 # Budget accounting (docs/math.md §4)
 # --------------------------------------------------------------------------------------------
 
+#: The privacy parameters of the shared budget type: a one-shot oracle's ε; a chain's ε∞ with
+#: ε1, or with α = ε1/ε∞ instead of ε1 (docs/math.md §4.1).
+BUDGET_KEYS = ("eps", "eps_perm", "eps_1", "alpha")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A privacy budget as a user gives it, and the one parser every entry point uses.
+
+    ``eps`` for a one-shot oracle; ``eps_perm`` (ε∞) with ``eps_1`` (ε1) or ``alpha``
+    (α = ε1/ε∞) for a two-round chain; ``eps_perm`` alone for a chain with one round
+    (dBitFlipPM). A protocol with parameters of its own (RAPPOR's f, p, q) takes none of these.
+    :meth:`parameters` turns the budget into the constructor parameters of a protocol class
+    from its ``budget_params`` trait, or raises ``ValueError`` naming the parameter given and
+    what the protocol allows: never a silent switch to another protocol (docs/math.md §4.1).
+    """
+
+    eps: float | None = None
+    eps_perm: float | None = None
+    eps_1: float | None = None
+    alpha: float | None = None
+
+    @classmethod
+    def at_level(cls, level: float, eps_1: float | None, takes: tuple[str, ...]) -> Budget:
+        """A study grid's point (ε∞ = ``level``, ε1) for a protocol taking ``takes``: one-shot
+        oracles run at ε = ``level``, one-round chains at ε∞ alone (ε1 unused)."""
+        if tuple(takes) == ("eps",):
+            return cls(eps=level)
+        if "eps_1" in takes:
+            return cls(eps_perm=level, eps_1=eps_1)
+        return cls(eps_perm=level)
+
+    def given(self) -> dict[str, float]:
+        """The parameters that were given (not None), by name."""
+        return {k: getattr(self, k) for k in BUDGET_KEYS if getattr(self, k) is not None}
+
+    def parameters(self, owner: str, takes: tuple[str, ...], note: str = "") -> dict[str, float]:
+        """Constructor parameters of a protocol whose budget parameters are ``takes``.
+
+        ``alpha`` becomes ε1 = α·ε∞ (0 < α < 1). Checks the form (which parameters) and the
+        values: 0 < ε, ε∞ ≤ EPS_MAX and 0 < ε1 < ε∞. ``note`` is appended to a form error (e.g.
+        which protocol takes the budget that was given).
+        """
+        given = self.given()
+        takes = tuple(takes)
+        native = [p for p in takes if p not in BUDGET_KEYS]
+        tail = f" {note}" if note else ""
+        if native:
+            if given:
+                raise ValueError(
+                    f"{owner}: unknown parameter(s) {', '.join(given)}; its privacy is set by its "
+                    f"own parameters {', '.join(native)}.{tail}"
+                )
+            return {}
+        if takes == ("eps",):
+            allowed, form = {"eps"}, "a one-shot oracle: its budget is 'eps'"
+        elif takes == ("eps_perm", "eps_1"):
+            allowed = {"eps_perm", "eps_1", "alpha"}
+            form = "a two-round chain: its budget is 'eps_perm' with 'eps_1' or 'alpha'"
+        elif takes == ("eps_perm",):
+            allowed, form = {"eps_perm"}, "a chain with one round: its budget is 'eps_perm' alone"
+        else:
+            raise ValueError(f"{owner}: unknown budget form {takes!r}.")
+        wrong = [k for k in given if k not in allowed]
+        if wrong:
+            raise ValueError(
+                f"{owner}: unknown parameter(s) {', '.join(wrong)}; {owner} is {form}.{tail}"
+            )
+        if "eps_1" in given and "alpha" in given:
+            raise ValueError(f"{owner}: give 'eps_1' or 'alpha', not both.")
+        missing = [k for k in takes if k not in given and not (k == "eps_1" and "alpha" in given)]
+        if missing:
+            raise ValueError(
+                f"{owner}: missing parameter(s) {', '.join(missing)}; {owner} is {form}.{tail}"
+            )
+        if takes == ("eps",):
+            return {"eps": check.budget(owner, "eps", given["eps"])}
+        eps_perm = check.budget(owner, "eps_perm", given["eps_perm"])
+        if takes == ("eps_perm",):
+            return {"eps_perm": eps_perm}
+        if "alpha" in given:
+            eps_1 = check.positive_float(owner, "alpha", given["alpha"], upper=1.0) * eps_perm
+        else:
+            eps_1 = check.chain_budgets(owner, eps_perm, given["eps_1"])[1]
+        return {"eps_perm": eps_perm, "eps_1": eps_1}
+
 
 @dataclass(frozen=True)
 class SpentBudget:
@@ -473,19 +633,29 @@ class SpentBudget:
     epsilon: float
 
 
-def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float) -> SpentBudget:
-    """Sequential composition over reports, capped by the memos' ε∞ each (docs/math.md §4).
+def spent_epsilon(reports: Any, memos: Any, eps_1: float, eps_perm: float | None) -> Any:
+    """ε spent by t reports from m distinct memos (docs/math.md (4.1)), the one place of the
+    rule: min(t·ε1, m·ε∞) for a memoizing protocol; t·ε1 for one that memoizes nothing
+    (``eps_perm`` None: one-shot oracles, one-time RAPPOR). Scalars or arrays (broadcast)."""
+    t = np.asarray(reports)
+    out = t * eps_1 if eps_perm is None else np.minimum(t * eps_1, np.asarray(memos) * eps_perm)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float | None) -> SpentBudget:
+    """:class:`SpentBudget` of :func:`spent_epsilon` (one-shot: ``eps_perm`` None, 0 memos).
 
     The per-report ε carry `round_up`'s relative margin of 1e-12; summing t of them would show
     t margins' worth (three reports at ε1 = 1: 3.000000000003, above a cap of 3). The total
     takes the margin off once and is rounded *up* to 12 significant digits, so it is never
     below the composed ε beyond float noise and shows 3.0 for three reports at 1.
     """
-    total = min(reports * eps_1, memos * eps_perm)
+    held = 0 if eps_perm is None else int(memos)
+    total = spent_epsilon(reports, held, eps_1, eps_perm)
     if total > 0 and math.isfinite(total):
         exponent = math.floor(math.log10(total)) - 11  # a grid of 12 significant digits
         # Up to the grid (a slack of 1e-3 grid step absorbs the division's own float error),
         # then back through the decimal text so that 3 is 3.0, not 3.0000000000000004.
         steps = math.ceil(total * (1 - 1e-12) / 10.0**exponent - 1e-3)
         total = float(f"{steps}e{exponent}")
-    return SpentBudget(reports, memos, total)
+    return SpentBudget(int(reports), held, total)

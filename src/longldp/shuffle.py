@@ -700,8 +700,7 @@ def central_summary(
     name = getattr(proto, "name", type(proto).__name__)
     try:
         eps_report = float(proto.single_report_epsilon())
-        # One-time RAPPOR is a longitudinal class whose client keeps no memo: stateless.
-        longitudinal = bool(proto.longitudinal) and not getattr(proto, "one_time", False)
+        longitudinal = bool(proto.longitudinal)  # one-shot and one-time RAPPOR: stateless
         eps_memo = float(proto.first_round_epsilon()) if longitudinal else None
     except AttributeError:
         raise ValueError(

@@ -25,13 +25,12 @@ import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from statistics import NormalDist
 from typing import Any
 
 import numpy as np
 
 from longldp.archive.layout import ArchiveInfo, RowGroup, read_info, row_groups
-from longldp.protocols import FrequencyOracle, wire
+from longldp.protocols import Estimate, FrequencyOracle, wire
 
 __all__ = [
     "ArchiveCounts",
@@ -113,55 +112,42 @@ class ArchiveCounts:
     def estimates(self, postprocess: str | None = None, level: float = 0.95) -> list[dict]:
         """One row per (epoch, value), or per (epoch, cohort, bit) for RAPPOR's Bloom filters.
 
-        Each row has the support count, the estimate, its standard error and a normal
-        interval. The standard error is the protocol's exact variance evaluated at the estimate
-        clipped to [0, 1] (the estimate itself is never clipped). For Bloom filters the
-        estimate is the share of the cohort's clients whose bit is set (the input of RAPPOR's
-        decoder, ``longldp rappor decode``), with the cohort's report count as n.
+        Each row has the support count, the estimate (post-processed when a method is given),
+        the unbiased estimate ``raw``, its standard error and its normal interval around
+        ``raw``: the protocol's one estimate-with-SE function
+        (:meth:`~longldp.protocols.base.FrequencyOracle.estimate_with_se`, docs/math.md §1.5),
+        the same numbers as the collection server's. For Bloom filters the estimate is the
+        share of the cohort's clients whose bit is set (the input of RAPPOR's decoder,
+        ``longldp rappor decode``), with the cohort's report count as n; an empty cohort's
+        numbers are NaN.
         """
-        if not 0 < level < 1:
-            raise ValueError(f"estimates: 'level' must be in (0, 1); got {level!r}.")
-        z = NormalDist().inv_cdf(0.5 + level / 2)
         rows: list[dict] = []
         for epoch in sorted(self.by_epoch):
             agg = self.by_epoch[epoch]
             support = np.asarray(agg.support_counts)
-            if support.ndim == 2:  # (cohorts, 1 + bits): google/rappor's counts matrix
-                if postprocess is not None:
-                    raise ValueError(
-                        "estimates: post-processing applies to frequency estimates, not to "
-                        "RAPPOR's per-bit shares; decode them with `longldp rappor decode`."
-                    )
-                shares = np.asarray(agg.estimate(), dtype=np.float64)
+            est = agg.estimate_with_se(postprocess, level)
+            if est.raw.ndim == 2:  # (cohorts, bits): google/rappor's counts matrix
                 for cohort in range(support.shape[0]):
-                    n_j = int(support[cohort, 0])
                     rows += _rows(
                         {"epoch": epoch, "cohort": cohort},
-                        n_j,
+                        int(support[cohort, 0]),
                         support[cohort, 1:],
-                        shares[cohort],
-                        self.protocol.variance(max(n_j, 1), np.clip(shares[cohort], 0, 1))
-                        if n_j
-                        else np.full(shares.shape[1], np.nan),
-                        z,
+                        est,
+                        cohort,
                     )
                 continue
-            est = np.asarray(agg.estimate(postprocess=postprocess), dtype=np.float64)
-            var = self.protocol.variance(agg.n, np.clip(est, 0.0, 1.0))
-            counts = support if support.size == est.size else np.full(est.size, -1)
-            rows += _rows({"epoch": epoch}, int(agg.n), counts, est, var, z)
+            counts = support if support.shape == est.raw.shape else np.full(est.raw.size, -1)
+            rows += _rows({"epoch": epoch}, int(agg.n), counts, est, None)
         return rows
 
 
 def _rows(
-    where: dict[str, int],
-    n: int,
-    support: np.ndarray,
-    estimate: np.ndarray,
-    variance: np.ndarray,
-    z: float,
+    where: dict[str, int], n: int, support: np.ndarray, est: Estimate, row: int | None
 ) -> list[dict]:
-    se = np.sqrt(np.asarray(variance, dtype=np.float64))
+    """One dict per value of ``est`` (its row ``row`` for a 2-D estimate)."""
+    pick = (lambda a: a) if row is None else (lambda a: a[row])
+    estimate, raw, se = pick(est.estimate), pick(est.raw), pick(est.se)
+    lower, upper = pick(est.lower), pick(est.upper)
     return [
         {
             **where,
@@ -169,11 +155,12 @@ def _rows(
             "reports": n,
             "support": int(support[v]) if support[v] >= 0 else None,
             "estimate": float(estimate[v]),
+            "raw": float(raw[v]),
             "se": float(se[v]),
-            "lower": float(estimate[v] - z * se[v]),
-            "upper": float(estimate[v] + z * se[v]),
+            "lower": float(lower[v]),
+            "upper": float(upper[v]),
         }
-        for v in range(estimate.size)
+        for v in range(raw.size)
     ]
 
 

@@ -86,7 +86,7 @@ def simulate_reports(
     collection : str, default="simulated"
         Collection name recorded in the archive.
     domain : int, optional
-        Number of distinct values (default ``proto.k``). RAPPOR's Bloom encoder takes strings:
+        Number of distinct values (default ``proto.domain_size``). Bloom RAPPOR takes strings:
         its users hold the strings ``"v1"`` … ``"v<domain>"`` (default 100), as in the RAPPOR
         paper's §5.2 simulation.
     rng : Generator, int or None
@@ -114,11 +114,11 @@ def simulate_reports(
             f"simulate_reports: 'chunk_users' must be an integer >= 1; got {chunk_users!r}."
         )
     gen = np.random.default_rng(rng)
-    strings = _takes_strings(proto)
-    size_of_domain = int(domain) if domain is not None else (100 if strings else proto.k)
-    if size_of_domain < 1 or (not strings and size_of_domain > proto.k):
+    strings = proto.domain_size is None  # Bloom RAPPOR hashes strings
+    size_of_domain = int(domain) if domain is not None else (proto.domain_size or 100)
+    if size_of_domain < 1 or (not strings and size_of_domain > proto.domain_size):
         raise ValueError(
-            f"simulate_reports: 'domain' must be in [1, {proto.k}] for {proto.name}; "
+            f"simulate_reports: 'domain' must be in [1, {proto.domain_size}] for {proto.name}; "
             f"got {domain!r}."
         )
     names = (
@@ -153,11 +153,6 @@ def simulate_reports(
     if names is not None:
         result["strings"] = list(names)
     return result
-
-
-def _takes_strings(proto: FrequencyOracle) -> bool:
-    """RAPPOR's Bloom encoder hashes strings; every other encoder takes integers in [0, k)."""
-    return getattr(proto, "encoder", None) == "bloom"
 
 
 def _wire_rows(wire: Any, width: int) -> NDArray[np.uint8]:

@@ -41,10 +41,11 @@ from scipy.special import gammaln, logsumexp
 from scipy.stats import binom, norm
 
 from longldp import _validate as check
-from longldp.audit.channels import UNARY, dbitflip_channel, memoized
+from longldp.audit.channels import UNARY, dbitflip_channel, memoized, report_kind
 from longldp.audit.likelihood import domain_size, is_hashing, log_likelihoods, value_buckets
 from longldp.audit.randomizers import protocol_inputs
-from longldp.protocols import LSH, RAPPOR, REGISTRY, SH, DBitFlipPM, FrequencyOracle
+from longldp.protocols import LSH, RAPPOR, REGISTRY, SH, DBitFlipPM, FrequencyOracle, ReportKind
+from longldp.protocols.rappor import RapporBoolean, RapporChain
 
 #: Largest τ of the exact dynamic programs (their cost grows as τ³).
 MAX_EXACT_TAU = 200
@@ -201,13 +202,19 @@ def exact_asr(
             return None
         w = dbitflip_channel(proto)  # no round 2: τ reports of a memo repeat it
         return float(np.sum(np.max(prior[:, None] * w, axis=0)))
-    if isinstance(proto, RAPPOR):
-        if proto.encoder == "bloom":
+    if isinstance(proto, RapporChain):
+        if isinstance(proto, RAPPOR):  # Bloom filters: simulated
             return None
-        if proto.encoder == "boolean":
+        if isinstance(proto, RapporBoolean):
             d1, d0 = _count_laws(chain, tau)
             return float(np.sum(np.maximum(prior[0] * d0, prior[1] * d1)))
         return _unary_asr(prior, chain, tau)
+    if report_kind(proto) is ReportKind.ENUMERATED:  # one fresh report: Σ_y max_v π_v Pr[y | v]
+        return (
+            float(np.sum(np.max(prior[:, None] * proto.report_channel(), axis=0)))
+            if (tau == 1)
+            else None
+        )
     if isinstance(proto, UNARY):
         return _unary_asr(prior, chain, tau)
     if tau > MAX_EXACT_TAU:
@@ -405,7 +412,10 @@ def registered_protocols(k: int, values: dict[str, Any]) -> list[FrequencyOracle
     for cls in REGISTRY.values():
         params = {}
         for f in dataclasses.fields(cls):
-            if not f.init or f.name == "k":
+            if not f.init:
+                continue
+            if f.name == "k":  # RAPPOR-boolean has one bit and no k
+                params["k"] = k
                 continue
             if f.name in values:
                 params[f.name] = values[f.name]
@@ -413,5 +423,5 @@ def registered_protocols(k: int, values: dict[str, Any]) -> list[FrequencyOracle
                 raise ValueError(
                     f"registered_protocols: {cls.name} needs '{f.name}'; give it in 'values'."
                 )
-        out.append(cls(k=k, **params))
+        out.append(cls(**params))
     return out

@@ -1,5 +1,11 @@
 """Exact privacy loss from the enumerated channel (docs/audit.md §1, docs/math.md §13.1).
 
+The audit dispatches on the protocol's report kind (``proto.report_kind``, a
+:class:`~longldp.protocols.ReportKind`); a kind it has no channel for is refused with
+``ValueError``, never approximated by another kind's channel. A one-shot protocol of kind
+``enumerated`` enumerates its own channel from its sampler's probabilities
+(``proto.report_channel()``), which the audit checks against its closed-form claim.
+
 The channels are built from the per-round mechanisms (matrix products of the round channels,
 enumeration of every output), never from the library's P1/P0 closed forms, so that a wrong
 closed form in :mod:`longldp.privacy` cannot hide behind itself. Given an enumerated channel,
@@ -15,7 +21,9 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -23,25 +31,17 @@ from scipy.special import xlogy
 
 from longldp import _validate as check
 from longldp.privacy import channel_epsilon
-from longldp.protocols import (
-    LOSUE,
-    LOUE,
-    LSH,
-    LSOUE,
-    LSUE,
-    OUE,
-    RAPPOR,
-    SH,
-    SUE,
-    DBitFlipPM,
-    FrequencyOracle,
-)
+from longldp.protocols import PROTOCOL_CLASSES, DBitFlipPM, FrequencyOracle, ReportKind
+from longldp.protocols.rappor import RapporChain
 
 #: Largest number of outputs an enumerated channel may have (2^16 unary-encoded vectors).
 MAX_OUTPUTS = 1 << 16
-#: The unary-encoding oracles: a report is k independent bits (RAPPOR: behind its encoder).
-UNARY = (SUE, OUE, LSUE, LOUE, LSOUE, LOSUE)
-BIT_REPORTS = (*UNARY, RAPPOR)
+#: The unary-encoding classes of the registry (report kind ``bits``): independent bits.
+UNARY = tuple(cls for cls in PROTOCOL_CLASSES if cls.report_kind is ReportKind.BITS)
+#: Report kinds whose report is a vector of bits (counted per bit by the black-box game).
+BIT_KINDS = frozenset({ReportKind.BITS, ReportKind.COHORT_BITS, ReportKind.SAMPLED_BITS})
+#: Report kinds of a hash function and a bucket: the worst case is taken over the family.
+HASH_KINDS = frozenset({ReportKind.HASHED, ReportKind.HADAMARD})
 #: Hash functions drawn from a hashing protocol's own family to take the worst ε over.
 HASH_DRAWS = 40
 
@@ -79,21 +79,6 @@ def ue_channel(
     return np.stack([np.prod(per_bit[row[None, :], outputs], axis=1) for row in rows])
 
 
-def rappor_patterns(proto: RAPPOR) -> NDArray[np.bool_]:
-    """Every encoding a RAPPOR client can hold: one-hot vectors, the two boolean patterns, or
-    every Bloom filter with 1..h set bits (any set a string can hash to, in any cohort)."""
-    k = proto.k
-    if proto.encoder == "boolean":
-        return np.array([[False], [True]])
-    if proto.encoder == "onehot":
-        return np.eye(k, dtype=bool)
-    sets = [c for r in range(1, proto.h + 1) for c in itertools.combinations(range(k), r)]
-    out = np.zeros((len(sets), k), dtype=bool)
-    for i, s in enumerate(sets):
-        out[i, list(s)] = True
-    return out
-
-
 def hashed_epsilon(
     proto: FrequencyOracle, bucket_channel: NDArray[np.float64], rng: np.random.Generator
 ) -> float:
@@ -124,20 +109,31 @@ def dbitflip_channel(proto: DBitFlipPM) -> NDArray[np.float64]:
     return np.array(cols).T
 
 
+def report_kind(proto: FrequencyOracle) -> ReportKind:
+    """``proto``'s report kind; ``ValueError`` for a kind the audit has no channel for."""
+    kind = getattr(type(proto), "report_kind", None)
+    if not isinstance(kind, ReportKind) or kind not in _SPACE:
+        known = ", ".join(str(k) for k in _SPACE)
+        raise ValueError(
+            f"{proto.name}: the audit has no channel for report kind {kind!r}; it knows {known}."
+        )
+    return kind
+
+
+_SPACE = {
+    ReportKind.SYMBOL: lambda p: p.k,
+    ReportKind.BITS: lambda p: 2**p.k,
+    ReportKind.HASHED: lambda p: None if p.hash_pool is None else p.hash_pool * p.g,
+    ReportKind.HADAMARD: lambda p: p.m * 2,
+    ReportKind.SAMPLED_BITS: lambda p: math.comb(p.n_buckets, p.d) * 2**p.d,
+    ReportKind.COHORT_BITS: lambda p: p.m * 2**p.k,
+    ReportKind.ENUMERATED: lambda p: p.report_space_size(),
+}
+
+
 def output_space_size(proto: FrequencyOracle) -> int | None:
     """Number of distinct reports a protocol can emit, or None when unbounded (per-user hash)."""
-    if isinstance(proto, DBitFlipPM):
-        return math.comb(proto.n_buckets, proto.d) * 2**proto.d
-    if isinstance(proto, RAPPOR):
-        return proto.m * 2**proto.k
-    if isinstance(proto, (SH, LSH)):
-        return proto.m * 2
-    if _is_hashing(proto):
-        pool = getattr(proto, "hash_pool", None)
-        return None if pool is None else pool * proto.g  # type: ignore[attr-defined]
-    if _is_unary(proto):
-        return 2**proto.k
-    return proto.k
+    return _SPACE[report_kind(proto)](proto)
 
 
 def exact_epsilons(proto: FrequencyOracle, rng: np.random.Generator | None = None) -> ExactEpsilons:
@@ -147,50 +143,79 @@ def exact_epsilons(proto: FrequencyOracle, rng: np.random.Generator | None = Non
     ``rng`` draws the hash functions of the hashing protocols (default: seed 0).
     """
     rng = np.random.default_rng(0) if rng is None else rng
+    kind = report_kind(proto)
     size = output_space_size(proto)
-    if size is not None and size > MAX_OUTPUTS and not _is_hashing(proto):
+    if size is not None and size > MAX_OUTPUTS and kind not in HASH_KINDS:
         raise ValueError(
             f"{proto.name}: the exact audit enumerates the channel; k = {proto.k} gives {size} "
             f"outputs, more than the {MAX_OUTPUTS} allowed; use a smaller k."
         )
-    if isinstance(proto, DBitFlipPM):
-        eps = channel_epsilon(dbitflip_channel(proto))
-        return ExactEpsilons(eps, eps)
-    if isinstance(proto, RAPPOR):
-        return _rappor_exact(proto)
-    if _is_hashing(proto):
-        g = proto.g  # type: ignore[attr-defined]
-        r1 = grr_matrix(proto.p1, g)
-        both = r1 @ grr_matrix(proto.p2, g) if proto.longitudinal else r1
-        return ExactEpsilons(hashed_epsilon(proto, both, rng), hashed_epsilon(proto, r1, rng))
-    if _is_unary(proto):
-        b1 = bit_matrix(proto.p1, proto.q1)
-        both = b1 @ bit_matrix(proto.p2, proto.q2)
-        return ExactEpsilons(
-            channel_epsilon(ue_channel(proto.k, both)), channel_epsilon(ue_channel(proto.k, b1))
-        )
+    return _EXACT[kind](proto, rng)
+
+
+def _sampled_bits_exact(proto: DBitFlipPM, rng: np.random.Generator) -> ExactEpsilons:
+    eps = channel_epsilon(dbitflip_channel(proto))
+    return ExactEpsilons(eps, eps)
+
+
+def _hashed_exact(proto: Any, rng: np.random.Generator) -> ExactEpsilons:
+    r1 = grr_matrix(proto.p1, proto.g)
+    both = r1 @ grr_matrix(proto.p2, proto.g) if proto.longitudinal else r1
+    return ExactEpsilons(hashed_epsilon(proto, both, rng), hashed_epsilon(proto, r1, rng))
+
+
+def _bits_exact(proto: FrequencyOracle, rng: np.random.Generator) -> ExactEpsilons:
+    b1 = bit_matrix(proto.p1, proto.q1)
+    both = b1 @ bit_matrix(proto.p2, proto.q2)
+    return ExactEpsilons(
+        channel_epsilon(ue_channel(proto.k, both)), channel_epsilon(ue_channel(proto.k, b1))
+    )
+
+
+def _enumerated_exact(proto: FrequencyOracle, rng: np.random.Generator) -> ExactEpsilons:
+    """The protocol's own enumeration of its one-report channel (a one-shot oracle: its
+    round 1 is the whole channel)."""
+    if proto.longitudinal:
+        raise ValueError(f"{proto.name}: the audit enumerates one-shot reports only.")
+    eps = channel_epsilon(proto.report_channel())
+    return ExactEpsilons(eps, eps)
+
+
+def _symbol_exact(proto: FrequencyOracle, rng: np.random.Generator) -> ExactEpsilons:
     r1 = grr_matrix(proto.p1, proto.k)
     return ExactEpsilons(channel_epsilon(r1 @ grr_matrix(proto.p2, proto.k)), channel_epsilon(r1))
 
 
-def _rappor_exact(proto: RAPPOR) -> ExactEpsilons:
-    patterns = rappor_patterns(proto)
+def _cohort_bits_exact(proto: RapporChain, rng: np.random.Generator) -> ExactEpsilons:
+    """Every encoding a client can hold (``proto.possible_encodings()``) through the PRR and
+    IRR bit channels (a one-time variant's round 1 is already the composed channel)."""
+    patterns = proto.possible_encodings()
     if patterns.shape[0] * 2**proto.k > 1 << 24:
         raise ValueError(
-            f"{proto.name}: the exact audit enumerates {patterns.shape[0]} Bloom patterns × "
+            f"{proto.name}: the exact audit enumerates {patterns.shape[0]} encodings × "
             f"2^{proto.k} outputs; use a smaller k or h."
         )
     b1 = bit_matrix(proto.p1, proto.q1)
     both = b1 @ bit_matrix(proto.p2, proto.q2)
     single = channel_epsilon(ue_channel(proto.k, both, patterns))
-    if proto.one_time:
-        return ExactEpsilons(single, single)
     return ExactEpsilons(single, channel_epsilon(ue_channel(proto.k, b1, patterns)))
 
 
+_EXACT: dict[ReportKind, Callable[[Any, np.random.Generator], ExactEpsilons]] = {
+    ReportKind.SYMBOL: _symbol_exact,
+    ReportKind.BITS: _bits_exact,
+    ReportKind.HASHED: _hashed_exact,
+    ReportKind.HADAMARD: _hashed_exact,
+    ReportKind.SAMPLED_BITS: _sampled_bits_exact,
+    ReportKind.COHORT_BITS: _cohort_bits_exact,
+    ReportKind.ENUMERATED: _enumerated_exact,
+}
+
+
 def memoized(proto: FrequencyOracle) -> bool:
-    """Does the client keep round 1 across reports? (One-time RAPPOR does not.)"""
-    return proto.longitudinal and not getattr(proto, "one_time", False)
+    """Does the client keep round 1 across reports? (Longitudinal protocols do; the one-shot
+    oracles and one-time RAPPOR do not.)"""
+    return proto.longitudinal
 
 
 # ------------------------------------------------------------------------------ lifetime
@@ -216,18 +241,20 @@ def exact_lifetime_epsilon(proto: FrequencyOracle, tau: int, alternating: bool =
 
 
 def _one_value_lifetime(proto: FrequencyOracle, tau: int) -> float:
-    if not memoized(proto) or isinstance(proto, DBitFlipPM):
+    kind = report_kind(proto)
+    if not memoized(proto) or kind is ReportKind.SAMPLED_BITS:
         single = _cached_single(proto)
-        return single if isinstance(proto, DBitFlipPM) else tau * single
-    if isinstance(proto, RAPPOR):
-        if proto.encoder == "boolean":
-            return _boolean_lifetime(proto, tau)
-        # Two encodings differ in at most h bits each way (one for one-hot).
-        pair = _unary_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, tau)
-        return pair * (proto.h if proto.encoder == "bloom" else 1)
-    if _is_unary(proto):
+        return single if kind is ReportKind.SAMPLED_BITS else tau * single
+    if kind is ReportKind.COHORT_BITS:
+        # Two encodings differ in at most (x, y) bits, set in one and not the other: each such
+        # bit contributes the worst log-likelihood ratio of its count, r or −r.
+        r = unary_count_llr(np.arange(tau + 1), tau, proto.p1, proto.q1, proto.p2, proto.q2)
+        x, y = proto.differing_bits  # type: ignore[attr-defined]
+        up, down = float(r.max()), float((-r).max())
+        return max(x * up + y * down, y * up + x * down)
+    if kind is ReportKind.BITS:
         return _unary_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, tau)
-    m = proto.g if _is_hashing(proto) else proto.k  # type: ignore[attr-defined]
+    m = proto.g if kind in HASH_KINDS else proto.k  # type: ignore[attr-defined]
     return _categorical_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, m, tau)
 
 
@@ -242,12 +269,6 @@ def _unary_chain_lifetime(p1: float, q1: float, p2: float, q2: float, tau: int) 
     at the other: max r + max(−r)."""
     r = unary_count_llr(np.arange(tau + 1), tau, p1, q1, p2, q2)
     return float(r.max() + (-r).max())
-
-
-def _boolean_lifetime(proto: RAPPOR, tau: int) -> float:
-    """One bit: the two inputs differ in that bit only: max |r|."""
-    r = unary_count_llr(np.arange(tau + 1), tau, proto.p1, proto.q1, proto.p2, proto.q2)
-    return float(np.abs(r).max())
 
 
 def unary_count_llr(
@@ -288,11 +309,3 @@ def _categorical_chain_lifetime(
     num = np.logaddexp(np.logaddexp(lp + la, lq + lb), lq + lt)
     den = np.logaddexp(np.logaddexp(lp + lb, lq + la), lq + lt)
     return float(np.max(num - den))
-
-
-def _is_hashing(proto: FrequencyOracle) -> bool:
-    return hasattr(proto, "g") and hasattr(proto, "hash_pool")
-
-
-def _is_unary(proto: FrequencyOracle) -> bool:
-    return isinstance(proto, UNARY)

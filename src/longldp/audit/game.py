@@ -32,13 +32,15 @@ from scipy.special import xlogy
 from longldp import _validate as check
 from longldp import privacy
 from longldp.audit import stats
-from longldp.audit.channels import BIT_REPORTS, memoized, unary_count_llr
-from longldp.protocols import RAPPOR, DBitFlipPM, FrequencyOracle, SecureRandom
+from longldp.audit.channels import BIT_KINDS, HASH_KINDS, memoized, report_kind, unary_count_llr
+from longldp.protocols import FrequencyOracle, ReportKind, SecureRandom
 
 ATTACKS = ("lr", "majority")
 PATTERNS = ("one-value", "alternating")
 #: Clients perturbed per ``perturb`` call (bounds the memory of a timestamp).
 CHUNK = 1 << 18
+#: Most outputs of an enumerated report channel the game tallies per client.
+MAX_ENUMERATED = 4096
 #: A lower bound above the claim by more than this is a violation (float noise is far below).
 TOLERANCE = 1e-9
 
@@ -122,10 +124,18 @@ class _Tally:
     def __init__(self, proto: FrequencyOracle, n: int, a: Any, b: Any):
         self.proto, self.n, self.value_a, self.value_b = proto, n, a, b
         self.tau = 0
-        self.bits = isinstance(proto, (*BIT_REPORTS, DBitFlipPM))
-        if isinstance(proto, DBitFlipPM):
-            width = proto.d
-        elif hasattr(proto, "g"):
+        self.kind = report_kind(proto)
+        self.bits = self.kind in BIT_KINDS
+        if self.kind is ReportKind.ENUMERATED:
+            width = proto.report_space_size()
+            if proto.longitudinal or width > MAX_ENUMERATED:
+                raise ValueError(
+                    f"{proto.name}: the game tallies enumerated reports of one-shot protocols "
+                    f"with at most {MAX_ENUMERATED} outputs; this one has {width}."
+                )
+        elif self.kind is ReportKind.SAMPLED_BITS:
+            width = proto.d  # type: ignore[attr-defined]
+        elif self.kind in HASH_KINDS:
             width = proto.g  # type: ignore[attr-defined]
         else:
             width = proto.k
@@ -138,14 +148,17 @@ class _Tally:
         if self.tau == 0:
             self.a = self._target(reports, self.value_a)
             self.b = self._target(reports, self.value_b)
-        if isinstance(proto, DBitFlipPM):
+        if self.kind is ReportKind.SAMPLED_BITS:
             self.counts += reports["bits"]
-        elif isinstance(proto, RAPPOR):
+        elif self.kind is ReportKind.COHORT_BITS:
             self.counts += np.unpackbits(reports["bits"], axis=1, count=proto.k)
-        elif self.bits:
+        elif self.kind is ReportKind.BITS:
             self.counts += np.unpackbits(reports, axis=1, count=proto.k)
         else:
-            col = reports["bucket"] if reports.dtype.names else reports
+            if self.kind is ReportKind.ENUMERATED:
+                col = proto.report_index(reports)
+            else:
+                col = reports["bucket"] if reports.dtype.names else reports
             m = self.counts.shape[1]
             flat = np.bincount(np.arange(self.n) * m + col, minlength=self.n * m)
             self.counts += flat.reshape(self.n, m).astype(np.int32)
@@ -153,19 +166,21 @@ class _Tally:
 
     def _target(self, reports: NDArray, value: Any) -> NDArray:
         proto, n = self.proto, self.n
-        if isinstance(proto, DBitFlipPM):
+        if self.kind is ReportKind.SAMPLED_BITS:
             bucket = privacy.bucket_of(np.array([value]), proto.k, proto.n_buckets)[0]
             return reports["buckets"] == bucket
-        if isinstance(proto, RAPPOR):
+        if self.kind is ReportKind.COHORT_BITS:
             # One encoding per cohort (every client here holds the same value).
             cohorts = np.unique(reports["cohort"])
             packed = proto.encode(value_batch(proto, value, cohorts.size), cohorts)
             per_cohort = np.unpackbits(packed, axis=1, count=proto.k).astype(bool)
             return per_cohort[np.searchsorted(cohorts, reports["cohort"])]
-        if self.bits:
+        if self.kind is ReportKind.BITS:
             return np.broadcast_to(np.arange(proto.k) == value, (n, proto.k))
+        if self.kind is ReportKind.ENUMERATED:  # the channel row of the value
+            return np.asarray(value)
         vals = np.full(n, value, dtype=np.int64)
-        if hasattr(proto, "g"):
+        if self.kind in HASH_KINDS:
             return proto._memo_key(vals, {"hash_id": reports["hash_id"]})
         return vals
 
@@ -179,6 +194,13 @@ def _score(tally: _Tally, attack: str, rng: np.random.Generator) -> NDArray[np.f
     p = tally.proto
     tau, p1, q1, p2, q2 = tally.tau, p.p1, p.q1, p.p2, p.q2
     kept = memoized(p)
+    if tally.kind is ReportKind.ENUMERATED:  # the log-likelihood ratio of each output
+        channel = p.report_channel()
+        r = np.log(channel[tally.a]) - np.log(channel[tally.b])
+        if attack == "majority":
+            mode = np.argmax(tally.counts + rng.random(tally.counts.shape) * 0.5, axis=1)
+            return r[mode]
+        return tally.counts @ r
     if attack == "majority" or (kept and q2 == 0.0):
         return _majority_score(tally, rng)
     if tally.bits:
@@ -215,7 +237,7 @@ def _majority_score(tally: _Tally, rng: np.random.Generator) -> NDArray[np.float
 
 def value_batch(proto: FrequencyOracle, value: Any, n: int) -> Any:
     """n copies of one input, as the protocol's population path takes them."""
-    if isinstance(proto, RAPPOR) and proto.encoder == "bloom":
+    if proto.domain_size is None:  # strings (Bloom RAPPOR)
         return [value] * n
     return np.full(n, value, dtype=np.int64)
 
@@ -273,20 +295,17 @@ def claimed_epsilon(
     """
     e1 = proto.single_report_epsilon() if eps_1 is None else eps_1
     einf = proto.first_round_epsilon() if eps_perm is None else eps_perm
-    if not memoized(proto):
-        return tau * e1
     memos = 2 if pattern == "alternating" and tau >= 2 else 1
-    return min(tau * e1, memos * einf)
+    return privacy.spent_epsilon(tau, memos, e1, einf if memoized(proto) else None)
 
 
 def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
-    """Two inputs as far apart as possible: 0 and k − 1 (in different dBitFlipPM buckets);
-    boolean RAPPOR 0 and 1; Bloom RAPPOR the two strings "value-i" (i < 32) whose filters
-    differ in the most bits over the first 64 cohorts."""
-    if isinstance(proto, RAPPOR) and proto.encoder == "boolean":
-        return 0, 1
-    if isinstance(proto, RAPPOR) and proto.encoder == "bloom":
-        words = [f"value-{i}" for i in range(32)]
+    """Two inputs as far apart as possible: 0 and the last value of the domain (in different
+    dBitFlipPM buckets; boolean RAPPOR: 0 and 1); for a protocol over strings (Bloom RAPPOR)
+    the two of ``proto.as_inputs(range(32))`` whose filters differ in the most bits over the
+    first 64 cohorts."""
+    if proto.domain_size is None:
+        words = list(proto.as_inputs(np.arange(32)))
         cohorts = np.arange(min(proto.m, 64))
         masks = np.stack(
             [
@@ -297,7 +316,7 @@ def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
         diff = (masks[:, None] ^ masks[None, :]).sum(axis=(2, 3))
         i, j = np.unravel_index(np.argmax(diff), diff.shape)
         return words[int(i)], words[int(j)]
-    return 0, proto.k - 1
+    return 0, proto.domain_size - 1
 
 
 def check_inputs(proto: FrequencyOracle, inputs: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -306,16 +325,15 @@ def check_inputs(proto: FrequencyOracle, inputs: tuple[Any, Any]) -> tuple[Any, 
     if len(inputs) != 2:
         raise ValueError(f"{name}: 'inputs' must be two values; got {inputs!r}.")
     x0, x1 = inputs
-    if isinstance(proto, RAPPOR) and proto.encoder == "bloom":
+    if proto.domain_size is None:
         if not all(isinstance(x, (str, bytes)) for x in inputs):
-            raise ValueError(f"{name}: Bloom-filter RAPPOR audits strings; got {inputs!r}.")
+            raise ValueError(f"{name}: a protocol over strings audits strings; got {inputs!r}.")
     else:
-        width = 2 if isinstance(proto, RAPPOR) and proto.encoder == "boolean" else proto.k
-        vals = check.domain_values(name, np.array([x0, x1]), width, "inputs")
+        vals = check.domain_values(name, np.array([x0, x1]), proto.domain_size, "inputs")
         x0, x1 = int(vals[0]), int(vals[1])
     if x0 == x1:
         raise ValueError(f"{name}: 'inputs' must be two different values; got {x0!r} twice.")
-    if isinstance(proto, DBitFlipPM):
+    if report_kind(proto) is ReportKind.SAMPLED_BITS:
         bx = privacy.bucket_of(np.array([x0, x1]), proto.k, proto.n_buckets)
         if bx[0] == bx[1]:
             raise ValueError(f"{name}: 'inputs' {x0} and {x1} fall in the same bucket.")

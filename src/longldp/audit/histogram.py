@@ -75,16 +75,18 @@ def channel_bounds(
         gen: Any = SecureRandom()
     else:
         gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    inputs = proto.domain_size or 2  # over strings: the first two of proto.as_inputs
     rows = []
-    for x in range(proto.k):
+    for x in range(inputs):
         reporter = CLIENTS[clients](proto, trials, gen)
-        encoded = proto._encode(reporter.report(np.full(trials, x, dtype=np.int64)))
+        values = proto.as_inputs(np.full(trials, x, dtype=np.int64))
+        encoded = proto._encode(reporter.report(values))
         rows.append(np.ascontiguousarray(encoded).view(np.dtype((np.void, encoded.shape[1]))))
     _, inverse = np.unique(np.concatenate(rows).ravel(), return_inverse=True)
     seen = int(inverse.max()) + 1
-    counts = np.zeros((proto.k, seen), dtype=np.int64)
-    np.add.at(counts, (np.repeat(np.arange(proto.k), trials), inverse.ravel()), 1)
-    level = alpha / (2 * proto.k * space)
+    counts = np.zeros((inputs, seen), dtype=np.int64)
+    np.add.at(counts, (np.repeat(np.arange(inputs), trials), inverse.ravel()), 1)
+    level = alpha / (2 * inputs * space)
     upper_cells = stats.cp_upper(counts, trials, level)
     lower_cells = stats.cp_lower(counts, trials, level)
     if seen < space or np.any(lower_cells.min(axis=0) <= 0):

@@ -29,10 +29,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import privacy
-from longldp.audit.channels import UNARY, unary_count_llr
-from longldp.protocols import LSH, RAPPOR, SH, DBitFlipPM, FrequencyOracle
+from longldp.audit.channels import UNARY, report_kind, unary_count_llr
+from longldp.protocols import LSH, RAPPOR, SH, DBitFlipPM, FrequencyOracle, ReportKind
 from longldp.protocols.hadamard import hadamard_parity
 from longldp.protocols.lh import mix_hash
+from longldp.protocols.rappor import RapporBoolean, RapporChain
 
 
 def is_hashing(proto: FrequencyOracle) -> bool:
@@ -55,22 +56,22 @@ def value_buckets(
     return mix_hash(seeds[:, None], values[None, :], proto.g)  # type: ignore[attr-defined]
 
 
-def rappor_masks(proto: RAPPOR, cohorts: NDArray[np.int64]) -> NDArray[np.bool_]:
+def rappor_masks(proto: RapporChain, cohorts: NDArray[np.int64]) -> NDArray[np.bool_]:
     """(n, values, bits): the encoding of every value (the strings str(v) for Bloom filters)
     in each client's cohort."""
     return _cohort_table(proto)[cohorts]
 
 
-def _cohort_table(proto: RAPPOR) -> NDArray[np.bool_]:
+def _cohort_table(proto: RapporChain) -> NDArray[np.bool_]:
     """(m, values, bits): every value's encoding in every cohort (computed once per protocol)."""
     cached = _TABLES.get(id(proto))
     if cached is not None and cached[0] is proto:
         return cached[1]
-    values = 2 if proto.encoder == "boolean" else proto.k
+    values = domain_size(proto)
     per = []
     for c in range(proto.m):
         vals: Any = np.arange(values)
-        if proto.encoder == "bloom":
+        if isinstance(proto, RAPPOR):  # Bloom filters of strings
             vals = [str(v) for v in range(values)]
         packed = proto.encode(vals, np.full(values, c, dtype=np.int64))
         per.append(np.unpackbits(packed, axis=1, count=proto.k).astype(bool))
@@ -80,12 +81,12 @@ def _cohort_table(proto: RAPPOR) -> NDArray[np.bool_]:
     return table
 
 
-_TABLES: dict[int, tuple[RAPPOR, NDArray[np.bool_]]] = {}
+_TABLES: dict[int, tuple[RapporChain, NDArray[np.bool_]]] = {}
 
 
 def domain_size(proto: FrequencyOracle) -> int:
     """Number of values the attacker chooses among (boolean RAPPOR: 2)."""
-    if isinstance(proto, RAPPOR) and proto.encoder == "boolean":
+    if isinstance(proto, RapporBoolean):
         return 2
     return proto.k
 
@@ -100,12 +101,18 @@ def log_likelihoods(
     tau = len(reports)
     if tau == 0:
         raise ValueError(f"{proto.name}: 'reports' must hold at least one batch.")
+    kind = report_kind(proto)  # refuses a kind the audit has no channel for
     if isinstance(proto, DBitFlipPM):
         return _dbitflip(proto, reports, memoized)
-    if isinstance(proto, (RAPPOR, *UNARY)):
+    if isinstance(proto, (RapporChain, *UNARY)):
         return _bits(proto, reports, memoized)
     if is_hashing(proto):
         return _hashed(proto, reports, memoized)
+    if kind is ReportKind.ENUMERATED:  # τ fresh reports: Σ_t ln Pr[y_t | v] of its channel
+        log_ch = np.log(proto.report_channel())
+        return sum(log_ch[:, proto.report_index(rep)].T for rep in reports)
+    if kind is not ReportKind.SYMBOL:
+        raise ValueError(f"{proto.name}: no likelihood for report kind {str(kind)!r}.")
     return _symbols(proto, reports, memoized)
 
 
@@ -172,8 +179,8 @@ def _counts(symbols: Sequence[NDArray], n: int, m: int) -> NDArray[np.float64]:
 
 def _bits(proto: FrequencyOracle, reports: Sequence[NDArray], memoized: bool) -> NDArray:
     tau = len(reports)
-    rappor = isinstance(proto, RAPPOR)
-    memoized = memoized and not (rappor and proto.one_time)  # type: ignore[union-attr]
+    rappor = isinstance(proto, RapporChain)
+    memoized = memoized and proto.longitudinal  # one-time RAPPOR keeps no memo
     width = proto.k
     first = reports[0]
     n = first.shape[0]

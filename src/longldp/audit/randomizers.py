@@ -33,7 +33,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import privacy
-from longldp.protocols import RAPPOR, FrequencyOracle
+from longldp.protocols import RAPPOR, FrequencyOracle, RapporBoolean
 
 # ------------------------------------------------------------------------------ wrappers
 
@@ -41,16 +41,14 @@ from longldp.protocols import RAPPOR, FrequencyOracle
 def protocol_inputs(proto: FrequencyOracle, values: NDArray[np.int64]) -> Any:
     """The protocol's inputs for integer values: Bloom-filter RAPPOR takes the strings
     ``str(v)``; every other protocol the integers."""
-    if isinstance(proto, RAPPOR) and proto.encoder == "bloom":
+    if isinstance(proto, RAPPOR):  # Bloom filters of strings
         return np.array([str(v) for v in range(int(values.max()) + 1)])[values]
     return values
 
 
 def audit_domain(proto: FrequencyOracle) -> int:
     """Number of distinct inputs to audit: k (boolean RAPPOR: 2)."""
-    if isinstance(proto, RAPPOR) and proto.encoder == "boolean":
-        return 2
-    return proto.k
+    return 2 if isinstance(proto, RapporBoolean) else proto.k
 
 
 def _wire_rows(proto: FrequencyOracle, reports: NDArray, n: int) -> NDArray[np.uint8]:

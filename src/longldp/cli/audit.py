@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Annotated, Any
 
@@ -60,7 +61,7 @@ def audit_cmd(
         list[str] | None,
         typer.Option(
             help="Other protocol parameter NAME=VALUE (repeatable): calibration=paper, "
-            "d=2, h=2, m=4, f=0.5, p=0.5, q=0.75, encoder=bloom, …"
+            "d=2, h=2, m=4, f=0.5, p=0.5, q=0.75, …"
         ),
     ] = None,
     trials: Annotated[
@@ -188,8 +189,9 @@ def audit_cmd(
     for name, value in (("eps", eps), ("eps_perm", eps_perm), ("eps_1", eps_1)):
         if value is not None:
             params[name] = value
-    if protocol.lower() == "rappor" and params.get("encoder") == "boolean":
-        params["k"] = 1
+    fields = dataclasses.fields(ll.get_protocol_class(protocol))
+    if not any(f.name == "k" and f.init for f in fields):
+        del params["k"]  # a protocol without k (RAPPOR-boolean: one bit)
     proto = ll.protocol(protocol, **params)
     if control == "misencoded":
         proto = audit.misencoded_unary(proto)

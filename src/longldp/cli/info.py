@@ -9,6 +9,7 @@ from rich.table import Table
 
 import longldp as ll
 from longldp.cli._common import console
+from longldp.privacy import Budget
 
 
 def protocols_cmd(
@@ -49,16 +50,13 @@ def protocols_cmd(
         table.add_column(col, justify="left" if col in ("protocol", "kind") else "right")
     errors: list[ValueError] = []
     for info in ll.list_protocols():
-        params: dict = {"k": k}
-        if "f" in info.parameters:  # RAPPOR: one-hot, (f, p, q) matched to L-SUE here
+        if "f" in info.budget_params:  # RAPPOR: (f, p, q) matched to L-SUE here, h = m = 1
             lsue = ll.protocol("L-SUE", k=k, eps_perm=eps_perm, eps_1=alpha * eps_perm)
-            params.update(h=1, m=1, f=2 * lsue.q1, p=lsue.q2, q=lsue.p2, encoder="onehot")
-        elif not info.longitudinal:
-            params["eps"] = eps_perm
+            own = {"k": k, "h": 1, "m": 1, "f": 2 * lsue.q1, "p": lsue.q2, "q": lsue.p2}
+            params = {name: v for name, v in own.items() if name in info.parameters}
         else:
-            params["eps_perm"] = eps_perm
-            if "eps_1" in info.parameters:
-                params["eps_1"] = alpha * eps_perm
+            budget = Budget.at_level(eps_perm, alpha * eps_perm, info.budget_params)
+            params = {"k": k, **budget.given()}
         try:
             proto = ll.protocol(info.name, **params)
             variance = proto.approx_variance(n)

@@ -10,11 +10,18 @@ base class writes the public methods once; each family supplies a few private ho
 - ``_make_reports(payload, state)``: the report records a server receives;
 - ``support_counts(reports)``, ``_sample_support(true_counts, n, rng)``: aggregation and its
   count-level twin;
-- ``_encode`` / ``_decode``: fixed-width bytes of a report.
+- ``_encode`` / ``_decode``: fixed-width bytes of a report body (private: the one public byte
+  format is the wire report, header + body, :meth:`FrequencyOracle.encode_reports`).
+
+A protocol class also declares its traits as class variables (docs/design.md §2.1): ``name``,
+``wire_id``, ``report_kind``, ``budget_params``, ``test_params`` (and ``aliases``); the
+registry (:mod:`longldp.protocols._registry`), the wire codec, the audit's dispatch, budget
+parsing and the common tests are derived from them.
 """
 
 from __future__ import annotations
 
+import enum
 import functools
 import math
 from abc import ABC, abstractmethod
@@ -27,10 +34,12 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
-from longldp.protocols import wire
+from longldp.protocols import _codec
 from longldp.protocols._bitcount import BYTE_BITS, packed_column_sums  # noqa: F401  (re-exported)
+from longldp.protocols._estimate import Estimate, estimate_with_se
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
-from longldp.protocols._rng import RandomSource, SecureRandom, as_random_source
+from longldp.protocols._rng import RandomSource, as_random_source
+from longldp.protocols.client import Client, Round1Source
 
 #: Rows × columns handled at once when a step materializes a (users × domain) matrix.
 CHUNK_CELLS = 1 << 22
@@ -43,12 +52,56 @@ def row_slices(n: int, width: int) -> Iterator[slice]:
         yield slice(start, min(n, start + step))
 
 
+class ReportKind(enum.StrEnum):
+    """What one report is: the trait the audit, the codec and the aggregation dispatch on."""
+
+    #: One symbol of [0, k) that supports the value it names (GRR, L-GRR).
+    SYMBOL = "symbol"
+    #: k independent bits, bit v supporting value v (the unary encodings).
+    BITS = "bits"
+    #: (a hash function of a public family, a bucket of [0, g)) (local hashing).
+    HASHED = "hashed"
+    #: (a Sylvester Hadamard row, a bit): local hashing over the Hadamard rows.
+    HADAMARD = "hadamard"
+    #: (d sampled buckets, one bit each) (dBitFlipPM).
+    SAMPLED_BITS = "sampled-bits"
+    #: (a cohort, the k bits of a randomized encoding of the value) (RAPPOR).
+    COHORT_BITS = "cohort-bits"
+    #: Any other one-shot report: the protocol enumerates its channel itself
+    #: (``report_space_size``, ``report_channel``, ``report_index``) for the audit.
+    ENUMERATED = "enumerated"
+
+
 class FrequencyOracle(ABC):
-    """Base of every protocol; see the module docstring for the hooks a family implements."""
+    """Base of every protocol; see the module docstring for the hooks a family implements.
+
+    Traits (class variables) every registered protocol declares:
+
+    - ``name``: its registry name; ``aliases``: other accepted names;
+    - ``longitudinal``: True for two-round memoizing chains;
+    - ``wire_id``: its one-byte protocol id on the wire, fixed forever (docs/wire-format.md);
+    - ``report_kind``: what a report is (:class:`ReportKind`);
+    - ``budget_params``: the constructor parameters that set its privacy: ``("eps",)`` for a
+      one-shot oracle, ``("eps_perm", "eps_1")`` for a chain, or its own (dBitFlipPM:
+      ``("eps_perm",)``; RAPPOR: ``("f", "p", "q")``);
+    - ``test_params``: a few constructor dicts (``k`` supplied by the test unless given) with
+      which the common tests enroll it (as scipy.stats's ``_distr_params``).
+    """
 
     name: ClassVar[str]
+    aliases: ClassVar[tuple[str, ...]] = ()
     #: True for two-round memoizing chains; one-shot oracles randomize afresh every report.
     longitudinal: ClassVar[bool]
+    wire_id: ClassVar[int]
+    report_kind: ClassVar[ReportKind]
+    budget_params: ClassVar[tuple[str, ...]]
+    #: Appended to a budget error, e.g. which protocol takes the budget that was given.
+    budget_note: ClassVar[str] = ""
+    test_params: ClassVar[tuple[dict[str, Any], ...]]
+    #: True when the estimate is a vector of value frequencies (false for RAPPOR's per-cohort
+    #: shares of set Bloom bits): the frequency tests (unbiasedness against the true
+    #: distribution, engines, post-processing) apply to it.
+    estimates_frequencies: ClassVar[bool] = True
     k: int
     eps_perm: float
     eps_1: float
@@ -56,6 +109,17 @@ class FrequencyOracle(ABC):
     q1: float
     p2: float
     q2: float
+
+    @classmethod
+    def max_alpha(cls, eps_perm: float) -> float:
+        """Largest α = ε1/ε∞ (excluded) a two-round chain reaches at ``eps_perm``: 1 unless the
+        chain's round 2 cannot reach every ε1 (L-OUE, L-SOUE: math §3.3)."""
+        return 1.0
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "wire_id" in cls.__dict__:
+            _codec.claim_wire_id(cls.wire_id, cls.name)
 
     # ------------------------------------------------------------------ parameters and math
     def _validate_common(self) -> None:
@@ -65,6 +129,16 @@ class FrequencyOracle(ABC):
             check.chain_budgets(self.name, self.eps_perm, self.eps_1)
         elif "eps" in self.__dataclass_fields__:  # type: ignore[attr-defined]
             check.budget(self.name, "eps", self.eps)  # type: ignore[attr-defined]
+
+    @property
+    def domain_size(self) -> int | None:
+        """Number of inputs: values are ints in [0, domain_size); None: strings (Bloom RAPPOR)."""
+        return self.k
+
+    def as_inputs(self, codes: ArrayLike) -> Any:
+        """The inputs that integer codes in [0, domain_size) stand for (the codes themselves;
+        a protocol over strings maps them to strings). Tests and audits draw inputs with it."""
+        return np.asarray(codes, dtype=np.int64)
 
     @property
     def estimate_size(self) -> int:
@@ -131,6 +205,21 @@ class FrequencyOracle(ABC):
     def _channel_info(self, n: int) -> pp.ChannelInfo:
         return pp.ChannelInfo(P1=self.P1, P0=self.P0, n=n, grr_type=False)
 
+    # -- the enumerated channel (report kind ENUMERATED; the audit builds the others itself)
+    def report_space_size(self) -> int:
+        """Number of distinct reports (the columns of :meth:`report_channel`)."""
+        raise NotImplementedError(f"{self.name}: no enumerated report channel.")
+
+    def report_channel(self) -> NDArray[np.float64]:
+        """Pr[report | input]: rows the ``domain_size`` inputs, columns every report (in the
+        order of :meth:`report_index`), computed from the sampler's own probabilities, not
+        from P1/P0, so that the audit checks the claims against the mechanism."""
+        raise NotImplementedError(f"{self.name}: no enumerated report channel.")
+
+    def report_index(self, reports: NDArray) -> NDArray[np.int64]:
+        """The column of :meth:`report_channel` of each report record."""
+        raise NotImplementedError(f"{self.name}: no enumerated report channel.")
+
     # ------------------------------------------------------------------ estimation
     @property
     def support_shape(self) -> tuple[int, ...]:
@@ -157,6 +246,11 @@ class FrequencyOracle(ABC):
         raw = self._unbiased(c, n)
         if postprocess is None:
             return raw
+        if len(self.estimate_shape) != 1:
+            raise ValueError(
+                f"{self.name}: post-processing applies to a frequency vector; this estimate "
+                f"has shape {self.estimate_shape} ('postprocess' must be None)."
+            )
         info = self._channel_info(n)
         rows = raw.reshape(-1, raw.shape[-1])
         out = np.stack([pp.apply(postprocess, row, 1.0, info) for row in rows])
@@ -164,6 +258,29 @@ class FrequencyOracle(ABC):
 
     def _unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
         return (support / n - self.P0) / (self.P1 - self.P0)
+
+    @property
+    def estimate_shape(self) -> tuple[int, ...]:
+        """Shape of one timestamp's estimate: (estimate_size,) for a frequency vector."""
+        return (self.estimate_size,)
+
+    def estimate_with_se(
+        self,
+        support: ArrayLike,
+        n: int,
+        postprocess: str | pp.PostProcessor | None = None,
+        level: float = 0.95,
+    ) -> Estimate:
+        """The estimate of one timestamp with its unbiased form, standard error and ``level``
+        normal interval: f̂ ∓ z·sqrt(Var(n, clip(f̂, 0, 1))) around the unbiased f̂
+        (docs/math.md §1.5). The one function the server, the archive and the CLI use."""
+        return estimate_with_se(self, support, n, postprocess, level)
+
+    def _estimate_variance(
+        self, support: NDArray, n: int, plug_in: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """Var of the unbiased estimate at the plug-in frequencies (shape of the estimate)."""
+        return self.variance(n, plug_in)
 
     def sample_support(
         self, true_counts: ArrayLike, n: int | None = None, rng: Any = None
@@ -291,11 +408,19 @@ class FrequencyOracle(ABC):
         """Per-user budget of a population: reports, distinct memos, min(t·ε1, m·ε∞) (§3.3)."""
         t = memo.reports
         m = memo.memos_per_user()
-        if self.longitudinal:
-            eps = np.minimum(t * self.single_report_epsilon(), m * self.first_round_epsilon())
-        else:
-            eps = t * self.single_report_epsilon()
+        eps = privacy.spent_epsilon(t, m, self.single_report_epsilon(), self._memo_epsilon())
         return {"reports": t, "memos": m, "epsilon": eps}
+
+    def budget_spent(self, reports: int, memos: int) -> privacy.SpentBudget:
+        """What one client has spent after ``reports`` reports from ``memos`` distinct memos:
+        min(t·ε1, m·ε∞), or t·ε for a protocol that memoizes nothing (docs/math.md §4)."""
+        return privacy.spent_budget(
+            reports, memos, self.single_report_epsilon(), self._memo_epsilon()
+        )
+
+    def _memo_epsilon(self) -> float | None:
+        """ε∞ of one memo, or None when nothing is memoized (every report costs ε1)."""
+        return self.first_round_epsilon() if self.longitudinal else None
 
     def _ensure_state(self, memo: PopulationMemo, who: NDArray, rng: RandomSource) -> dict:
         assert memo.has_state is not None
@@ -310,9 +435,44 @@ class FrequencyOracle(ABC):
         return {name: arr[who] for name, arr in memo.state.items()}
 
     # ------------------------------------------------------------------ client and server
-    def client(self, rng: RandomSource | None = None) -> Client:
-        """A stateful client for one user; OS randomness unless a Generator is passed."""
-        return Client(self, rng)
+    def client(
+        self,
+        rng: RandomSource | None = None,
+        *,
+        round1: Round1Source | None = None,
+        round2: RandomSource | None = None,
+    ) -> Client:
+        """A stateful client for one user (:class:`~longldp.protocols.client.Client`): OS
+        randomness unless a Generator is passed; ``round1``/``round2`` choose each round's
+        source (e.g. :class:`~longldp.protocols.client.DerivedRound1` on a device)."""
+        return Client(self, rng, round1=round1, round2=round2)
+
+    # ------------------------------------------------------------------ one client's hooks
+    def client_key(self, value: Any, state: dict) -> tuple[int | bytes, Any]:
+        """(memo key, round-1 input) of one input of a client with per-user ``state``.
+
+        ``value`` is checked (an int in [0, k)); the memo key is an int (the value, its hash
+        bucket, its bucket), the round-1 input the (1,) array of it.
+        """
+        is_int = isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+        if not is_int or not 0 <= int(value) < self.k:
+            raise ValueError(
+                f"{self.name}: 'value' must be an int in [0, {self.k}); got {value!r}."
+            )
+        keys = self._memo_key(np.array([int(value)], dtype=np.int64), state)
+        return int(keys[0]), keys
+
+    def client_round1(self, encoded: Any, state: dict, rng: RandomSource) -> NDArray:
+        """Round 1 of one client's input (the memo; for a one-shot protocol, the report)."""
+        return self._round1(encoded, state, rng)
+
+    def client_round2(self, memo: NDArray, rng: RandomSource) -> NDArray:
+        """Round 2 of one memo: the payload of one report."""
+        return self._round2(memo, rng)
+
+    def client_record(self, payload: NDArray, state: dict) -> Any:
+        """The report record a server receives for one payload."""
+        return self._make_reports(payload, state)[0]
 
     def aggregator(self) -> Aggregator:
         """A server-side accumulator of reports."""
@@ -320,11 +480,11 @@ class FrequencyOracle(ABC):
 
     def aggregator_from_state(self, state: dict[str, Any]) -> Aggregator:
         """An aggregator restored from :meth:`Aggregator.state` (refuses another protocol's)."""
-        spec, n, support = wire.check_state(state)
+        spec, n, support = _codec.check_state(state)
         if spec != self.spec() or state["fingerprint"] != self.fingerprint().hex():
             raise ValueError(
-                f"{self.name}: the aggregator state is of {wire.canonical_json(spec).decode()}, "
-                f"not of {wire.canonical_json(self.spec()).decode()}."
+                f"{self.name}: the aggregator state is of {_codec.canonical_json(spec).decode()}, "
+                f"not of {_codec.canonical_json(self.spec()).decode()}."
             )
         agg = Aggregator(self)
         empty = agg.support_counts
@@ -340,57 +500,36 @@ class FrequencyOracle(ABC):
 
     # ------------------------------------------------------------------ wire format v1
     def spec(self) -> dict[str, Any]:
-        """``{"name", "params"}``: JSON that rebuilds this protocol (:func:`protocol_from_spec`)."""
-        return wire.spec(self)
-
-    @property
-    def protocol_id(self) -> int:
-        """This protocol's one-byte id on the wire (docs/wire-format.md)."""
-        return wire.protocol_id(self)
+        """``{"name", "params"}``: JSON that rebuilds this protocol (``protocol_from_spec``)."""
+        return _codec.spec_of(self)
 
     def fingerprint(self) -> bytes:
         """8 bytes: SHA-256 of the canonical JSON :meth:`spec`, truncated."""
-        return wire.fingerprint(self)
+        return self.wire_header[4:]
 
-    @property
+    @functools.cached_property
     def wire_header(self) -> bytes:
-        """The 12-byte header of every report of this protocol."""
-        return wire.header(self)
+        """The 12-byte header of every report of this protocol (docs/wire-format.md §1)."""
+        return _codec.header(self.wire_id, self.spec())
 
     @property
     def wire_size(self) -> int:
         """Bytes of one wire-format report (header + body)."""
-        return wire.wire_size(self)
+        return _codec.HEADER_SIZE + self.report_nbytes
 
-    def encode_reports(self, bodies: NDArray) -> bytes:
-        """Wire-format reports (header + body each), concatenated."""
-        return wire.encode_reports(self, bodies)
+    @functools.cached_property
+    def report_nbytes(self) -> int:
+        """Bytes of the fixed-width body of one report."""
+        return self._encode(self._make_reports(*self._example_payload())).shape[1]
+
+    def encode_reports(self, records: ArrayLike) -> bytes:
+        """Wire-format reports (header + body each) of report records, concatenated."""
+        return _codec.encode_reports(self, records)
 
     def decode_reports(self, data: bytes | Sequence[bytes]) -> NDArray:
         """Report records of wire-format reports; every header, length and body is checked and
         the first bad item named (``ValueError``)."""
-        return wire.decode_reports(self, data)
-
-    @property
-    def report_nbytes(self) -> int:
-        """Size in bytes of one serialized report."""
-        return self._encode(self._make_reports(*self._example_payload())).shape[1]
-
-    def to_bytes(self, reports: NDArray) -> list[bytes]:
-        """Serialize a batch of reports, fixed width each (see :attr:`report_nbytes`)."""
-        return [row.tobytes() for row in self._encode(reports)]
-
-    def from_bytes(self, data: bytes | Sequence[bytes]) -> NDArray:
-        """Parse reports serialized by :meth:`to_bytes` (one bytes object or a sequence)."""
-        blob = data if isinstance(data, (bytes, bytearray)) else b"".join(data)
-        width = self.report_nbytes
-        if len(blob) % width:
-            raise ValueError(
-                f"{self.name}: serialized reports must be a multiple of {width} bytes; "
-                f"got {len(blob)}."
-            )
-        rows = np.frombuffer(bytes(blob), dtype=np.uint8).reshape(-1, width)
-        return self._decode(rows)
+        return _codec.decode_reports(self, data)
 
     # ------------------------------------------------------------------ hooks
     def _memo_store(self, n_users: int) -> MemoStore | DenseMemoStore:
@@ -446,6 +585,7 @@ class OneShot:
     """Mixin of the one-shot oracles: their single ε is spent by every report, no memo."""
 
     longitudinal: ClassVar[bool] = False
+    budget_params: ClassVar[tuple[str, ...]] = ("eps",)
     eps: float
 
     @property
@@ -457,58 +597,6 @@ class OneShot:
     def eps_perm(self) -> float:
         """One-shot oracles memoize nothing; each report spends ε."""
         return self.eps
-
-
-class Client:
-    """One user's device: memoizes round 1 per memo key and randomizes every report.
-
-    Randomness comes from :class:`SecureRandom` (the OS CSPRNG) unless ``rng`` is given.
-    Per-user state (a hash function, sampled buckets) is drawn once and kept forever.
-    """
-
-    def __init__(self, oracle: FrequencyOracle, rng: RandomSource | None = None):
-        self.oracle = oracle
-        self._rng: RandomSource = SecureRandom() if rng is None else rng
-        self._state = oracle._new_state(1, self._rng)
-        self._memo: dict[int, NDArray] = {}
-        self._reports = 0
-
-    @property
-    def memo_count(self) -> int:
-        """Number of distinct round-1 memos held."""
-        return len(self._memo)
-
-    def report(self, value: int) -> Any:
-        """Randomize ``value`` (an int in [0, k)) into one report record."""
-        vals = check.domain_values(self.oracle.name, np.array([value]), self.oracle.k, "value")
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
-            raise ValueError(f"{self.oracle.name}: 'value' must be an int; got {value!r}.")
-        key = self.oracle._memo_key(vals, self._state)
-        if not self.oracle.longitudinal:
-            payload = self.oracle._round1(key, self._state, self._rng)
-        else:
-            memo = self._memo.get(int(key[0]))
-            if memo is None:
-                memo = self.oracle._round1(key, self._state, self._rng)
-                self._memo[int(key[0])] = memo
-            payload = self.oracle._round2(memo, self._rng)
-        self._reports += 1
-        return self.oracle._make_reports(payload, self._state)[0]
-
-    def report_bytes(self, value: int) -> bytes:
-        """:meth:`report` as one wire-format report (header + body, docs/wire-format.md)."""
-        rec = self.report(value)
-        return self.oracle.encode_reports(np.asarray([rec], dtype=np.asarray(rec).dtype))
-
-    @property
-    def spent_budget(self) -> privacy.SpentBudget:
-        """Reports sent, distinct memos, and the ε bound min(t·ε1, m·ε∞) (docs/math.md §4)."""
-        o = self.oracle
-        if not o.longitudinal:
-            return privacy.SpentBudget(self._reports, 0, self._reports * o.single_report_epsilon())
-        return privacy.spent_budget(
-            self._reports, self.memo_count, o.single_report_epsilon(), o.first_round_epsilon()
-        )
 
 
 class Aggregator:
@@ -538,7 +626,7 @@ class Aggregator:
     def support_counts(self) -> NDArray:
         """Support counts of everything added (a copy)."""
         if self._support is None:
-            return self.oracle.support_counts(self.oracle.from_bytes(b""))
+            return self.oracle.support_counts(_codec.empty_records(self.oracle))
         return self._support.copy()
 
     def merge(self, other: Aggregator) -> None:
@@ -548,8 +636,8 @@ class Aggregator:
         if other.oracle.spec() != self.oracle.spec():
             raise ValueError(
                 f"{self.oracle.name}: cannot merge counts of "
-                f"{wire.canonical_json(other.oracle.spec()).decode()} into "
-                f"{wire.canonical_json(self.oracle.spec()).decode()}."
+                f"{_codec.canonical_json(other.oracle.spec()).decode()} into "
+                f"{_codec.canonical_json(self.oracle.spec()).decode()}."
             )
         if other.n:
             self._support = (
@@ -560,7 +648,7 @@ class Aggregator:
     def state(self) -> dict[str, Any]:
         """JSON-serializable counts: restore with ``proto.aggregator_from_state(state)``."""
         return {
-            "format": wire.STATE_FORMAT,
+            "format": _codec.STATE_FORMAT,
             "protocol": self.oracle.spec(),
             "fingerprint": self.oracle.fingerprint().hex(),
             "n": int(self.n),
@@ -572,6 +660,14 @@ class Aggregator:
         if self.n == 0:
             raise ValueError(f"{self.oracle.name}: no reports have been added yet.")
         return self.oracle.estimate(self.support_counts, self.n, postprocess)
+
+    def estimate_with_se(
+        self, postprocess: str | pp.PostProcessor | None = None, level: float = 0.95
+    ) -> Estimate:
+        """:meth:`FrequencyOracle.estimate_with_se` of everything added so far."""
+        if self.n == 0:
+            raise ValueError(f"{self.oracle.name}: no reports have been added yet.")
+        return self.oracle.estimate_with_se(self.support_counts, self.n, postprocess, level)
 
 
 # ---------------------------------------------------------------------- helpers

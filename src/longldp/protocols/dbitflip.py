@@ -29,6 +29,7 @@ from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, m
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
+    ReportKind,
     _frequencies,
     bytes_to_uint,
     min_bytes,
@@ -56,7 +57,18 @@ class DBitFlipPM(FrequencyOracle):
     p2: float = field(init=False, default=1.0)
     q2: float = field(init=False, default=0.0)
     name: ClassVar[str] = "dBitFlipPM"
+    aliases: ClassVar[tuple[str, ...]] = ("dBitFlip",)
     longitudinal: ClassVar[bool] = True
+    wire_id: ClassVar[int] = 13
+    report_kind: ClassVar[ReportKind] = ReportKind.SAMPLED_BITS
+    #: One round: ε∞ alone sets it (one report costs min(d, 2)·ε∞/2).
+    budget_params: ClassVar[tuple[str, ...]] = ("eps_perm",)
+    #: d = 1, d = 3 (two sampled bits can differ), and d = b = 2 (bBitFlipPM: nothing sampled).
+    test_params: ClassVar[tuple[dict, ...]] = (
+        {"eps_perm": 2.0, "d": 1},
+        {"eps_perm": 2.0, "d": 3},
+        {"eps_perm": 2.0, "b": 2, "d": 2},
+    )
 
     def __post_init__(self) -> None:
         k = check.integer(self.name, "k", self.k, minimum=2)

@@ -23,6 +23,7 @@ from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
     OneShot,
+    ReportKind,
     bytes_to_uint,
     grr_round,
     min_bytes,
@@ -33,6 +34,8 @@ from longldp.protocols.base import (
 
 class _SymbolReports(FrequencyOracle):
     """Shared machinery of the oracles whose report is one symbol of [0, k)."""
+
+    report_kind: ClassVar[ReportKind] = ReportKind.SYMBOL
 
     def single_report_epsilon(self) -> float:
         """ln(P1/P0): the composed channel is Pr[v|v] = P1, Pr[u|v] = P0 for all u ≠ v."""
@@ -83,6 +86,8 @@ class GRR(OneShot, _SymbolReports):
     p2: float = field(init=False, default=1.0)
     q2: float = field(init=False, default=0.0)
     name: ClassVar[str] = "GRR"
+    wire_id: ClassVar[int] = 1
+    test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -120,6 +125,12 @@ class LGRR(_SymbolReports):
     q2: float = field(init=False)
     name: ClassVar[str] = "L-GRR"
     longitudinal: ClassVar[bool] = True
+    wire_id: ClassVar[int] = 6
+    budget_params: ClassVar[tuple[str, ...]] = ("eps_perm", "eps_1")
+    test_params: ClassVar[tuple[dict, ...]] = (
+        {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "exact"},
+        {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"},
+    )
 
     def __post_init__(self) -> None:
         self._validate_common()

@@ -36,7 +36,7 @@ from longldp import _validate as check
 from longldp import privacy
 from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource
-from longldp.protocols.base import OneShot, bytes_to_uint, min_bytes, uint_to_bytes
+from longldp.protocols.base import OneShot, ReportKind, bytes_to_uint, min_bytes, uint_to_bytes
 from longldp.protocols.lh import _LOLOHA, REPORT_DTYPE, _LocalHashing, _set_chain
 
 #: Largest domain handled (m = 2^26 rows; the transform holds m int64 sums).
@@ -84,6 +84,8 @@ def fwht(x: ArrayLike) -> NDArray:
 
 class _Hadamard(_LocalHashing):
     """Hadamard rows as the hash family of a two-bucket local-hashing oracle."""
+
+    report_kind: ClassVar[ReportKind] = ReportKind.HADAMARD
 
     m: int
 
@@ -168,6 +170,8 @@ class SH(OneShot, _Hadamard):
     k: int
     eps: float
     name: ClassVar[str] = "SH"
+    wire_id: ClassVar[int] = 15
+    test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
     g: int = field(init=False)
     m: int = field(init=False)
     p1: float = field(init=False)
@@ -193,6 +197,8 @@ class LSH(_Hadamard, _LOLOHA):
     the Hadamard family (docs/gfim.md, longitudinal GFIM); at most two memos per user."""
 
     name: ClassVar[str] = "L-SH"
+    wire_id: ClassVar[int] = 16
+    test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
     m: int = field(init=False)
 
     def __post_init__(self) -> None:

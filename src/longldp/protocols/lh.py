@@ -39,6 +39,7 @@ from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
     OneShot,
+    ReportKind,
     bytes_to_uint,
     grr_round,
     min_bytes,
@@ -80,6 +81,8 @@ def mix_hash(seed: NDArray, x: NDArray, g: int) -> NDArray[np.int64]:
 
 class _LocalHashing(FrequencyOracle):
     """Shared machinery of the hashing oracles; subclasses set ``g`` and the chain."""
+
+    report_kind: ClassVar[ReportKind] = ReportKind.HASHED
 
     g: int
     hash_pool: int | None
@@ -258,6 +261,8 @@ class BLH(_OneShotLH):
     """Binary local hashing: g = 2, GRR over the two buckets at ε ([WAN17] §4.4)."""
 
     name: ClassVar[str] = "BLH"
+    wire_id: ClassVar[int] = 4
+    test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
     def __post_init__(self) -> None:
         self._check_hashing()
@@ -269,6 +274,8 @@ class OLH(_OneShotLH):
     """Optimized local hashing: g = the integer minimising V* (≈ e^ε + 1) ([WAN17] §4.4)."""
 
     name: ClassVar[str] = "OLH"
+    wire_id: ClassVar[int] = 5
+    test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
     def __post_init__(self) -> None:
         self._check_hashing()
@@ -290,6 +297,7 @@ class _LOLOHA(_LocalHashing):
     p2: float = field(init=False)
     q2: float = field(init=False)
     longitudinal: ClassVar[bool] = True
+    budget_params: ClassVar[tuple[str, ...]] = ("eps_perm", "eps_1")
 
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
         return grr_round(payload, self.g, self.p2, rng)
@@ -353,6 +361,8 @@ class BiLOLOHA(_LOLOHA):
     """LOLOHA with g = 2: L-GRR over two hash buckets, at most two memos per user ([ARC23])."""
 
     name: ClassVar[str] = "BiLOLOHA"
+    wire_id: ClassVar[int] = 11
+    test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
 
     def __post_init__(self) -> None:
         self._set_g(2)
@@ -363,6 +373,11 @@ class OLOLOHA(_LOLOHA):
     """LOLOHA with g the integer argmin of V* (:func:`longldp.privacy.loloha_optimal_g`)."""
 
     name: ClassVar[str] = "OLOLOHA"
+    wire_id: ClassVar[int] = 12
+    test_params: ClassVar[tuple[dict, ...]] = (
+        {"eps_perm": 2.0, "eps_1": 1.0},
+        {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"},
+    )
 
     def __post_init__(self) -> None:
         self._set_g(privacy.loloha_optimal_g(self.eps_perm, self.eps_1, self.calibration))

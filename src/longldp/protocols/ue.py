@@ -24,6 +24,7 @@ from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
     OneShot,
+    ReportKind,
     packed_column_sums,
     row_slices,
     set_derived,
@@ -32,6 +33,8 @@ from longldp.protocols.base import (
 
 class _UnaryEncoding(FrequencyOracle):
     """Shared machinery: packed bit vectors, bitwise rounds, column sums."""
+
+    report_kind: ClassVar[ReportKind] = ReportKind.BITS
 
     @property
     def nbytes(self) -> int:
@@ -128,6 +131,7 @@ class _OneShotUE(OneShot, _UnaryEncoding):
     q1: float = field(init=False)
     p2: float = field(init=False, default=1.0)
     q2: float = field(init=False, default=0.0)
+    test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
 
 @dataclass(frozen=True)
@@ -135,6 +139,7 @@ class SUE(_OneShotUE):
     """Symmetric UE (basic one-time RAPPOR): p = e^{ε/2}/(e^{ε/2}+1), q = 1 − p ([WAN17] §4.2)."""
 
     name: ClassVar[str] = "SUE"
+    wire_id: ClassVar[int] = 2
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -146,6 +151,7 @@ class OUE(_OneShotUE):
     """Optimized UE: p = 1/2, q = 1/(e^ε+1) ([WAN17] §4.2, eq. 11)."""
 
     name: ClassVar[str] = "OUE"
+    wire_id: ClassVar[int] = 3
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -162,6 +168,8 @@ class _UEChain(_UnaryEncoding):
     p2: float = field(init=False)
     q2: float = field(init=False)
     longitudinal: ClassVar[bool] = True
+    budget_params: ClassVar[tuple[str, ...]] = ("eps_perm", "eps_1")
+    test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
 
 
 @dataclass(frozen=True)
@@ -169,6 +177,7 @@ class LSUE(_UEChain):
     """L-SUE (RAPPOR): SUE(ε∞) memoized, symmetric round 2 with 2p2−1 = tanh(ε1/4)/tanh(ε∞/4)."""
 
     name: ClassVar[str] = "L-SUE"
+    wire_id: ClassVar[int] = 7
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -184,6 +193,7 @@ class LOSUE(_UEChain):
     """
 
     name: ClassVar[str] = "L-OSUE"
+    wire_id: ClassVar[int] = 10
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -199,6 +209,12 @@ class LOUE(_UEChain):
     """
 
     name: ClassVar[str] = "L-OUE"
+    wire_id: ClassVar[int] = 8
+
+    @classmethod
+    def max_alpha(cls, eps_perm: float) -> float:
+        """:func:`longldp.privacy.max_alpha` of L-OUE."""
+        return privacy.max_alpha(cls.name, eps_perm)
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -211,6 +227,12 @@ class LSOUE(_UEChain):
     """L-SOUE: SUE(ε∞) memoized, round 2 with p2 = 1/2 and q2 solving the ε1 quadratic."""
 
     name: ClassVar[str] = "L-SOUE"
+    wire_id: ClassVar[int] = 9
+
+    @classmethod
+    def max_alpha(cls, eps_perm: float) -> float:
+        """:func:`longldp.privacy.max_alpha` of L-SOUE."""
+        return privacy.max_alpha(cls.name, eps_perm)
 
     def __post_init__(self) -> None:
         self._validate_common()

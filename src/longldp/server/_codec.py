@@ -26,11 +26,6 @@ class BadItemError(ValueError):
         self.message = message
 
 
-def protocol_from_spec(spec: Any) -> FrequencyOracle:
-    """The protocol a collection's stored spec describes (``ValueError`` if malformed)."""
-    return wire.protocol_from_spec(spec)
-
-
 def report_size(proto: FrequencyOracle) -> int:
     """Bytes of one wire-format report (header + body)."""
     return proto.wire_size

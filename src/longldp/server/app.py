@@ -247,6 +247,15 @@ def create_app(service: Service) -> FastAPI:
         col = await _collection(request, name, ANY_ROLE)
         return col.public()
 
+    @app.get(
+        "/v1/collections/{name}/privacy",
+        tags=["queries"],
+        summary="Local and central (shuffled) privacy of the collection at its current counts",
+    )
+    async def central_privacy(name: Name, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin", "read"})
+        return await run_in_threadpool(service.central_privacy, col)
+
     @app.post(
         "/v1/collections/{name}/devices",
         status_code=201,

@@ -3,18 +3,19 @@
 The page carries its data inline (a JSON block) and draws its chart with inline JavaScript into
 an inline SVG; it references no file, font or script from anywhere (the server also sends a
 Content-Security-Policy that forbids fetching anything). Shown: the privacy parameters in
-words, the number of reports per epoch, the estimated frequency of the most frequent values
-over the epochs with their 95% intervals (chart, with a note saying which values it shows, an
-axis title and round ticks), and the latest epoch's estimates (table). Bounded whatever the
-collection holds: it computes at most :func:`epochs_shown` epochs (the latest) and sends only
-the top values of each, and says so on the page when it shows fewer epochs than the
-collection has.
+words, the central privacy under shuffling (:mod:`longldp.server.central`), the number of
+reports per epoch, the estimated frequency of the most frequent values over the epochs with
+their 95% intervals (chart, with a note saying which values it shows, an axis title and round
+ticks), and the latest epoch's estimates (table). Bounded whatever the collection holds: it
+computes at most :func:`epochs_shown` epochs (the latest) and sends only the top values of
+each, and says so on the page when it shows fewer epochs than the collection has.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
 from typing import Any
 
 import numpy as np
@@ -29,13 +30,36 @@ MAX_EPOCHS_SHOWN = 100
 
 def epochs_shown(estimate_size: int, max_answer_values: int) -> int:
     """How many of the latest epochs the dashboard computes: at most
-    :data:`MAX_EPOCHS_SHOWN`, and epochs × values within 20 answers' worth of values (the
-    page sends only the top values, but computes every value of every epoch it shows)."""
+    :data:`MAX_EPOCHS_SHOWN`, and epochs × numbers within 20 answers' worth of numbers (the
+    page sends only the top positions, but computes every number of every epoch it shows);
+    ``estimate_size`` counts every number of one epoch's estimate."""
     return max(1, min(MAX_EPOCHS_SHOWN, 20 * max_answer_values // max(1, estimate_size)))
 
 
+def position_label(shape: tuple[int, ...], position: int) -> str:
+    """What a position of a flattened estimate of ``shape`` is: "value v", or "cohort j, bit i"
+    for RAPPOR's (m, k) Bloom shares."""
+    if len(shape) == 1:
+        return f"value {position}"
+    j, i = divmod(int(position), int(shape[-1]))
+    return f"cohort {j}, bit {i}"
+
+
+def flat(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows whose estimate arrays are flat float lists (NaN for a missing number), and the label
+    of each position (:func:`position_label`)."""
+    if not rows:
+        return rows, []
+    shape = np.shape(np.array(rows[0]["estimate"], dtype=float))
+    labels = [position_label(shape, v) for v in range(math.prod(shape))]
+    keys = ("estimate", "se", "lower", "upper")
+    out = [{**r, **{c: np.array(r[c], dtype=float).ravel().tolist() for c in keys}} for r in rows]
+    return out, labels
+
+
 def chart_data(view: dict[str, Any]) -> dict[str, Any]:
-    """The chart's inline data: epochs, counts and, for the top values, estimate and interval."""
+    """The chart's inline data: epochs, counts and, for the top positions, estimate and
+    interval."""
     rows = view["chart"]
     return {
         "epochs": [r["epoch"] for r in rows],
@@ -43,6 +67,7 @@ def chart_data(view: dict[str, Any]) -> dict[str, Any]:
         "series": [
             {
                 "value": int(v),
+                "label": view["chart_labels"][j],
                 "estimate": [r["estimate"][j] for r in rows],
                 "lower": [r["lower"][j] for r in rows],
                 "upper": [r["upper"][j] for r in rows],
@@ -54,36 +79,100 @@ def chart_data(view: dict[str, Any]) -> dict[str, Any]:
 
 def view_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """A dashboard view of series rows that carry every value (each row as one epoch of
-    ``GET …/series``): the chart's values are those with the largest mean estimate."""
+    ``GET …/series``): the chart's positions are those with the largest mean estimate, among
+    those with a number at every epoch (:func:`flat`)."""
+    view: dict[str, Any] = {
+        "total_epochs": len(rows),
+        "total_reports": sum(r["n"] for r in rows),
+        "min_epoch_reports": min((r["n"] for r in rows), default=None),
+        "chart": [],
+        "chart_values": [],
+        "chart_labels": [],
+        "latest": None,
+    }
+    rows, labels = flat(rows)
     if not rows:
-        return {
-            "total_epochs": 0,
-            "total_reports": 0,
-            "chart": [],
-            "chart_values": [],
-            "latest": None,
-        }
-    est = np.array([r["estimate"] for r in rows])
-    top = np.argsort(-est.mean(axis=0), kind="stable")[:TOP_CHART]
+        return view
     pick = ("estimate", "se", "lower", "upper")
-    chart = [
+    est = np.array([r["estimate"] for r in rows])
+    with np.errstate(invalid="ignore"):
+        mean = np.where(np.all(np.isfinite(est), axis=0), est.mean(axis=0), -np.inf)
+    top = [int(v) for v in np.argsort(-mean, kind="stable")[:TOP_CHART] if np.isfinite(mean[v])]
+    view["chart"] = [
         {"epoch": r["epoch"], "n": r["n"], **{f: [r[f][v] for v in top] for f in pick}}
         for r in rows
     ]
+    view["chart_values"] = top
+    view["chart_labels"] = [labels[v] for v in top]
     last = rows[-1]
-    best = np.argsort(-np.asarray(last["estimate"]), kind="stable")[:TOP_TABLE]
-    latest = {
+    now = np.asarray(last["estimate"])
+    best = np.argsort(-np.nan_to_num(now, nan=-np.inf), kind="stable")[:TOP_TABLE]
+    best = [int(v) for v in best if np.isfinite(now[v])]
+    view["latest"] = {
         "epoch": last["epoch"],
-        "values": [int(v) for v in best],
+        "values": best,
+        "labels": [labels[v] for v in best],
         **{f: [last[f][v] for v in best] for f in pick},
     }
-    return {
-        "total_epochs": len(rows),
-        "total_reports": sum(r["n"] for r in rows),
-        "chart": chart,
-        "chart_values": [int(v) for v in top],
-        "latest": latest,
-    }
+    return view
+
+
+def central_section(central: dict[str, Any] | None) -> str:
+    """The "Central privacy under shuffling" section (:mod:`longldp.server.central`): the local
+    and shuffled figures with what they assume, or why they are missing."""
+    if central is None:
+        return ""
+    esc = html.escape
+    head = (
+        f'<h2>Central privacy under shuffling</h2>\n<div id="central" '
+        f'data-status="{esc(central["status"])}">\n'
+    )
+    note = f'<p id="central-note">{esc(central["note"])}</p>'
+    s = central["summary"]
+    if s is None:
+        return head + note + "</div>"
+    d = f"{s['delta']:.3g}"
+    tau = s["epochs"]
+    rows = [
+        ("per-report", "one report", "local (LDP)", s["per_report"], None),
+        ("per-memo", "one memo", "local (LDP)", s["per_memo"], None),
+        (
+            "device-local",
+            f"one device over {tau} epochs (same change pattern)",
+            "local (LDP)",
+            s["collection_local"],
+            None,
+        ),
+        ("per-epoch", f"one epoch's {s['n']:,} reports", "shuffled", s["per_epoch"], d),
+        ("per-memo-shuffled", f"the {s['n']:,} memos", "shuffled", s["per_memo_shuffled"], d),
+        (
+            "collection",
+            f"the whole collection, {tau} epochs (route {esc(s['route'])})",
+            "shuffled",
+            s["collection"],
+            d,
+        ),
+    ]
+    body = "".join(
+        f'<tr data-figure="{key}"><td>{what}</td><td>{kind}</td>'
+        f'<td class="num" data-eps="{eps!r}">{eps:.4g}</td><td class="num">{delta or "0"}</td>'
+        "</tr>"
+        for key, what, kind, eps, delta in rows
+        if eps is not None
+    )
+    table = (
+        '<table id="central-figures"><tr><th>what</th><th>seen</th><th>ε</th><th>δ</th></tr>'
+        f"{body}</table>"
+    )
+    assumptions = "; ".join(esc(a) for a in s["assumptions"])
+    return (
+        head
+        + note
+        + table
+        + f'<p class="muted">{esc(central["pattern_note"])}</p>'
+        + f'<p class="muted">{esc(central["identity_note"])}</p>'
+        + f'<p class="muted">The shuffled figures assume: {assumptions}.</p></div>'
+    )
 
 
 def render_dashboard(
@@ -96,6 +185,7 @@ def render_dashboard(
         view = view_from_rows(view)
     esc = html.escape
     data = chart_data(view)
+    data["central"] = view.get("central")
     blob = json.dumps(data).replace("<", "\\u003c")
     counts = "".join(
         f'<tr><td>{r["epoch"]}</td><td class="num" data-n="{r["n"]}">{r["n"]:,}</td></tr>'
@@ -106,11 +196,11 @@ def render_dashboard(
     if last is not None:
         est = last["estimate"]
         latest = "".join(
-            f'<tr data-value="{v}"><td>{v}</td>'
+            f'<tr data-value="{v}"><td>{esc(label.removeprefix("value "))}</td>'
             f'<td class="num" data-estimate="{est[j]!r}">{est[j]:.4f}</td>'
             f'<td class="num">{last["se"][j]:.4f}</td>'
             f'<td class="num">[{last["lower"][j]:.4f}, {last["upper"][j]:.4f}]</td></tr>'
-            for j, v in enumerate(last["values"])
+            for j, (v, label) in enumerate(zip(last["values"], last["labels"], strict=True))
         )
         latest_title = f"Epoch {last['epoch']}: the {len(last['values'])} largest estimates"
     else:
@@ -144,6 +234,7 @@ def render_dashboard(
         latest_title=esc(latest_title),
         latest=latest,
         data=blob,
+        central=central_section(view.get("central")),
     )
 
 
@@ -165,6 +256,7 @@ td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 <p class="muted">{description}</p>
 <h2>Privacy</h2>
 <p id="privacy"><b>{protocol}</b> ({params}). {words}</p>
+{central}
 <p>Shown: {pp_words}. 95% intervals: estimate ± 1.96 standard errors.</p>
 <p id="summary"><span id="total">{total}</span> reports over
 <span id="n-epochs">{n_epochs}</span> {epochs_word}.<span id="shown"
@@ -249,7 +341,7 @@ intervals.</p>
                     "data-lower": s.lower[j], "data-upper": s.upper[j]}}, g);
     }});
     var label = el("text", {{x: W - R + 8, y: T + 14 + 16 * i, style: "fill:" + c}});
-    label.textContent = "value " + s.value;
+    label.textContent = s.label;
   }});
   svg.setAttribute("data-rendered", data.series.length);
 }})();

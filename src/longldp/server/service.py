@@ -10,6 +10,7 @@ The ingest transaction itself is in :mod:`longldp.server.ingest`.
 
 from __future__ import annotations
 
+import dataclasses
 import hmac
 import json
 import math
@@ -25,13 +26,11 @@ from numpy.typing import NDArray
 from sqlalchemy.engine import Engine
 
 from longldp import postprocess as pp
-from longldp.protocols import FrequencyOracle
+from longldp.protocols import Estimate, FrequencyOracle, protocol_from_spec
 from longldp.server import _codec as codec
-from longldp.server import db, ingest, sizing, tokens
+from longldp.server import central, db, ingest, sizing, tokens
 from longldp.server.errors import ClientError
 
-#: Two-sided 95% normal quantile used for the intervals.
-Z95 = 1.959963984540054
 #: A collection name, matched whole (``re.fullmatch``: ``$`` would accept a trailing newline).
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 MAX_EPOCH = 2**32 - 1
@@ -321,6 +320,12 @@ class Service:
         method = body.get("postprocess")
         if method is not None:
             method = _postprocess_name(method)
+            if len(proto.estimate_shape) != 1:
+                raise ClientError(
+                    422,
+                    f"'postprocess' applies to frequency estimates; {proto.name} estimates an "
+                    f"array of shape {proto.estimate_shape}: give none.",
+                )
         description = body.get("description", "")
         if not isinstance(description, str) or len(description) > 2000:
             raise ClientError(422, "'description' must be a string of at most 2000 characters.")
@@ -333,7 +338,7 @@ class Service:
         row = {
             "name": name,
             "protocol_spec": json.dumps(spec, sort_keys=True),
-            "protocol_id": proto.protocol_id,
+            "protocol_id": proto.wire_id,
             "fingerprint": proto.fingerprint(),
             "first_epoch": first,
             "last_epoch": last,
@@ -373,7 +378,7 @@ class Service:
         if isinstance(k_in, int) and k_in > MAX_K:
             raise ClientError(422, f"'protocol': k must be at most {MAX_K:,} on this server.")
         try:
-            proto = codec.protocol_from_spec(spec_in)
+            proto = protocol_from_spec(spec_in)
         except (ValueError, TypeError) as exc:
             raise ClientError(422, f"'protocol': {exc}") from None
         shards = COUNT_SHARDS_POSTGRES if db.is_postgres(self.engine) else 1
@@ -419,7 +424,7 @@ class Service:
         col = Collection(
             id=row["id"],
             name=row["name"],
-            proto=codec.protocol_from_spec(spec),
+            proto=protocol_from_spec(spec),
             spec=spec,
             protocol_id=row["protocol_id"],
             fingerprint=bytes(row["fingerprint"]),
@@ -629,12 +634,13 @@ class Service:
 
     def value_window(self, col: Collection, offset: int | None, count: int | None) -> slice:
         """The values [offset, offset + count) an answer carries, capped by
-        ``max_answer_values`` (422 if ``offset`` is past the end)."""
-        total = col.proto.estimate_size
+        ``max_answer_values`` numbers (422 if ``offset`` is past the end). Values index the
+        estimate's last axis: RAPPOR's (m, k) Bloom shares carry m numbers per bit."""
+        total, per_value = value_axis(col.proto)
         offset = 0 if offset is None else offset
         if not 0 <= offset < total:
             raise ClientError(422, f"'offset' must be in [0, {total}); got {offset}.")
-        cap = min(total - offset, self.limits.max_answer_values)
+        cap = min(total - offset, max(1, self.limits.max_answer_values // per_value))
         count = cap if count is None else min(count, cap)
         if count < 1:
             raise ClientError(422, "'count' must be at least 1.")
@@ -671,7 +677,8 @@ class Service:
         ``limit`` epochs and as many as keep epochs × values within ``max_answer_values``;
         ``next_start`` is the epoch the next page starts at (None on the last page)."""
         window = self.value_window(col, offset, count)
-        per_page = max(1, min(1000, self.limits.max_answer_values // (window.stop - window.start)))
+        numbers = (window.stop - window.start) * value_axis(col.proto)[1]
+        per_page = max(1, min(1000, self.limits.max_answer_values // numbers))
         limit = per_page if limit is None else max(1, min(limit, per_page))
         ec = db.epoch_counts
         q = sa.select(ec.c.epoch).where(ec.c.collection_id == col.id, ec.c.n > 0)
@@ -701,20 +708,19 @@ class Service:
 
     def dashboard_view(self, col: Collection, postprocess: str | None) -> dict[str, Any]:
         """What the dashboard draws, bounded: the latest :func:`dashboard.epochs_shown`
-        epochs with reports; over them, the estimates and intervals of the values with the
-        largest mean estimate (chart), and the latest epoch's largest estimates (table)."""
+        epochs with reports; over them, the estimates and intervals of the positions with the
+        largest mean estimate (chart), and the latest epoch's largest estimates (table). A
+        position is a value, or a (cohort, bit) of RAPPOR's (m, k) Bloom shares; one with no
+        number (an empty cohort) is never chosen."""
         from longldp.server import dashboard
 
         proto = col.proto
-        shown = dashboard.epochs_shown(proto.estimate_size, self.limits.max_answer_values)
+        size = math.prod(proto.estimate_shape)
+        shown = dashboard.epochs_shown(size, self.limits.max_answer_values)
         ec = db.epoch_counts
         mine = sa.and_(ec.c.collection_id == col.id, ec.c.n > 0)
         with db.transaction(self.engine, write=False) as conn:
-            total_epochs, total_reports = conn.execute(
-                sa.select(
-                    sa.func.count(sa.distinct(ec.c.epoch)), sa.func.coalesce(sa.func.sum(ec.c.n), 0)
-                ).where(mine)
-            ).one()
+            total_epochs, total_reports, min_n = _epoch_totals(conn, col)
             latest = conn.execute(
                 sa.select(ec.c.epoch)
                 .where(mine)
@@ -727,37 +733,52 @@ class Service:
         view: dict[str, Any] = {
             "total_epochs": int(total_epochs),
             "total_reports": int(total_reports),
+            "min_epoch_reports": min_n,
+            "central": self._central(col, min_n, total_epochs),
             "chart": [],
             "chart_values": [],
+            "chart_labels": [],
             "latest": None,
         }
         if not epochs:
             return view
-        mean = np.zeros(proto.estimate_size)
-        for e in epochs:
-            n, support = counts[e]
-            try:
-                mean += proto.estimate(support, n, postprocess)
-            except ValueError as exc:
-                raise ClientError(
-                    422, f"post-processing {postprocess!r} does not apply: {exc}"
-                ) from None
-        top = np.argsort(-mean, kind="stable")[: dashboard.TOP_CHART]
-        view["chart_values"] = [int(v) for v in top]
-        view["chart"] = [
-            {"epoch": e, **estimate_payload(proto, counts[e][1], counts[e][0], postprocess, top)}
-            for e in epochs
-        ]
+        flat = {
+            e: _flat(estimate_of(proto, counts[e][1], counts[e][0], postprocess)) for e in epochs
+        }
+        est = np.stack([flat[e]["estimate"] for e in epochs])
+        with np.errstate(invalid="ignore"):
+            mean = np.where(np.all(np.isfinite(est), axis=0), est.mean(axis=0), -np.inf)
+        top = [int(v) for v in np.argsort(-mean, kind="stable")[: dashboard.TOP_CHART]]
+        top = [v for v in top if np.isfinite(mean[v])]
+        view["chart_values"] = top
+        view["chart_labels"] = [dashboard.position_label(proto.estimate_shape, v) for v in top]
+        view["chart"] = [{"epoch": e, "n": counts[e][0], **_pick(flat[e], top)} for e in epochs]
         last = epochs[-1]
-        n, support = counts[last]
-        best = np.argsort(-proto.estimate(support, n, postprocess), kind="stable")
-        best = best[: dashboard.TOP_TABLE]
+        now = flat[last]["estimate"]
+        best = np.argsort(-np.nan_to_num(now, nan=-np.inf), kind="stable")[: dashboard.TOP_TABLE]
+        best = [int(v) for v in best if np.isfinite(now[v])]
         view["latest"] = {
             "epoch": last,
-            "values": [int(v) for v in best],
-            **estimate_payload(proto, support, n, postprocess, best),
+            "values": best,
+            "labels": [dashboard.position_label(proto.estimate_shape, v) for v in best],
+            **_pick(flat[last], best),
         }
         return view
+
+    def central_privacy(self, col: Collection) -> dict[str, Any]:
+        """The collection's central (shuffled) privacy at its smallest epoch's report count
+        and its number of epochs with reports (:func:`longldp.server.central.central_privacy`)."""
+        with db.transaction(self.engine, write=False) as conn:
+            epochs, reports, min_n = _epoch_totals(conn, col)
+        return {
+            "collection": col.name,
+            "total_reports": reports,
+            **self._central(col, min_n, epochs),
+        }
+
+    @staticmethod
+    def _central(col: Collection, min_n: int | None, epochs: int) -> dict[str, Any]:
+        return central.central_privacy(col.proto, min_n, epochs, col.auth, col.reports_per_epoch)
 
     def recount(self, col: Collection, epoch: int) -> tuple[int, NDArray[np.int64]]:
         """(n, support) recomputed from the stored reports of an epoch (for audits and tests)."""
@@ -840,6 +861,26 @@ class Service:
         ]
 
 
+def _epoch_totals(conn: Any, col: Collection) -> tuple[int, int, int | None]:
+    """(epochs with reports, reports, the smallest number of reports in one epoch; None when
+    there are none), each epoch's count rows summed."""
+    ec = db.epoch_counts
+    per_epoch = (
+        sa.select(sa.func.sum(ec.c.n).label("n"))
+        .where(ec.c.collection_id == col.id, ec.c.n > 0)
+        .group_by(ec.c.epoch)
+        .subquery()
+    )
+    epochs, reports, smallest = conn.execute(
+        sa.select(
+            sa.func.count(),
+            sa.func.coalesce(sa.func.sum(per_epoch.c.n), 0),
+            sa.func.min(per_epoch.c.n),
+        )
+    ).one()
+    return int(epochs), int(reports), None if smallest is None else int(smallest)
+
+
 def _summed(conn: Any, col: Collection, epochs: list[int]) -> dict[int, tuple[int, NDArray]]:
     """{epoch: (n, support)} of the epochs among ``epochs`` with count rows: the sums over
     each epoch's shards."""
@@ -860,14 +901,32 @@ def _summed(conn: Any, col: Collection, epochs: list[int]) -> dict[int, tuple[in
     return out
 
 
+def value_axis(proto: FrequencyOracle) -> tuple[int, int]:
+    """(values on the estimate's last axis, numbers per value: the product of its other axes;
+    1 for a frequency vector, m cohorts for RAPPOR's (m, k) Bloom shares)."""
+    shape = tuple(proto.estimate_shape)
+    return int(shape[-1]), math.prod(shape[:-1])
+
+
 def _window_info(col: Collection, window: slice) -> dict[str, Any]:
-    total = col.proto.estimate_size
+    total = value_axis(col.proto)[0]
     return {
         "offset": window.start,
         "count": window.stop - window.start,
         "total": total,
         "truncated": window.stop - window.start < total,
     }
+
+
+def estimate_of(
+    proto: FrequencyOracle, support: NDArray[np.int64], n: int, postprocess: str | None
+) -> Estimate:
+    """:meth:`FrequencyOracle.estimate_with_se` at the 95% level; a method that does not apply
+    is the client's error (422)."""
+    try:
+        return proto.estimate_with_se(support, n, postprocess, level=0.95)
+    except ValueError as exc:
+        raise ClientError(422, f"post-processing {postprocess!r} does not apply: {exc}") from None
 
 
 def estimate_payload(
@@ -877,31 +936,34 @@ def estimate_payload(
     postprocess: str | None,
     values: slice | NDArray[np.int64] = slice(None),
 ) -> dict[str, Any]:
-    """Estimates of one epoch with standard errors and 95% normal intervals.
-
-    ``raw`` is ``proto.estimate(support, n)`` exactly, the unbiased estimator; ``estimate``
-    is the same or, with a post-processing method, ``proto.estimate(support, n, method)``.
-    The standard error is that of the unbiased estimator, sqrt(proto.variance(n, f)) at the
-    plug-in f = clip(raw, 0, 1); the interval is raw ± 1.96·SE. Post-processing is not
-    linear, so the interval is stated for the unbiased estimate (docs/server.md). Only the
-    ``values`` of each vector are returned (a slice or indices: the server's answer cap).
+    """Estimates of one epoch with standard errors and 95% normal intervals: the protocol's
+    one estimate-with-SE function (:meth:`FrequencyOracle.estimate_with_se`, docs/math.md
+    §1.5), as JSON (nested lists for RAPPOR's (m, k) Bloom shares; an empty cohort's NaN as
+    null). ``raw`` is the unbiased estimate, ``estimate`` the same or its post-processing, and
+    the interval raw ± 1.96·SE is stated for the unbiased estimate (docs/server.md). Only the
+    ``values`` of each array's last axis are returned (a slice or indices: the server's answer
+    cap); :func:`estimate_of` gives the whole :class:`~longldp.protocols.Estimate`.
     """
-    raw = proto.estimate(support, n)
-    try:
-        est = raw if postprocess is None else proto.estimate(support, n, postprocess)
-    except ValueError as exc:
-        raise ClientError(422, f"post-processing {postprocess!r} does not apply: {exc}") from None
-    se = np.sqrt(proto.variance(n, np.clip(raw, 0.0, 1.0)))
-    est, raw, se = est[values], raw[values], se[values]
-    return {
-        "n": n,
-        "postprocess": postprocess,
-        "estimate": [float(x) for x in est],
-        "raw": [float(x) for x in raw],
-        "se": [float(x) for x in se],
-        "lower": [float(x) for x in raw - Z95 * se],
-        "upper": [float(x) for x in raw + Z95 * se],
-    }
+    est = estimate_of(proto, support, n, postprocess)
+    picked = dataclasses.replace(
+        est,
+        **{f: getattr(est, f)[..., values] for f in ("estimate", "raw", "se", "lower", "upper")},
+    )
+    out = picked.as_dict()
+    del out["level"]
+    return out
+
+
+_SHOWN = ("estimate", "se", "lower", "upper")
+
+
+def _flat(est: Estimate) -> dict[str, NDArray[np.float64]]:
+    """The shown arrays of an estimate, flattened (row-major positions)."""
+    return {f: np.asarray(getattr(est, f), dtype=np.float64).ravel() for f in _SHOWN}
+
+
+def _pick(flat: dict[str, NDArray[np.float64]], positions: list[int]) -> dict[str, list[float]]:
+    return {f: [float(flat[f][v]) for v in positions] for f in _SHOWN}
 
 
 def _postprocess_name(method: Any) -> str:

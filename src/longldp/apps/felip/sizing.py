@@ -46,6 +46,7 @@ import numpy as np
 
 from longldp import _validate as check
 from longldp.apps.felip.grids import CATEGORICAL, OWNER, FelipSchema
+from longldp.privacy import Budget
 from longldp.protocols import FrequencyOracle, get_protocol_class, protocol
 
 #: One-shot FELIP: GRR or OUE chosen per grid (math §8.5).
@@ -63,13 +64,8 @@ _UNSUPPORTED = {"DBitFlipPM"}
 @lru_cache(maxsize=65536)
 def _build(name: str, k: int, eps: float, eps_1: float | None, calibration: str) -> FrequencyOracle:
     cls = get_protocol_class(name)
-    params: dict[str, Any] = {"k": k}
+    params: dict[str, Any] = {"k": k, **Budget.at_level(eps, eps_1, cls.budget_params).given()}
     fields = {f for f in cls.__dataclass_fields__ if cls.__dataclass_fields__[f].init}  # type: ignore[attr-defined]
-    if "eps" in fields:
-        params["eps"] = eps
-    else:
-        params["eps_perm"] = eps
-        params["eps_1"] = eps_1
     if "calibration" in fields:
         params["calibration"] = calibration
     return protocol(name, **params)

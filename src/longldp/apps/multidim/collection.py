@@ -81,10 +81,9 @@ def build_protocol(
     FrequencyOracle
     """
     cls = _chain_class(chain, "chain")
-    params: dict[str, Any] = {"k": k, "eps_perm": eps_perm}
+    budget = privacy.Budget.at_level(eps_perm, eps_1, cls.budget_params)
+    params: dict[str, Any] = {"k": k, **budget.parameters(cls.name, cls.budget_params)}
     init = _init_fields(cls)
-    if "eps_1" in init:
-        params["eps_1"] = eps_1
     if "calibration" in init:
         params["calibration"] = calibration
     return cls(**params)
@@ -380,7 +379,7 @@ class MultidimCollection:
                 )
             chain = _chain_class(self.chain, "chain").name
             names = (chain,)
-        needs_eps_1 = any("eps_1" in _init_fields(get_protocol_class(n)) for n in names)
+        needs_eps_1 = any("eps_1" in get_protocol_class(n).budget_params for n in names)
         eps_1 = _resolve_eps_1(eps_perm, self.eps_1, self.alpha, needs_eps_1, names)
         d = len(ks)
         if solution == "SPL":

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from longldp.protocols.rappor import RAPPOR, candidate_map
+from longldp.protocols.rappor import RAPPOR, RapporBoolean, candidate_map
 
 OWNER = "rappor.association"
 OTHER = "Other"
@@ -42,7 +42,7 @@ def report_likelihoods(
     qs, ps = proto.effective
     bits = np.unpackbits(np.ascontiguousarray(rec["bits"]), axis=1, count=proto.k).astype(bool)
     coh = rec["cohort"]
-    if proto.encoder == "bloom":
+    if isinstance(proto, RAPPOR):
         idx = candidate_map(candidates, proto.h, proto.k, proto.m)  # (S, m, h)
         member = np.zeros((S, proto.m, proto.k), dtype=bool)
         member[np.arange(S)[:, None, None], np.arange(proto.m)[None, :, None], idx] = True
@@ -72,7 +72,7 @@ def report_likelihoods(
 def _needs_other(proto: RAPPOR, shares: ArrayLike | None) -> bool:
     """An "Other" category unless the candidates exhaust the variable (boolean, or shares
     summing to 1)."""
-    if proto.encoder == "boolean":
+    if isinstance(proto, RapporBoolean):
         return False
     return shares is None or float(np.sum(shares)) < 1 - 1e-6
 

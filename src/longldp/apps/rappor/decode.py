@@ -373,8 +373,8 @@ def _decode(
     lasso: bool | None,
     seed: int,
 ) -> DecodeResult:
-    if proto.encoder != "bloom":
-        raise ValueError(f"{OWNER}: decode needs the Bloom encoder; got {proto.encoder!r}.")
+    if not isinstance(proto, RAPPOR):
+        raise ValueError(f"{OWNER}: decode needs Bloom-filter RAPPOR; got {proto.name!r}.")
     alpha = check.positive_float(OWNER, "alpha", alpha, upper=1.0)
     correction = check.choice(OWNER, "correction", correction, CORRECTIONS)
     selection = check.choice(OWNER, "selection", selection, SELECTIONS)

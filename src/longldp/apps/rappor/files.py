@@ -19,14 +19,15 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp.apps.rappor.decode import check_counts, check_map
-from longldp.protocols.rappor import RAPPOR, candidate_map
+from longldp.protocols.rappor import RAPPOR, RapporOneTime, candidate_map
 
 OWNER = "rappor files"
 PARAM_NAMES = ["k", "h", "m", "p", "q", "f"]
 
 
 def read_params(path: str | Path, **options: object) -> RAPPOR:
-    """A :class:`RAPPOR` from a params CSV (``options``: e.g. ``one_time=True`` for f = 0)."""
+    """A :class:`RAPPOR` from a params CSV (f = 0, or ``one_time=True``: one-time RAPPOR,
+    :class:`RapporOneTime`; other ``options`` go to the constructor)."""
     with open(path, newline="") as fh:
         rows = [r for r in csv.reader(fh) if r]
     if len(rows) != 2 or [c.strip() for c in rows[0]] != PARAM_NAMES:
@@ -38,9 +39,9 @@ def read_params(path: str | Path, **options: object) -> RAPPOR:
         raise ValueError(f"{OWNER}: {path}: bad parameter row {rows[1]} ({exc}).") from None
     if len(rows[1]) != 6:
         raise ValueError(f"{OWNER}: {path}: the parameter row must have 6 values.")
-    if f == 0 and "one_time" not in options:
-        options = {**options, "one_time": True}
-    return RAPPOR(k=k, h=h, m=m, f=f, p=p, q=q, **options)  # type: ignore[arg-type]
+    one_time = bool(options.pop("one_time", f == 0))
+    cls = RapporOneTime if one_time else RAPPOR
+    return cls(k=k, h=h, m=m, f=f, p=p, q=q, **options)  # type: ignore[arg-type]
 
 
 def write_params(proto: RAPPOR, path: str | Path) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 
 from longldp import privacy
 from longldp.apps.rappor.decode import decode
-from longldp.protocols.rappor import RAPPOR, candidate_map
+from longldp.protocols.rappor import RAPPOR, RapporOneHotOneTime, candidate_map
 
 CORRECTIONS = ("bonferroni", "bh", "none")
 
@@ -24,7 +24,7 @@ CORRECTIONS = ("bonferroni", "bh", "none")
 def basic_one_time(ns: Sequence[int], seed: int = 0, k: int = 100) -> list[dict]:
     """Basic one-time RAPPOR (one-hot, f = 0, p = 0.5, q = 0.75, ε = ln 3) on a rounded
     Normal(50, 10) clipped to 0..k−1: true and estimated histograms per N."""
-    proto = RAPPOR(k=k, h=1, m=1, f=0.0, p=0.5, q=0.75, one_time=True, encoder="onehot")
+    proto = RapporOneHotOneTime(k=k, f=0.0, p=0.5, q=0.75)
     rng = np.random.default_rng(seed)
     out = []
     for n in ns:

@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import _validate as check
+from longldp import privacy
 from longldp.apps.setvalued.common import ENGINES, OWNER, IntArray
 from longldp.apps.setvalued.psfo import (
     ADAPTIVE,
@@ -71,30 +72,25 @@ class OracleSpec:
             name = get_protocol_class(self.protocol).name
         object.__setattr__(self, "protocol", name)
         object.__setattr__(self, "options", dict(self.options or {}))
-        if self.longitudinal:
-            if self.eps is not None:
-                raise ValueError(
-                    f"{OWNER}: {name} is a longitudinal chain: give 'eps_perm' and 'eps_1', "
-                    "not 'eps'."
-                )
-            check.positive_float(OWNER, "eps_perm", self.eps_perm)
-            if name == "dBitFlipPM":
-                if self.eps_1 is not None:
-                    raise ValueError(f"{OWNER}: dBitFlipPM has one round: 'eps_1' must be None.")
-            else:
-                check.chain_budgets(OWNER, self.eps_perm, self.eps_1)
-        else:
-            if self.eps_perm is not None or self.eps_1 is not None:
-                raise ValueError(
-                    f"{OWNER}: {name} is a one-shot oracle: give 'eps', not 'eps_perm'/'eps_1' "
-                    "(or pick a longitudinal chain such as 'L-OSUE')."
-                )
-            check.positive_float(OWNER, "eps", self.eps)
+        self.budget_parameters()  # checks the budget's form and values
 
     @property
     def longitudinal(self) -> bool:
         """True for memoizing chains."""
         return self.protocol != ADAPTIVE and get_protocol_class(self.protocol).longitudinal
+
+    @property
+    def budget(self) -> privacy.Budget:
+        """The budget as given (``eps``, or ``eps_perm`` and ``eps_1``)."""
+        return privacy.Budget(eps=self.eps, eps_perm=self.eps_perm, eps_1=self.eps_1)
+
+    def budget_parameters(self) -> dict[str, float]:
+        """The protocol's budget parameters, by the one parser :class:`longldp.privacy.Budget`
+        (adaptive: a one-shot ``eps``); ``ValueError`` for a budget of the wrong form."""
+        if self.protocol == ADAPTIVE:
+            return self.budget.parameters(f"{OWNER}: {ADAPTIVE}", ("eps",))
+        cls = get_protocol_class(self.protocol)
+        return self.budget.parameters(f"{OWNER}: {cls.name}", cls.budget_params, cls.budget_note)
 
     def scaled(self, factor: float) -> OracleSpec:
         """The same oracle with every budget multiplied by ``factor`` (LDPMiner: 1/2)."""
@@ -109,10 +105,7 @@ class OracleSpec:
     # -------------------------------------------------------------- builders
     def chain(self, size: int) -> FrequencyOracle:
         """The memoizing chain over a domain of ``size`` values (longitudinal only)."""
-        params: dict[str, Any] = {"k": size, "eps_perm": self.eps_perm, **self.options}
-        if self.protocol != "dBitFlipPM":
-            params["eps_1"] = self.eps_1
-        return protocol(self.protocol, **params)
+        return protocol(self.protocol, k=size, **self.budget_parameters(), **self.options)
 
     def psfo(
         self, d: int, ell: int, dummies: str = "distinct", amplify: bool | None = None

@@ -36,6 +36,7 @@ import pyarrow as pa
 
 import longldp as ll
 from longldp import postprocess as pp
+from longldp import privacy
 from longldp.data.longitudinal import permutations
 from longldp.experiments import _schema as sc
 from longldp.experiments import seeding
@@ -299,12 +300,12 @@ class ProtocolEntry:
         return self.longitudinal and self.takes_eps_1
 
     def budget(self, eps_perm: float, eps_1: float | None) -> dict[str, float | None]:
-        """The privacy parameters of the registry call: ε∞ (and ε1), or ε of a one-shot."""
-        if not self.longitudinal:
-            return {"eps": eps_perm}
-        if self.takes_eps_1:
-            return {"eps_perm": eps_perm, "eps_1": eps_1}
-        return {"eps_perm": eps_perm}
+        """The privacy parameters of the registry call at the grid point (ε∞, ε1): ε∞ (and
+        ε1), or ε = ε∞ of a one-shot (:meth:`longldp.privacy.Budget.at_level`)."""
+        takes = ("eps_perm", "eps_1") if self.takes_eps_1 else ("eps_perm",)
+        return privacy.Budget.at_level(
+            eps_perm, eps_1, takes if self.longitudinal else ("eps",)
+        ).given()
 
     def as_json(self, *drop: str) -> dict[str, Any]:
         """The entry in a cell's parameters, without the fields ``drop`` (see `plain`)."""

@@ -1,0 +1,210 @@
+"""The registry: the one table of protocol classes, and everything derived from it.
+
+Each class declares its traits (``name``, ``aliases``, ``wire_id``, ``report_kind``,
+``budget_params``, ``test_params``; docs/design.md §2.1). This module lists the classes once,
+in :data:`PROTOCOL_CLASSES`, and derives the lookup by name, the wire ids
+(:data:`PROTOCOL_IDS`, re-exported by :mod:`longldp.protocols.wire`), the listing
+``ll.protocols()``, and the one spec parser :func:`protocol_from_spec`. Names (with aliases,
+case-insensitively) and wire ids are checked unique at import, and every protocol class that
+claims a wire id must be in the table. Adding a protocol = its module + one entry here
+(docs/design.md §8).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from longldp import privacy
+from longldp.protocols import _codec
+from longldp.protocols.base import Aggregator, FrequencyOracle, ReportKind
+from longldp.protocols.dbitflip import DBitFlipPM
+from longldp.protocols.grr import GRR, LGRR
+from longldp.protocols.hadamard import LSH, SH
+from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
+from longldp.protocols.rappor import (
+    RAPPOR,
+    RapporBoolean,
+    RapporBooleanOneTime,
+    RapporOneHot,
+    RapporOneHotOneTime,
+    RapporOneTime,
+)
+from longldp.protocols.subset import SubsetSelection
+from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
+
+#: Every protocol, in the order ``ll.protocols()`` lists them (one-shot first).
+PROTOCOL_CLASSES: tuple[type[FrequencyOracle], ...] = (
+    GRR,
+    SUE,
+    OUE,
+    BLH,
+    OLH,
+    SH,
+    SubsetSelection,
+    LGRR,
+    LSUE,
+    LOUE,
+    LSOUE,
+    LOSUE,
+    BiLOLOHA,
+    OLOLOHA,
+    LSH,
+    DBitFlipPM,
+    RAPPOR,
+    RapporOneHot,
+    RapporBoolean,
+    RapporOneTime,
+    RapporOneHotOneTime,
+    RapporBooleanOneTime,
+)
+
+#: Lower-case name → class.
+REGISTRY: dict[str, type[FrequencyOracle]] = {cls.name.lower(): cls for cls in PROTOCOL_CLASSES}
+#: Lower-case alias → lower-case registry name.
+ALIASES: dict[str, str] = {
+    alias.lower(): cls.name.lower() for cls in PROTOCOL_CLASSES for alias in cls.aliases
+}
+#: Protocol name → one-byte wire id (docs/wire-format.md §1), fixed forever.
+PROTOCOL_IDS: dict[str, int] = {cls.name: cls.wire_id for cls in PROTOCOL_CLASSES}
+#: Names of every registered protocol, in registry order.
+NAMES: tuple[str, ...] = tuple(cls.name for cls in PROTOCOL_CLASSES)
+
+
+def _check_table() -> None:
+    """Unique names and aliases (case-insensitive), unique wire ids, every trait declared, and
+    no protocol class with a wire id left out of the table."""
+    keys = [cls.name.lower() for cls in PROTOCOL_CLASSES] + list(ALIASES)
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if dup:
+        raise RuntimeError(f"protocol registry: names or aliases used twice: {', '.join(dup)}.")
+    ids = [cls.wire_id for cls in PROTOCOL_CLASSES]
+    if len(set(ids)) != len(ids):
+        raise RuntimeError(f"protocol registry: wire ids used twice: {sorted(ids)}.")
+    for cls in PROTOCOL_CLASSES:
+        for trait in ("wire_id", "report_kind", "budget_params", "test_params", "longitudinal"):
+            if not hasattr(cls, trait):
+                raise RuntimeError(f"protocol registry: {cls.name} does not declare {trait!r}.")
+        if not isinstance(cls.report_kind, ReportKind):
+            raise RuntimeError(f"protocol registry: {cls.name}.report_kind is not a ReportKind.")
+        if not cls.test_params:
+            raise RuntimeError(f"protocol registry: {cls.name} has no test parameters.")
+        unknown = set(cls.budget_params) - set(_init_parameters(cls))
+        if unknown:
+            raise RuntimeError(
+                f"protocol registry: {cls.name}.budget_params names non-parameters {unknown}."
+            )
+    stray = set(_codec.WIRE_NAMES.values()) - set(NAMES)
+    if stray:
+        raise RuntimeError(
+            f"protocol registry: {', '.join(sorted(stray))} claim a wire id but are not in "
+            "PROTOCOL_CLASSES."
+        )
+
+
+@dataclass(frozen=True)
+class ProtocolInfo:
+    """One registry row: the protocol's name, traits, constructor parameters and summary."""
+
+    name: str
+    longitudinal: bool
+    parameters: tuple[str, ...]
+    summary: str
+    wire_id: int
+    report_kind: str
+    budget_params: tuple[str, ...]
+
+
+def get_protocol_class(name: str) -> type[FrequencyOracle]:
+    """The class registered under ``name`` (case-insensitive; aliases accepted)."""
+    key = name.lower() if isinstance(name, str) else name
+    key = ALIASES.get(key, key)
+    if key not in REGISTRY:
+        allowed = ", ".join(NAMES)
+        raise ValueError(f"protocol: 'name' must be one of {allowed}; got {name!r}.")
+    return REGISTRY[key]
+
+
+def protocol(name: str, **params: Any) -> FrequencyOracle:
+    """Build a protocol by name, e.g. ``protocol("L-GRR", k=10, eps_perm=2, eps_1=1)``.
+
+    The budget goes through the one parser :class:`longldp.privacy.Budget`: ``eps`` for a
+    one-shot oracle, ``eps_perm`` with ``eps_1`` or ``alpha`` (ε1 = α·ε∞) for a chain,
+    ``eps_perm`` alone for dBitFlipPM, RAPPOR's own ``f, p, q``. A budget of the wrong form,
+    an unknown parameter or a missing one raises ``ValueError`` naming it and what is allowed
+    (never a silent switch to another protocol).
+    """
+    cls = get_protocol_class(name)
+    budget = privacy.Budget(**{k: params.pop(k) for k in privacy.BUDGET_KEYS if k in params})
+    params.update(budget.parameters(cls.name, cls.budget_params, cls.budget_note))
+    allowed = _init_parameters(cls)
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ValueError(
+            f"{cls.name}: unknown parameter(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}."
+        )
+    missing = [p for p in _required_parameters(cls) if p not in params]
+    if missing:
+        raise ValueError(f"{cls.name}: missing parameter(s) {', '.join(missing)}.")
+    return cls(**params)
+
+
+def protocol_from_spec(spec: Mapping[str, Any]) -> FrequencyOracle:
+    """Rebuild a protocol from ``proto.spec()`` (``{"name": ..., "params": {...}}``), e.g. as
+    stored by a server as JSON: the one spec parser.
+
+    Raises ``ValueError`` for a malformed spec, an unknown protocol or bad parameters.
+    """
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("name"), str):
+        raise ValueError(
+            "protocol spec: must be an object {'name': str, 'params': object}; "
+            f"got {spec!r:.200}."
+        )
+    params = spec.get("params", {})
+    if not isinstance(params, Mapping) or not all(isinstance(k, str) for k in params):
+        raise ValueError(f"protocol spec: 'params' must be an object; got {params!r:.200}.")
+    extra = sorted(set(spec) - {"name", "params"})
+    if extra:
+        raise ValueError(
+            f"protocol spec: unknown key(s) {', '.join(extra)}; allowed: name, params."
+        )
+    return protocol(spec["name"], **dict(params))
+
+
+def aggregator_from_state(state: dict[str, Any]) -> Aggregator:
+    """Rebuild an aggregator, protocol included, from ``Aggregator.state()``."""
+    spec, _, _ = _codec.check_state(state)
+    return protocol_from_spec(spec).aggregator_from_state(state)
+
+
+def list_protocols() -> list[ProtocolInfo]:
+    """Every registered protocol with its traits and parameters."""
+    return [
+        ProtocolInfo(
+            cls.name,
+            cls.longitudinal,
+            _init_parameters(cls),
+            (cls.__doc__ or "").strip().splitlines()[0],
+            cls.wire_id,
+            str(cls.report_kind),
+            cls.budget_params,
+        )
+        for cls in PROTOCOL_CLASSES
+    ]
+
+
+def _init_parameters(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls) if f.init)
+
+
+def _required_parameters(cls: type) -> tuple[str, ...]:
+    return tuple(
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
+
+
+_check_table()

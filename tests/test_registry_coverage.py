@@ -1,0 +1,164 @@
+"""Every registered protocol is in every common test (docs/design.md §8).
+
+The common tests parametrize over the registry (tests/registry_cases.py), never over a table of
+their own. This test reads each common test's parametrization, maps every parameter back to
+its protocol class, and fails when a registered class that the test's trait filter admits is
+missing: adding a protocol to the registry enrolls it everywhere, and a test that drops one is
+caught. The filter each test may apply is written here, as a function of the class's traits.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+import pytest
+from _pytest.mark.structures import ParameterSet
+
+import longldp as ll
+from longldp.protocols import FrequencyOracle
+from protocol_table import PROTOCOLS
+from registry_cases import CLASSES, one_shot_eps, takes_k, two_round_chain
+
+Trait = Callable[[type], bool]
+
+
+def every(cls: type) -> bool:
+    return True
+
+
+def longitudinal(cls: type) -> bool:
+    return cls.longitudinal
+
+
+def frequencies(cls: type) -> bool:
+    """Its estimate is a vector of value frequencies (the frequency tests apply)."""
+    return cls.estimates_frequencies
+
+
+def eps_budget(cls: type) -> bool:
+    """Its budget is given as ε or ε∞, ε1 (not parameters of its own)."""
+    return set(cls.budget_params) <= {"eps", "eps_perm", "eps_1"}
+
+
+#: test module → test function → the classes it must cover (a trait of the class).
+COMMON: dict[str, dict[str, Trait]] = {
+    "test_bad_input": {
+        "test_budget_values_are_refused": every,
+        "test_k_is_checked": takes_k,
+        "test_inputs_outside_the_domain": every,
+    },
+    "test_privacy_channels": {
+        "test_claims_equal_the_exact_channel": every,
+        "test_chain_channel_never_exceeds_claim": two_round_chain,
+        "test_one_shot_channel_equals_eps": one_shot_eps,
+    },
+    "test_wire": {
+        "test_spec_round_trip_and_fingerprint": every,
+        "test_reports_round_trip": every,
+        "test_merge_and_state_equal_one_aggregation": every,
+    },
+    "test_clients": {
+        "test_serialization_round_trip": every,
+        "test_client_reuses_its_memo": longitudinal,
+        "test_client_spent_budget": longitudinal,
+        "test_population_memo_and_budget": longitudinal,
+    },
+    "test_device_client": {"test_deleted_store_reproduces_round1": longitudinal},
+    "test_memo_stores": {
+        "test_dense_and_sparse_stores_give_identical_reports": longitudinal,
+        "test_perturb_support_matches_materialized_reports": longitudinal,
+    },
+    "test_budgets": {
+        "test_budget_of_the_wrong_form_is_refused_never_another_protocol": every,
+        "test_a_memo_for_fewer_users_is_refused": every,
+        "test_every_protocol_accepts_eps_max_and_refuses_above": eps_budget,
+        "test_claims_cover_the_exact_channel_at_large_budgets": eps_budget,
+    },
+    "test_parameters": {
+        "test_vstar_is_variance_at_zero": every,
+        "test_chain_eps_round_trips": two_round_chain,
+        "test_one_shot_protocol_eps_round_trips": one_shot_eps,
+    },
+    "test_statistics": {
+        "test_unbiased_count_level": frequencies,
+        "test_unbiased_per_user": frequencies,
+        "test_variance_count_level": frequencies,
+        "test_variance_per_user": frequencies,
+        "test_approx_variance_is_variance_at_zero": frequencies,
+        "test_estimate_interval_covers_the_truth_at_its_level": frequencies,
+    },
+    "test_engines_agree": {"test_support_mean_and_variance_agree": frequencies},
+    "test_simulate": {"test_engines_give_the_same_distribution_of_estimates": frequencies},
+    "test_time_average_variance": {
+        "test_time_average_variance_is_v1_plus_rest_over_tau": (
+            lambda cls: frequencies(cls) and longitudinal(cls)
+        ),
+    },
+    "test_server_protocols": {
+        "test_footprint_is_within_the_budget_and_bounds_what_is_allocated": every,
+        "test_every_registered_protocol_is_collected_and_served": every,
+    },
+    "test_audit": {
+        "test_exact_lifetime_within_claims_and_saturates": frequencies,
+        "test_one_report_bound_never_exceeds_claim": frequencies,
+        "test_lifetime_bound_never_exceeds_claim": frequencies,
+    },
+}
+
+
+def classes_of(value: object) -> set[type]:
+    """The protocol classes a parameter value stands for: a class, an instance, a case id of
+    tests/protocol_table.py or a registry name; nothing for other values."""
+    if isinstance(value, type) and issubclass(value, FrequencyOracle):
+        return {value}
+    if isinstance(value, FrequencyOracle):
+        return {type(value)}
+    if isinstance(value, str):
+        if value in PROTOCOLS:
+            return {ll.get_protocol_class(PROTOCOLS[value][0])}
+        try:
+            return {ll.get_protocol_class(value)}
+        except ValueError:
+            return set()
+    return set()
+
+
+def covered(test: Callable) -> set[type]:
+    """Every protocol class in the parametrization of ``test`` (all its parametrize marks)."""
+    found: set[type] = set()
+    for mark in getattr(test, "pytestmark", []):
+        if mark.name != "parametrize":
+            continue
+        for item in mark.args[1]:
+            values = item.values if isinstance(item, ParameterSet) else item
+            for value in values if isinstance(values, tuple) else (values,):
+                found |= classes_of(value)
+    return found
+
+
+def missing(test: Callable, trait: Trait, classes: tuple[type, ...] = CLASSES) -> list[str]:
+    """Registered classes the trait admits that ``test`` does not cover."""
+    have = covered(test)
+    return [cls.name for cls in classes if trait(cls) and cls not in have]
+
+
+@pytest.mark.parametrize(
+    ("module", "function"), [(m, f) for m, tests in COMMON.items() for f in tests]
+)
+def test_every_registered_protocol_is_in_every_common_test(module, function):
+    test = getattr(importlib.import_module(module), function)
+    trait = COMMON[module][function]
+    assert not missing(test, trait), (
+        f"{module}::{function} leaves out registered protocols {missing(test, trait)}; "
+        "parametrize it over tests/registry_cases.py"
+    )
+    assert any(trait(cls) for cls in CLASSES), f"{module}::{function} covers no protocol"
+
+
+def test_the_check_fails_for_a_protocol_left_out():
+    """A registered class that a common test does not list is reported (the check can fail)."""
+    test = importlib.import_module("test_wire").test_reports_round_trip
+    left_out = type("Unlisted", (ll.protocols.GRR,), {"name": "Unlisted"})
+    assert missing(test, every, (*CLASSES, left_out)) == ["Unlisted"]
+    assert missing(test, every) == []
