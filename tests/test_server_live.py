@@ -390,6 +390,7 @@ def test_dashboard_renders_in_headless_chromium(tmp_path):
     assert counts == [600] * 5
     text = re.sub(r"<[^>]+>", " ", dom)
     assert "3,000" in text and "ε∞ = 2" in text and "L-GRR" in text
+    assert "Central privacy under shuffling" in text and 'data-figure="collection"' in dom
     latest = [
         float(a["data-estimate"]) for t, a in parser.tags if t == "td" and "data-estimate" in a
     ]

@@ -256,7 +256,6 @@ td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 <p class="muted">{description}</p>
 <h2>Privacy</h2>
 <p id="privacy"><b>{protocol}</b> ({params}). {words}</p>
-{central}
 <p>Shown: {pp_words}. 95% intervals: estimate ± 1.96 standard errors.</p>
 <p id="summary"><span id="total">{total}</span> reports over
 <span id="n-epochs">{n_epochs}</span> {epochs_word}.<span id="shown"
@@ -274,6 +273,7 @@ intervals.</p>
 <table id="latest"><tr><th>value</th><th>estimate</th><th>SE</th><th>95% interval</th></tr>
 {latest}</table></div>
 </div>
+{central}
 <script id="data" type="application/json">{data}</script>
 <script>
 (function () {{
