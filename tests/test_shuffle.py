@@ -320,3 +320,19 @@ def test_memo_budget_holds_within_a_change_pattern_only():
     across = max(eps(a, b) for a in trajectories for b in trajectories)
     assert same <= 2 * 0.8 + 1e-9
     assert across > min(2 * 0.8, 2 * 2.0) + 0.1
+
+
+@pytest.mark.parametrize("eps_1", [0.8, 1.9])
+def test_any_two_trajectories_within_the_sequential_bound(eps_1):
+    """(4.2): between any two trajectories, t reports of a chain cost at most ε1 + (t − 1)·ε2,
+    ε2 = ln(p2/q2) the ε of L-GRR's round 2 (docs/math.md §4); exact over every pair for t = 2
+    and t = 3 (k = 3), with the across-pattern loss above (4.1) so the bound is the binding one."""
+    proto = ll.protocol("L-GRR", k=3, eps_perm=2.0, eps_1=eps_1)
+    eps_2 = float(np.log(proto.p2 / proto.q2))
+    for tau in (2, 3):
+        trajectories = list(itertools.product(range(3), repeat=tau))
+        law = {t: _lgrr_trajectory_law(proto, t) for t in trajectories}
+        pairs = itertools.product(trajectories, repeat=2)
+        worst = max(float(np.max(np.log(law[a] / law[b]))) for a, b in pairs)
+        assert worst > min(tau * eps_1, 2.0 * min(tau, 3))  # (4.1) would understate it
+        assert worst <= eps_1 + (tau - 1) * eps_2 + 1e-9
