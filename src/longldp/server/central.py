@@ -31,7 +31,8 @@ PATTERN_NOTE = (
     "memo each here: values that do not change). The memo budget min(t·ε1, d·ε∞) bounds what "
     "a device's reports reveal about its values given the epochs at which they change, not "
     "those epochs; a device whose value changes is hidden only among the devices that change "
-    "at the same epochs (docs/math.md §17.6)."
+    "at the same epochs (docs/math.md §4 and §17.6). Between any two trajectories a device's "
+    "reports are bounded by ε1 + (t − 1)·ε2, ε2 being round 2's own ε (docs/math.md (4.2))."
 )
 
 
