@@ -170,7 +170,7 @@ class LiveServer:
         ]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # a loaded machine: workers import slowly
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"server exited: {self.log.read_text()}")
