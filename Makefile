@@ -20,6 +20,7 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks scripts experiments)
 	$(BIN)/python scripts/api_reference.py --out docs/api.md
+	node --test clients/js/test/
 	$(BIN)/pytest -n 2 -q
 
 # The API reference from the docstrings (fails on a missing docstring or a broken reference).

@@ -62,15 +62,10 @@ KNOWN_UNDOCUMENTED = frozenset(
         "longldp.apps.gfim.gfim.GFIMResult.budget",
         "longldp.apps.gfim.gfim.GFIMResult.params",
         "longldp.apps.gfim.gfim.GFIMResult.topk",
-        "longldp.apps.gfim.gfim.GFIMRun.result",
-        "longldp.apps.setvalued.ldpminer.LDPMinerRun.result",
         "longldp.apps.setvalued.metrics.MetricTable.tau",
         "longldp.apps.setvalued.metrics.SetValuedTruth.tau",
-        "longldp.apps.setvalued.oracle.FOInstance.n",
         "longldp.apps.setvalued.svim.SVIMParams.describe",
-        "longldp.apps.setvalued.svim.SVIMRun.result",
         "longldp.apps.setvalued.svsm.SVSMParams.describe",
-        "longldp.apps.setvalued.svsm.SVSMRun.result",
         "longldp.audit.game.LoopClients.report",
         "longldp.audit.game.PopulationClients.report",
         "longldp.audit.game.Reporter.report",
@@ -85,8 +80,6 @@ KNOWN_UNDOCUMENTED = frozenset(
         "longldp.protocols.grr.GRR.q",
         "longldp.protocols.rappor.RAPPOR.onehot",
         "longldp.protocols.rappor.RAPPOR.report_dtype",
-        "longldp.simulate.Simulation.mse_avg",
-        "longldp.simulate.Simulation.mse_per_timestamp",
     }
 )
 

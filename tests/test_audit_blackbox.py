@@ -22,6 +22,7 @@ from longldp.audit import (
     misencoded_unary,
     population_lifetime,
 )
+from longldp.audit import blackbox as bb
 from longldp.audit import events as ev
 from longldp.audit import randomizers as rz
 from longldp.protocols import REGISTRY
@@ -341,6 +342,126 @@ def test_row_keys_are_exact_for_short_rows_and_stable_for_long():
     long[1, 19] = 7
     k2 = ev.row_keys(long)
     assert k2[0] == k2[2] != k2[1]
+
+
+def _direct_histograms(cat: np.ndarray, width: int) -> np.ndarray:
+    return np.array(
+        [[np.count_nonzero(cat[:, j] == v) for v in range(width)] for j in range(cat.shape[1])]
+    )
+
+
+#: (dtype, columns, width): bytes in pairs (16-bit words), an odd count, small alphabets
+#: paired by arithmetic, and an alphabet too wide to pair.
+COLUMN_CASES = [(np.uint8, 6, 256), (np.uint8, 5, 256), (np.uint16, 7, 31), (np.uint16, 3, 300)]
+
+
+@pytest.mark.parametrize(("dtype", "columns", "width"), COLUMN_CASES)
+def test_column_histograms_equal_direct_counts(dtype, columns, width):
+    rng = np.random.default_rng(5)
+    cat = rng.integers(0, width, size=(3000, columns)).astype(dtype)
+    want = _direct_histograms(cat, width)
+    assert np.array_equal(ev.column_histograms(cat, [width] * columns), want)
+    # A row slice of a wider array (the search halves are views).
+    wide = np.hstack([cat, cat])[1000:]
+    assert np.array_equal(
+        ev.column_histograms(wide, [width] * 2 * columns),
+        np.vstack([want, want]) - np.vstack([_direct_histograms(cat[:1000], width)] * 2),
+    )
+
+
+@pytest.mark.parametrize(("dtype", "columns", "width"), COLUMN_CASES)
+def test_lookup_scores_equal_the_sum_of_table_entries(dtype, columns, width):
+    rng = np.random.default_rng(6)
+    cat = rng.integers(0, width, size=(2000, columns)).astype(dtype)
+    tables = rng.normal(size=(columns, width, 3))
+    want = sum(tables[j][cat[:, j]] for j in range(columns))
+    got = ev.lookup_scores(cat, tables)
+    assert got.shape == (2000, 3)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
+def test_bit_counts_from_the_byte_histograms_equal_direct_counts():
+    rng = np.random.default_rng(7)
+    bits = rng.integers(0, 256, size=(1000, 3), dtype=np.uint8)
+    want = np.unpackbits(bits, axis=1, count=21).sum(axis=0)
+    hist = ev.column_histograms(bits, [256] * 3)
+    assert np.array_equal(ev.bit_counts(bits, 21), want)
+    assert np.array_equal(ev.bit_counts(bits, 21, hist), want)
+
+
+@pytest.mark.parametrize("lifetime", [False, True])
+def test_classifier_tables_give_the_fitted_linear_score(lifetime):
+    pytest.importorskip("sklearn")
+    rng = np.random.default_rng(8)
+    n_bits, sizes = 19, (4, 7, 3)
+    layout = ev.Layout(
+        sizes=sizes if lifetime else (256,) * 3,
+        column_names=("a", "b", "c"),
+        n_bits=n_bits,
+        classify_columns=lifetime,
+    )
+
+    def world(shift: float) -> ev.Features:
+        bits = np.packbits(rng.random((600, n_bits)) < 0.3 + shift, axis=1)
+        if lifetime:
+            cat = np.stack([rng.integers(0, s, 600) for s in sizes], axis=1).astype(np.uint16)
+        else:
+            cat = bits
+        return ev.Features(cat, bits, None)
+
+    train = [world(0.0), world(0.2), world(0.1)]
+    model = ev.Classifier(train, layout)
+    fresh = world(0.05)
+    x = np.unpackbits(fresh.bits, axis=1, count=n_bits).astype(np.float64)
+    if lifetime:  # the design's scaled columns v / (size − 1), in float64
+        x = np.hstack([x, fresh.cat / (np.array(sizes) - 1.0)])
+    want = x @ model.coef + model.intercept
+    np.testing.assert_allclose(model.scores(fresh, layout), want, rtol=0, atol=1e-9)
+
+
+def test_pair_cells_equal_direct_counts():
+    rng = np.random.default_rng(9)
+    n_bits = 11
+    bits = np.packbits(rng.random((700, n_bits)) < 0.4, axis=1)
+    layout = ev.Layout(sizes=(256, 256), column_names=("x", "y"), n_bits=n_bits)
+    unpacked = np.unpackbits(bits, axis=1, count=n_bits).astype(np.int64)
+    for chosen in (np.arange(n_bits), np.array([0, 3, 4, 10])):
+        (cells,), (used,) = ev._cells([ev.Features(bits, bits, None)], layout, chosen)
+        assert used == 700 and cells.shape == (4, chosen.size, chosen.size)
+        x = unpacked[:, chosen]
+        for cell in range(4):
+            bi, bj = cell >> 1, cell & 1
+            want = ((x[:, :, None] == bi) & (x[:, None, :] == bj)).sum(axis=0)
+            assert np.array_equal(cells[cell], want)
+
+
+def test_draw_reports_groups_every_report_with_its_input_in_a_random_call_order():
+    calls: list[np.ndarray] = []
+
+    def tagged(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        start = sum(c.size for c in calls)
+        calls.append(values)
+        pos = np.arange(start, start + values.size)
+        return np.stack([values, pos >> 8, pos & 255], axis=1).astype(np.uint8)
+
+    groups = bb.draw_reports(tagged, (5, 2, 9), 300, np.random.default_rng(1), "t", batch=128)
+    assert [g.shape for g in groups] == [(300, 3)] * 3
+    position = [g[:, 1].astype(int) * 256 + g[:, 2] for g in groups]
+    for value, g in zip((5, 2, 9), groups, strict=True):
+        assert np.all(g[:, 0] == value)
+    assert np.array_equal(np.sort(np.concatenate(position)), np.arange(900))
+    # The first (search) half of each input's reports comes from calls spread over the run.
+    assert all(np.median(p[:150]) > 250 and np.median(p[:150]) < 650 for p in position)
+
+
+def test_draw_lifetimes_groups_every_client_with_its_world():
+    def echo(values: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return values.astype(np.uint8)[:, :, None]
+
+    worlds = [np.array([1, 2, 1]), np.array([2, 1, 2])]
+    groups = bb.draw_lifetimes(echo, worlds, 200, np.random.default_rng(2), "t", batch=30)
+    for seq, g in zip(worlds, groups, strict=True):
+        assert g.shape == (200, 3, 1) and np.all(g[:, :, 0] == seq)
 
 
 def test_bonferroni_level_is_what_the_bound_uses():

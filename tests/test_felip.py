@@ -400,10 +400,11 @@ def test_engines_and_study_cell_end_to_end():
     r1 = run_felip(table, wl, "OLOLOHA", 2.0, alpha=0.1, tau=3, rng=15)
     r2 = run_felip(table, wl, "OLOLOHA", 2.0, alpha=0.1, tau=3, rng=15)
     assert np.array_equal(r1.answers, r2.answers) and r1.mse_per_timestamp.shape == (3,)
-    assert np.allclose(r1.truth, wl.fractions) and r1.spent is None
+    assert np.allclose(r1.truth, wl.fractions) and r1.spent["epsilon"] is None
+    assert np.all(r1.spent["reports"] == 3)  # counted by every engine; no memo at count level
     assert [row["t"] for row in r1.rows()] == [0, 1, 2]
     r3 = run_felip(table, wl, "adaptive", 1.0, tau=2, rng=16, engine="per-user")
-    assert np.isfinite(r3.mse_avg) and r3.spent is not None
+    assert np.isfinite(r3.mse_avg) and r3.spent["epsilon"] is not None
     json.dumps(r3.plan.describe())
     plan = r1.plan  # a (τ, n, d) array gives the same answers as the table at τ = 1
     a = simulate_felip(plan, x, wl, 17).answers
@@ -458,3 +459,21 @@ def test_deployment_path_clients_and_aggregators():
     ans = model.answer([make_query(schema, {"a": (1, 8), "c": (4, 25)})])
     assert ans.shape == (1,) and 0 <= ans[0] <= plan.n
     assert all(abs(model.grid_counts(i).sum() - plan.n) <= 1 for i in range(plan.m))
+
+
+@pytest.mark.parametrize(
+    ("oracle", "kw", "message"),
+    [
+        ("OUE", {"alpha": 0.5}, r"unknown parameter\(s\) alpha; .* one-shot oracle"),
+        ("L-OSUE", {}, r"missing parameter\(s\) eps_1"),
+        ("L-OSUE", {"eps_1": 0.5, "alpha": 0.5}, "give 'eps_1' or 'alpha', not both"),
+        ("L-OSUE", {"alpha": 1.5}, "'alpha' must be"),
+        ("L-OSUE", {"eps_1": 3.0}, r"'eps_1' must be a finite number in \(0, 2\)"),
+        (("GRR", "L-OSUE"), {"alpha": 0.5}, "all one-shot or all chains"),
+    ],
+)
+def test_oracle_budget_is_parsed_by_the_one_budget_type(oracle, kw, message):
+    """FELIP's budget goes through longldp.privacy.Budget: the same refusals as every entry."""
+    with pytest.raises(ValueError, match=message):
+        oracle_spec(oracle, 2.0, **kw)
+    assert oracle_spec("L-OSUE", 2.0, alpha=0.25).eps_1 == pytest.approx(0.5)

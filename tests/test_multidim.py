@@ -97,9 +97,13 @@ def test_smp_memo_persists_so_static_users_spend_eps_perm_once():
 
 
 def test_count_level_has_no_clients():
+    """No memo is drawn, so no ε bound; the reports are still counted (τ = 2 per user, in the
+    one attribute she reports)."""
     coll = MultidimCollection(KS, "ALLOMFREE", 2.0, alpha=0.5)
     res = coll.collect(make_values(5, 300), 6, engine="count-level")
-    assert res.spent_epsilon is None and res.reports is None
+    assert res.spent_epsilon is None
+    assert np.all(res.reports[np.arange(300), res.assignment] == 2)
+    assert np.all(res.reports.sum(axis=1) == 2)
     assert res.reporters.tolist() == [100, 100, 100]
 
 
@@ -203,6 +207,16 @@ def test_spl_splits_the_budget_and_composes():
     moving = coll.collect(make_values(55, n, tau=2), 56)
     assert np.all(moving.spent_epsilon <= 2 * eps_1 * (1 + 1e-9))
     assert np.all(moving.spent_by_attribute <= 2 * eps_perm / d * (1 + 1e-9))
+
+
+def test_spl_total_budget_may_exceed_eps_max_when_each_share_does_not():
+    """The collection's (ε∞, ε1) is a user's whole tuple: SPL gives each attribute 1/d of it, so
+    only the shares meet longldp.privacy.EPS_MAX (checked by the one budget parser)."""
+    eps_max = ll.privacy.EPS_MAX
+    coll = MultidimCollection(KS, "SPL", 2 * eps_max, eps_1=eps_max, chain="L-GRR")
+    assert coll.attribute_budgets == pytest.approx((2 * eps_max / 3, eps_max / 3))
+    with pytest.raises(ValueError, match=r"'eps_perm' must be a finite number > 0 and <= 30"):
+        MultidimCollection(KS, "SMP", 2 * eps_max, eps_1=eps_max, chain="L-GRR")
 
 
 # ------------------------------------------------------------------------------ ALLOMFREE choice

@@ -90,6 +90,7 @@ COMMON: dict[str, dict[str, Trait]] = {
     },
     "test_engines_agree": {"test_support_mean_and_variance_agree": frequencies},
     "test_simulate": {"test_engines_give_the_same_distribution_of_estimates": frequencies},
+    "test_population": {"test_every_registered_protocol_runs_through_its_engines": every},
     "test_time_average_variance": {
         "test_time_average_variance_is_v1_plus_rest_over_tau": (
             lambda cls: frequencies(cls) and longitudinal(cls)

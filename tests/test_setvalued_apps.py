@@ -240,6 +240,12 @@ def test_bad_input_raises_clear_errors(small):
         make_spec("NOPE", eps=1.0)
     with pytest.raises(ValueError, match="eps_1"):
         make_spec("L-OSUE", eps_perm=1.0, eps_1=2.0)
+    # alpha goes through the one budget parser, privacy.Budget
+    assert make_spec("L-OSUE", eps_perm=2.0, alpha=0.25).eps_1 == pytest.approx(0.5)
+    with pytest.raises(ValueError, match=r"unknown parameter\(s\) alpha"):
+        make_spec("dBitFlipPM", eps_perm=1.0, alpha=0.5)
+    with pytest.raises(ValueError, match="not both"):
+        make_spec("L-OSUE", eps_perm=1.0, eps_1=0.5, alpha=0.5)
     with pytest.raises(ValueError, match="app"):
         mine(small, "FP-growth", k=2, eps=1.0)
     with pytest.raises(ValueError, match="SetData"):

@@ -49,3 +49,6 @@ def test_simulation_records_budget_and_rejects_bad_input():
         simulate(proto, values, 0, engine="magic")
     with pytest.raises(ValueError, match=r"'values' must have shape \(tau, n\)"):
         simulate(proto, values[0], 0)
+    shares = ll.protocol("RAPPOR-boolean", m=2, f=0.5, p=0.25, q=0.75)
+    with pytest.raises(ValueError, match="estimates per-cohort shares"):
+        simulate(shares, values % 2, 0)

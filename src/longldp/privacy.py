@@ -216,12 +216,15 @@ def _ue_q2_for_half_p2(owner: str, p1: float, q1: float, eps_perm: float, eps_1:
     c2 = B0 * B1 * (b - 1)
     c1 = B1 * (1 - A0) - A1 * B0 - b * (B0 * (1 - A1) - A0 * B1)
     c0 = A1 * (1 - A0) - b * A0 * (1 - A1)
-    roots = np.roots([c2, c1, c0])
-    real = roots[np.isreal(roots)].real
-    valid = real[(real >= 0) & (real < 0.5)]
-    if valid.size != 1:  # pragma: no cover - excluded by the eps_max check above
+    # Both roots without cancellation: t = −(c1 + sign(c1)·√D)/2, roots t/c2 and c0/t. A closed
+    # form (not an eigenvalue solver) so that every client computes the same q2, bit for bit
+    # (docs/client-spec.md §3.2).
+    disc = math.sqrt(max(c1 * c1 - 4 * c2 * c0, 0.0))
+    t = -0.5 * (c1 + (disc if c1 >= 0 else -disc))
+    valid = [x for x in (t / c2, c0 / t) if 0 <= x < 0.5]
+    if len(valid) != 1:  # pragma: no cover - excluded by the eps_max check above
         raise ValueError(f"{owner}: no valid q2 for eps_perm={eps_perm}, eps_1={eps_1}.")
-    return float(valid[0])
+    return valid[0]
 
 
 def loue_q2(eps_perm: float, eps_1: float) -> float:

@@ -222,30 +222,40 @@ def draw_reports(
 ) -> list[NDArray[np.uint8]]:
     """``trials`` reports of every input, in a shuffled order of calls, grouped per input.
 
-    The inputs are shuffled before they are handed out, so that a randomizer whose behaviour
-    drifts with the position of a call cannot align with the split into search and held-out.
+    The inputs are handed out in a random order (a uniform permutation of the ``trials``
+    copies of each input), so that a randomizer whose behaviour drifts with the position of a
+    call cannot align with the split into search and held-out; each report is written straight
+    to its place in its input's group (the inverse permutation, no sort).
     """
     values = np.repeat(np.asarray(inputs, dtype=np.int64), trials)
-    gen.shuffle(values)
-    rows: NDArray[np.uint8] | None = None
+    # Call position i gets copy place[i] of the repeated inputs: report i is row place[i].
+    place = gen.permutation(values.size)
+    values = values[place]
+    grouped: NDArray[np.uint8] | None = None
     for start in range(0, values.size, batch):
         chunk = values[start : start + batch]
         out = report_rows(
             _call(randomize, (chunk.copy(), gen), owner, "randomize"), chunk.size, owner
         )
-        if rows is None:
-            rows = np.empty((values.size, out.shape[1]), dtype=np.uint8)
-        elif out.shape[1] != rows.shape[1]:
+        if grouped is None:
+            grouped = np.empty((values.size, out.shape[1]), dtype=np.uint8)
+        elif out.shape[1] != grouped.shape[1]:
             raise RandomizerError(
                 f"{owner}: 'randomize' changed its report width between calls: "
-                f"{rows.shape[1]} bytes, then {out.shape[1]}."
+                f"{grouped.shape[1]} bytes, then {out.shape[1]}."
             )
-        rows[start : start + chunk.size] = out
-    assert rows is not None
-    order = np.argsort(values, kind="stable")
-    grouped = rows[order]
-    rank = {v: i for i, v in enumerate(sorted(inputs))}
-    return [grouped[rank[v] * trials : (rank[v] + 1) * trials] for v in inputs]
+        _scatter_rows(grouped, place[start : start + chunk.size], out)
+    assert grouped is not None
+    return [grouped[i * trials : (i + 1) * trials] for i in range(len(inputs))]
+
+
+def _scatter_rows(dest: NDArray[np.uint8], where: NDArray[np.int64], rows: NDArray) -> None:
+    """``dest[where] = rows`` for the leading axis, each row moved as one opaque item (a void
+    view: one copy per row instead of one per byte)."""
+    item = f"V{math.prod(dest.shape[1:])}"
+    flat = dest.reshape(dest.shape[0], -1)
+    src = np.ascontiguousarray(rows, dtype=np.uint8).reshape(rows.shape[0], -1)
+    flat.view(item).ravel()[where] = src.view(item).ravel()
 
 
 def _active_columns(halves: Sequence[NDArray[np.uint8]]) -> NDArray[np.int64]:
@@ -258,7 +268,10 @@ def _active_columns(halves: Sequence[NDArray[np.uint8]]) -> NDArray[np.int64]:
 
 def one_report_features(rows: NDArray[np.uint8], active: NDArray[np.int64]) -> ev.Features:
     """A report's varying bytes as columns, bits and key."""
-    body = np.ascontiguousarray(rows[:, active])
+    if active.size and active[-1] - active[0] + 1 == active.size:  # one run: a plain slice
+        body = np.ascontiguousarray(rows[:, active[0] : active[-1] + 1])
+    else:
+        body = np.ascontiguousarray(rows[:, active])
     return ev.Features(body, body, ev.row_keys(body))
 
 
@@ -271,6 +284,7 @@ def one_report_layout(active: NDArray[np.int64]) -> ev.Layout:
         n_bits=8 * active.size,
         bit_labels=labels,
         key_name="report",
+        columns_are_bytes=True,
     )
 
 
@@ -569,27 +583,26 @@ def draw_lifetimes(
 ) -> list[NDArray[np.uint8]]:
     """(trials, τ, w) reports of every world, clients of all worlds shuffled together."""
     tau = worlds[0].size
-    which = np.repeat(np.arange(len(worlds)), trials)
-    gen.shuffle(which)
+    # As in draw_reports: client i of the calls is copy place[i] of the worlds repeated.
+    place = gen.permutation(len(worlds) * trials)
+    which = place // trials
     seqs = np.stack(worlds)
-    out: NDArray[np.uint8] | None = None
+    grouped: NDArray[np.uint8] | None = None
     per_call = max(1, batch // tau)
     for start in range(0, which.size, per_call):
         idx = which[start : start + per_call]
         values = seqs[idx]
         got = _call(run, (values.copy(), gen), owner, "run")
         rows = _lifetime_rows(got, idx.size, tau, owner)
-        if out is None:
-            out = np.empty((which.size, tau, rows.shape[2]), dtype=np.uint8)
-        elif rows.shape[2] != out.shape[2]:
+        if grouped is None:
+            grouped = np.empty((which.size, tau, rows.shape[2]), dtype=np.uint8)
+        elif rows.shape[2] != grouped.shape[2]:
             raise RandomizerError(
-                f"{owner}: the report width changed between calls: {out.shape[2]} bytes, "
+                f"{owner}: the report width changed between calls: {grouped.shape[2]} bytes, "
                 f"then {rows.shape[2]}."
             )
-        out[start : start + idx.size] = rows
-    assert out is not None
-    order = np.argsort(which, kind="stable")
-    grouped = out[order]
+        _scatter_rows(grouped, place[start : start + idx.size], rows)
+    assert grouped is not None
     return [grouped[i * trials : (i + 1) * trials] for i in range(len(worlds))]
 
 

@@ -34,7 +34,7 @@ the maximum of the m held-out bounds is below the true ε with probability ≥ 1
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,9 @@ SCORE_THRESHOLDS = 128
 RESCORE = 3
 #: Rows per block when a computation materializes rows × columns temporaries.
 BLOCK = 1 << 16
+#: Two columns are counted (and looked up) together as one code while their joint alphabet
+#: has at most this many values (two bytes: 65,536).
+PAIR_CODES = 1 << 16
 FAMILIES = ("histogram", "column", "bit", "bit-pair", "naive-bayes", "classifier")
 
 _BIT_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
@@ -81,6 +84,9 @@ class Layout:
     #: Feed the categorical columns to the classifier too (lifetimes: counts carry more than
     #: the majority bits); for one report the columns are the bytes, already in the bits.
     classify_columns: bool = False
+    #: The columns are the packed bytes of the bits (one report): bit counts are read off the
+    #: column histograms instead of being counted again.
+    columns_are_bytes: bool = False
 
     def bit_label(self, i: int) -> str:
         """What bit ``i`` of the packed bits is."""
@@ -147,23 +153,91 @@ def row_keys(rows: NDArray[np.uint8]) -> NDArray[np.uint64]:
 
 
 def column_histograms(cat: NDArray, sizes: Sequence[int]) -> NDArray[np.int64]:
-    """(c, A) counts of each value of each column, A = max(sizes), by one bincount per block."""
-    n, c = cat.shape
+    """(c, A) counts of each value of each column, A = max(sizes).
+
+    Columns are taken two at a time: the pair (j, j + 1) is one code u·A + v of at most
+    :data:`PAIR_CODES` values, counted by one ``bincount``, and its two margins are the two
+    columns' histograms (half the bincount passes of one column at a time; for bytes the codes
+    are the big-endian 16-bit words of the row, a view, no arithmetic).
+    """
+    c = cat.shape[1]
     width = max(sizes) if sizes else 1
-    out = np.zeros(c * width, dtype=np.int64)
-    offsets = (np.arange(c, dtype=np.int64) * width)[None, :]
-    for start in range(0, n, BLOCK):
-        flat = cat[start : start + BLOCK].astype(np.int64) + offsets
-        out += np.bincount(flat.ravel(), minlength=c * width)
-    return out.reshape(c, width)
+    out = np.zeros((c, width), dtype=np.int64)
+    for j, code in _column_codes(cat, width):
+        pair = _paired(j, c, width)
+        joint = np.bincount(code, minlength=width * width if pair else width)
+        if pair:
+            joint = joint.reshape(width, width)
+            out[j] += joint.sum(axis=1)
+            out[j + 1] += joint.sum(axis=0)
+        else:
+            out[j] += joint
+    return out
 
 
-def bit_counts(bits: NDArray[np.uint8], n_bits: int) -> NDArray[np.int64]:
-    """Number of trials with each bit set, from the histogram of each packed byte."""
+def _paired(j: int, c: int, width: int) -> bool:
+    """Does :func:`_column_codes` give column j together with column j + 1?"""
+    return j + 1 < c and width * width <= PAIR_CODES
+
+
+def _column_codes(cat: NDArray, width: int) -> Iterator[tuple[int, NDArray]]:
+    """(j, code) for the columns of ``cat`` (values in [0, width)): the pair (j, j + 1) as one
+    code ``cat[:, j]·width + cat[:, j + 1]`` while width² ≤ :data:`PAIR_CODES`, else column j
+    alone (and the last column of an odd count)."""
+    c = cat.shape[1]
+    if width * width > PAIR_CODES:
+        for j in range(c):
+            yield j, cat[:, j]
+        return
+    even = c - c % 2
+    words = None
+    if cat.dtype == np.uint8 and width == 256 and even and cat.strides[1] == 1:
+        words = cat[:, :even].view(">u2")  # byte pair (j, j + 1) = the word 256·b_j + b_(j+1)
+    for j in range(0, even, 2):
+        if words is not None:
+            yield j, words[:, j // 2]
+        else:
+            yield j, cat[:, j].astype(np.intp) * width + cat[:, j + 1]
+    if c % 2:
+        yield c - 1, cat[:, c - 1]
+
+
+def bit_counts(
+    bits: NDArray[np.uint8], n_bits: int, hist: NDArray | None = None
+) -> NDArray[np.int64]:
+    """Number of trials with each bit set, from the histogram of each packed byte (``hist``:
+    that histogram when already counted, e.g. when the columns are the packed bytes)."""
     if n_bits == 0:
         return np.zeros(0, dtype=np.int64)
-    hist = column_histograms(bits, [256] * bits.shape[1])
-    return (hist @ _BIT_TABLE).ravel()[:n_bits]
+    if hist is None:
+        hist = column_histograms(bits, [256] * bits.shape[1])
+    return (hist[:, :256] @ _BIT_TABLE).ravel()[:n_bits]
+
+
+def lookup_scores(codes: NDArray, tables: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(n, W) sums Σ_j tables[j, codes[:, j], w]: a score that adds one term per column.
+
+    Both learned scores are of this form (naive Bayes: a log-frequency per column value; the
+    logistic regression: linear in the bits, so a sum over packed bytes of a 256-entry table,
+    Σ_b coef[8j + b]·bit_b(v) for byte j = v). Columns go two at a time as in
+    :func:`column_histograms`, through the table of their sums t_j(u) + t_(j+1)(v): one gather
+    per pair and world. Returns a transposed (W, n) array, so that each world's score is a
+    contiguous column.
+    """
+    n, c = codes.shape
+    width, worlds = tables.shape[1], tables.shape[2]
+    out = np.zeros((worlds, n))
+    by_world = np.ascontiguousarray(tables.transpose(2, 0, 1))  # (W, c, A)
+    for j, code in _column_codes(codes, width):
+        pair = _paired(j, c, width)
+        idx = code.astype(np.intp, copy=False)
+        for w in range(worlds):
+            if pair:
+                table = (by_world[w, j][:, None] + by_world[w, j + 1][None, :]).ravel()
+            else:
+                table = by_world[w, j]
+            out[w] += table.take(idx)
+    return out.T
 
 
 def _bit_column(bits: NDArray[np.uint8], i: int) -> NDArray[np.uint8]:
@@ -303,15 +377,18 @@ class NaiveBayes(ScoreModel):
         self.width = width
 
     def scores(self, f: Features, layout: Layout) -> NDArray[np.float64]:
-        out = np.zeros((f.n, self.tables.shape[2]))
-        for j in range(f.cat.shape[1]):  # one gather of n rows per column
-            out += self.tables[j][f.cat[:, j]]
-        return out
+        return lookup_scores(f.cat, self.tables)
 
 
 class Classifier(ScoreModel):
     """Multinomial logistic regression over the bits (and, for lifetimes, the scaled columns):
-    the DP-Sniper classifier (Bichsel et al., IEEE S&P 2021), trained on search trials only."""
+    the DP-Sniper classifier (Bichsel et al., IEEE S&P 2021), trained on search trials only.
+
+    The fitted score β_w·x + β0_w is linear in the bits, so it is evaluated as a sum of table
+    look-ups (:func:`lookup_scores`): per packed byte j a 256-entry table
+    Σ_b β_w[8j + b]·bit_b(v), and per scaled column (lifetimes) the table β_w[j]·v/(size_j − 1);
+    no (n × bits) design matrix is built outside training.
+    """
 
     family = "classifier"
 
@@ -326,15 +403,24 @@ class Classifier(ScoreModel):
         if coef.shape[0] == 1:  # two classes: one log-odds row for class 1
             coef = np.vstack([-coef / 2, coef / 2])
             icpt = np.array([-icpt[0] / 2, icpt[0] / 2])
-        self.coef = coef.T.astype(np.float32)
-        self.intercept = icpt
+        coef = coef.T.astype(np.float64)  # (features, worlds)
+        self.coef, self.intercept = coef, icpt
+        nb = layout.n_bits
+        padded = np.zeros((8 * (-(-nb // 8)), coef.shape[1]))
+        padded[:nb] = coef[:nb]
+        # (bytes, 256, worlds): table[j, v] = Σ_b bit_b(v)·β[8j + b].
+        self.bit_tables = np.einsum("vb,jbw->jvw", _BIT_TABLE, padded.reshape(-1, 8, coef.shape[1]))
+        self.column_tables = None
+        if layout.classify_columns and layout.sizes:
+            sizes = np.asarray(layout.sizes)
+            weight = coef[nb:] / np.maximum(1, sizes - 1)[:, None]  # (c, worlds)
+            self.column_tables = np.arange(max(sizes))[None, :, None] * weight[:, None, :]
 
     def scores(self, f: Features, layout: Layout) -> NDArray[np.float64]:
-        out = np.empty((f.n, self.coef.shape[1]))
-        for start in range(0, f.n, BLOCK):
-            rows = slice(start, start + BLOCK)
-            part = Features(f.cat[rows], f.bits[rows], None)
-            out[rows] = _design(part, layout) @ self.coef + self.intercept
+        out = lookup_scores(f.bits, self.bit_tables)
+        if self.column_tables is not None:
+            out += lookup_scores(f.cat, self.column_tables)
+        out += self.intercept
         return out
 
 
@@ -468,13 +554,13 @@ def search(
     sizes = layout.sizes
     hist_fit = [column_histograms(f.cat, sizes) for f in fit]
     hist_sel = [column_histograms(f.cat, sizes) for f in sel]
-    ones_sel = [bit_counts(f.bits, layout.n_bits) for f in sel]
+    ones_sel = [_ones(f, h, layout) for f, h in zip(sel, hist_sel, strict=True)]
     keyed = None
     if "histogram" in families:
         keyed = _key_histograms(fit, sel)
     gram = None
     if "bit-pair" in families and layout.n_bits >= 2:
-        ones_fit = [bit_counts(f.bits, layout.n_bits) for f in fit]
+        ones_fit = [_ones(f, h, layout) for f, h in zip(fit, hist_fit, strict=True)]
         chosen = _pair_bits(layout.n_bits, ones_fit, n_fit, pairs, z)
         gram = (chosen, _cells(fit, layout, chosen), _cells(sel, layout, chosen))
     models: list[ScoreModel] = []
@@ -508,6 +594,11 @@ def search(
     for c in found:
         kept.setdefault((c.a, c.b, c.family), c)
     return SearchReport(list(kept.values())[:tests], tried)
+
+
+def _ones(f: Features, hist: NDArray[np.int64], layout: Layout) -> NDArray[np.int64]:
+    """Trials with each bit set (from the column histograms when the columns are the bytes)."""
+    return bit_counts(f.bits, layout.n_bits, hist if layout.columns_are_bytes else None)
 
 
 def _exact_rank(found: list[Candidate], level: float) -> None:
@@ -652,14 +743,16 @@ def _cells(
     """Per world the (4, B, B) counts of the joint values of every pair of chosen bits, from
     the Gram matrix BᵀB of at most PAIR_ROWS trials (cell 2·bit_i + bit_j), and rows used."""
     cells, used = [], []
+    every_bit = chosen.size == layout.n_bits  # chosen is then 0 … n_bits − 1: no column copy
     for f in worlds:
         rows = f.head(PAIR_ROWS)
         g = np.zeros((chosen.size, chosen.size))
-        c = np.zeros(chosen.size)
         for start in range(0, rows.n, BLOCK):
-            x = unpack_bits(rows.bits[start : start + BLOCK], layout.n_bits)[:, chosen]
+            x = unpack_bits(rows.bits[start : start + BLOCK], layout.n_bits)
+            if not every_bit:
+                x = x[:, chosen]
             g += x.T @ x  # exact: float32 sums of 0/1 stay below 2^24 per block
-            c += x.sum(axis=0)
+        c = np.diag(g).copy()  # bit_i·bit_i = bit_i: the diagonal counts each bit's ones
         m = rows.n
         n10 = c[:, None] - g
         n01 = c[None, :] - g

@@ -139,10 +139,8 @@ class DeviceClient:
             self._reports = int(body["reports"])
             self._memo_keys = {str(k) for k in body["memo_keys"]}
             self._dropped = int(body["dropped"])
-            self._credentials = {
-                str(k): (int(v["device"]), str(v["credential"]))
-                for k, v in body.get("credentials", {}).items()
-            }
+            # Device credentials by server (docs/client-spec.md §7): kept as written.
+            self._credentials = dict(body.get("credentials", {}))
             self._queue = [
                 QueuedReport(bytes.fromhex(q["id"]), int(q["epoch"]), base64.b64decode(q["report"]))
                 for q in body["queue"]
@@ -157,7 +155,7 @@ class DeviceClient:
             self._reports = 0
             self._memo_keys: set[str] = set()
             self._dropped = 0
-            self._credentials: dict[str, tuple[int, str]] = {}
+            self._credentials: dict[str, Any] = {}
             self._queue: list[QueuedReport] = []
         context = DerivedRound1.context_of(self.proto, self.collection)
         self._client = Client(
@@ -268,13 +266,14 @@ class DeviceClient:
     def credential(self, server: str) -> tuple[int, str] | None:
         """(device id, credential) this device holds on ``server`` (its base URL), or None
         before it has enrolled there (:class:`longldp.client.upload.Uploader` enrolls it)."""
-        return self._credentials.get(server.rstrip("/"))
+        held = self._credentials.get(server.rstrip("/"))
+        return None if held is None else (int(held["device"]), str(held["credential"]))
 
     def set_credential(self, server: str, device: int, credential: str) -> None:
         """Keep the credential the server issued at enrollment (saved in the state file)."""
         if not isinstance(credential, str) or not credential:
             raise ValueError("DeviceClient: 'credential' must be a non-empty string.")
-        self._credentials[server.rstrip("/")] = (int(device), credential)
+        self._credentials[server.rstrip("/")] = {"device": int(device), "credential": credential}
         self._save()
 
     def forget_credential(self, server: str) -> None:
@@ -306,9 +305,7 @@ class DeviceClient:
                 "memo_keys": sorted(self._memo_keys),
                 "spent_epsilon": self.spent_budget.epsilon,
                 "dropped": self._dropped,
-                "credentials": {
-                    k: {"device": d, "credential": c} for k, (d, c) in self._credentials.items()
-                },
+                "credentials": self._credentials,
                 "queue": [
                     {
                         "id": q.id.hex(),

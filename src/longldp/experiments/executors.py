@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import secrets
 import signal
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -136,10 +137,15 @@ def _dask(run_cell: RunCell, cells: Sequence[Cell], address: str) -> Iterator[tu
             "(--workers N)."
         ) from None
     client = Client(address)
+    # A key unique to this run: a resumed run submits the same cells again, and the scheduler
+    # may still be cancelling the interrupted run's futures under the same keys.
+    run_token = secrets.token_hex(4)
     futures = []
     try:
         futures = [
-            client.submit(run_cell, cell, key=f"longldp-cell-{cell.cell_id}", pure=False)
+            client.submit(
+                run_cell, cell, key=f"longldp-cell-{cell.cell_id}-{run_token}", pure=False
+            )
             for cell in cells
         ]
         by_key = {f.key: cell for f, cell in zip(futures, cells, strict=True)}

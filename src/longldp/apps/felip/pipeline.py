@@ -22,7 +22,8 @@ fixed over all timestamps: a user maps its values at time t to a cell of its gri
 through the grid's oracle (round 1 memoized per cell, round 2 fresh), and the server runs the
 whole estimation on that timestamp's reports alone.
 
-Engines (design §4): ``"count-level"`` draws each grid's support counts from its cell histogram
+Engines (design §4): the users are a :class:`longldp.simulate.Population` with one reporting
+group per grid. ``"count-level"`` draws each grid's support counts from its cell histogram
 (``sample_support``; exact per timestamp, no memo correlation over time); ``"per-user"`` keeps a
 memo per user and grid across timestamps (``perturb_support``; exact jointly over time, and it
 reports each user's spent budget); ``"reports"`` is the per-user engine with every report
@@ -35,7 +36,7 @@ The server's estimation runs on batches of timestamps at once
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,8 +77,8 @@ from longldp.apps.felip.sizing import (
 )
 from longldp.data import LongitudinalTable, Table, to_longitudinal
 from longldp.protocols import FrequencyOracle
+from longldp.simulate import Population
 
-ENGINES = ("count-level", "per-user", "reports")
 FloatArray = NDArray[np.float64]
 
 
@@ -286,9 +287,10 @@ class FelipResult:
         The grid of every user (fixed over time).
     rounds : numpy.ndarray of int64, shape (τ,)
         Consistency rounds run at each timestamp.
-    spent : dict of numpy.ndarray or None
-        Per-user engines: per user ``reports``, distinct ``memos`` and the ``epsilon`` bound
-        min(t·ε1, memos·ε∞) (math §4). None for the count-level engine.
+    spent : dict of str to numpy.ndarray or None
+        Per user ``reports``, distinct ``memos`` and the ``epsilon`` bound min(t·ε1, memos·ε∞)
+        (math §4; :meth:`longldp.simulate.Population.budget`). ``memos`` and ``epsilon`` are
+        None under the count-level engine for chains, which draws no memo.
     engine : str
     models : tuple of FelipModel or None
         Each timestamp's model when ``keep_models=True``.
@@ -300,7 +302,7 @@ class FelipResult:
     truth: FloatArray
     groups: NDArray[np.int64]
     rounds: NDArray[np.int64]
-    spent: dict[str, NDArray] | None
+    spent: dict[str, NDArray | None]
     engine: str
     models: tuple[FelipModel, ...] | None = None
 
@@ -391,7 +393,7 @@ def simulate_felip(
     FelipResult
     """
     gen = np.random.default_rng(rng)
-    engine = check.choice(OWNER, "engine", engine, ENGINES)
+    population = Population(plan.n, engine, OWNER)
     opts = options or EstimationOptions()
     if isinstance(queries, Workload) and queries.schema != plan.schema:
         raise ValueError(f"{OWNER}: the workload's attributes differ from the plan's schema.")
@@ -403,44 +405,23 @@ def simulate_felip(
         raise ValueError(f"{OWNER}: the plan is for n = {n} users; the data has {n_data}.")
     group = _groups(plan, groups, gen)
     members = [np.flatnonzero(group == g) for g in range(m)]
+    for g, proto in enumerate(plan.protocols):  # one reporting group per grid, fixed for good
+        population.group(proto, members[g], f"grid {g}")
     sizes = np.array([u.size for u in members])
     variances = plan.grid_variances(sizes)
-    memos = (
-        [p.new_memo(int(s)) for p, s in zip(plan.protocols, sizes, strict=True)]
-        if engine != "count-level"
-        else []
-    )
-    offsets = layout.offsets
     truth = np.empty((tau, len(qs)))
     fixed_truth = None if base is None else true_answers(base, qs) / n
-    # 1. the reports of every timestamp (the per-user engine carries the memos through time)
-    raw = np.empty((tau, layout.total_cells))
-    hists = np.empty((tau, layout.total_cells), dtype=np.int64) if engine == "count-level" else None
-    for t in range(tau):
-        cells, rows, matrix = at(t)
-        # the cell each user reports at t: row rows[u] of the cell table, column group[u]
-        mine = cells.ravel()[rows.astype(np.int64) * m + group].astype(np.int64)
-        truth[t] = fixed_truth if fixed_truth is not None else true_answers(matrix, qs) / n
-        if hists is not None:
-            hists[t] = np.bincount(offsets[group] + mine, minlength=layout.total_cells)
-        elif engine == "per-user":
-            supports = [
-                proto.perturb_support(mine[members[g]], memos[g], gen)
-                for g, proto in enumerate(plan.protocols)
-            ]
-            raw[t] = plan.raw_counts(supports, sizes)
-        else:
-            supports = [
-                proto.support_counts(proto.perturb(mine[members[g]], memos[g], gen))
-                for g, proto in enumerate(plan.protocols)
-            ]
-            raw[t] = plan.raw_counts(supports, sizes)
-    if hists is not None:  # count level: all timestamps of a grid in one draw
-        supports = [
-            proto.sample_support(hists[:, offsets[g] : offsets[g + 1]], int(sizes[g]), gen)
-            for g, proto in enumerate(plan.protocols)
-        ]
-        raw = plan.raw_counts(supports, sizes)
+
+    def cells_at_each_timestamp() -> Iterator[list[NDArray[np.int64]]]:
+        for t in range(tau):
+            cells, rows, matrix = at(t)
+            # the cell each user reports at t: row rows[u] of the cell table, column group[u]
+            mine = cells.ravel()[rows.astype(np.int64) * m + group].astype(np.int64)
+            truth[t] = fixed_truth if fixed_truth is not None else true_answers(matrix, qs) / n
+            yield [mine[who] for who in members]
+
+    # 1. the reports of every timestamp, the engine's way (design §4)
+    raw = plan.raw_counts(population.run(cells_at_each_timestamp(), gen), sizes)
     # 2. the server's estimation of each timestamp alone, in batches of timestamps
     answers = np.empty((tau, len(qs)))
     rounds = np.empty(tau, dtype=np.int64)
@@ -454,17 +435,6 @@ def simulate_felip(
         rounds[chunk] = model.rounds
         if keep_models:
             models.extend(model.at(i) for i in range(model.batch))
-    spent = None
-    if engine != "count-level":
-        spent = {
-            "reports": np.zeros(n, np.int64),
-            "memos": np.zeros(n, np.int64),
-            "epsilon": np.zeros(n),
-        }
-        for proto, memo, who in zip(plan.protocols, memos, members, strict=True):
-            budget = proto.spent_budget(memo)
-            for key in spent:
-                spent[key][who] = budget[key]
     return FelipResult(
         plan,
         qs,
@@ -472,8 +442,8 @@ def simulate_felip(
         truth,
         group,
         rounds,
-        spent,
-        engine,
+        population.budget(),
+        population.engine,
         tuple(models) if keep_models else None,
     )
 
@@ -563,7 +533,6 @@ def run_felip(
 
 
 __all__ = [
-    "ENGINES",
     "FelipPlan",
     "FelipResult",
     "plan_felip",

@@ -180,20 +180,22 @@ def oracle_spec(
     canon = tuple(c.name for c in classes)
     if any(c in _UNSUPPORTED for c in canon):
         raise ValueError(f"{OWNER}: 'oracle' must report one cell per user; got {canon}.")
-    if len({c.longitudinal for c in classes}) != 1:
-        raise ValueError(f"{OWNER}: 'oracle' candidates must be all one-shot or all chains.")
-    eps = check.positive_float(OWNER, "eps", eps)
+    forms = {tuple(c.budget_params) for c in classes}
+    if len(forms) != 1:
+        raise ValueError(
+            f"{OWNER}: 'oracle' candidates must be all one-shot or all chains of one budget "
+            f"form; got {canon}."
+        )
     calibration = check.choice(OWNER, "calibration", calibration, ("exact", "paper"))
-    if not classes[0].longitudinal:
-        if eps_1 is not None or alpha is not None:
-            raise ValueError(f"{OWNER}: 'eps_1'/'alpha' apply to chains only; {canon} is one-shot.")
-        return OracleSpec(canon, eps, None, calibration)
-    if (eps_1 is None) == (alpha is None):
-        raise ValueError(f"{OWNER}: give exactly one of 'eps_1' or 'alpha' for {canon}.")
-    if alpha is not None:
-        eps_1 = check.positive_float(OWNER, "alpha", alpha, upper=1.0) * eps
-    eps_1 = check.positive_float(OWNER, "eps_1", eps_1, upper=eps)
-    return OracleSpec(canon, eps, eps_1, calibration)
+    # ``eps`` is the level: ε of a one-shot oracle, ε∞ of a chain; the one parser does the rest
+    (takes,) = forms
+    level = {"eps": eps} if takes == ("eps",) else {"eps_perm": eps}
+    budget = Budget(eps_1=eps_1, alpha=alpha, **level).parameters(
+        f"{OWNER}: {'/'.join(canon)}", takes
+    )
+    return OracleSpec(
+        canon, budget.get("eps", budget.get("eps_perm")), budget.get("eps_1"), calibration
+    )
 
 
 def grr_threshold(eps: float) -> float:

@@ -24,16 +24,17 @@ from longldp import _validate as check
 from longldp.apps.gfim.gfim import GFIMResult, combine_estimates
 from longldp.apps.setvalued.common import Timeline, TopK, top_indices
 from longldp.apps.setvalued.ldpminer import LDPMiner, LDPMinerParams, LDPMinerRun
+from longldp.apps.setvalued.miner import TimelineMiner
 from longldp.apps.setvalued.oracle import OracleSpec
-from longldp.data import SetData
 
 OWNER = "LDPMiner-SH"
 OUTPUTS = ("phase2", "thesis")
 
 
 @dataclass(frozen=True)
-class LDPMinerSH:
-    """LDPMiner with the SH oracle (ε/2 per phase).
+class LDPMinerSH(TimelineMiner):
+    """LDPMiner with the SH oracle (ε/2 per phase); ``run`` returns GFIM's result shape
+    (``estimates`` per t; see :class:`~longldp.apps.setvalued.miner.TimelineMiner`).
 
     Parameters
     ----------
@@ -54,32 +55,36 @@ class LDPMinerSH:
     def __post_init__(self) -> None:
         object.__setattr__(self, "output", check.choice(OWNER, "output", self.output, OUTPUTS))
 
-    def run(
-        self,
-        data: SetData | Any,
-        rng: Any = None,
-        engine: str = "count-level",
-        n_items: int | None = None,
-    ) -> GFIMResult:
-        """Run over every timestamp; the result has GFIM's shape (``estimates`` per t)."""
-        gen = np.random.default_rng(rng)
-        miner = LDPMiner(self.k, self.oracle, self.params)
-        run = LDPMinerRun(miner, Timeline(data, n_items), engine)
-        steps, estimates = [], []
-        for t in range(run.timeline.tau):
-            top, diag = run.step(t, gen)
-            f1, cands, f2 = run.f1, run.cands, run.f2
-            w = 1.0
-            if self.output == "thesis":
-                f2, w = combine_estimates(f1[cands], f2, "thesis", run.L, run.ell2, 1, 1)
-                order = top_indices(f2, self.k)
-                top = TopK(tuple((int(x),) for x in cands[order]), f2[order])
-            f_hat = f1.copy()
-            f_hat[cands] = f2
-            steps.append((top, diag))
-            estimates.append(
-                {"f_hat": f_hat, "f1": f1, "candidates": cands, "f2": f2, "w": w, "L2": run.ell2}
-            )
-        mining = run.result(steps)
-        mining.params.update(app=OWNER, output=self.output)
-        return GFIMResult(mining, tuple(estimates))
+    def start(self, timeline: Timeline, engine: str, rng: np.random.Generator) -> LDPMinerSHRun:
+        """LDPMiner's run (every user in both phases) with GFIM's estimates."""
+        return LDPMinerSHRun(LDPMiner(self.k, self.oracle, self.params), timeline, engine, self)
+
+
+class LDPMinerSHRun(LDPMinerRun):
+    """LDPMiner's state plus, per timestamp, the estimates of every item (GFIM's shape)."""
+
+    def __init__(self, miner: LDPMiner, timeline: Timeline, engine: str, app: LDPMinerSH):
+        super().__init__(miner, timeline, engine)
+        self.output = app.output
+
+    def step(self, t: int, rng: np.random.Generator) -> tuple[TopK, dict, dict]:
+        """LDPMiner's timestamp t, then the thesis's combination if asked, and f̂ of all items."""
+        top, diag = super().step(t, rng)
+        f1, cands, f2 = self.f1, self.cands, self.f2
+        w = 1.0
+        if self.output == "thesis":
+            f2, w = combine_estimates(f1[cands], f2, "thesis", self.L, self.ell2, 1, 1)
+            order = top_indices(f2, self.miner.k)
+            top = TopK(tuple((int(x),) for x in cands[order]), f2[order])
+        f_hat = f1.copy()
+        f_hat[cands] = f2
+        estimates = {"f_hat": f_hat, "f1": f1, "candidates": cands, "f2": f2, "w": w}
+        return top, diag, {**estimates, "L2": self.ell2}
+
+    def params_record(self) -> dict[str, Any]:
+        """LDPMiner's settings, under this baseline's name, with the output rule."""
+        return {**super().params_record(), "app": OWNER, "output": self.output}
+
+    def result(self, steps: list[tuple[Any, ...]]) -> GFIMResult:  # type: ignore[override]
+        """The mining result and every timestamp's estimates."""
+        return GFIMResult(super().result(steps), tuple(s[2] for s in steps))

@@ -38,18 +38,15 @@ import numpy as np
 from longldp import _validate as check
 from longldp.apps.setvalued.common import (
     FloatArray,
-    MembershipIndex,
     MiningResult,
     Timeline,
     TopK,
-    sample_one_item,
     split_groups,
     top_indices,
 )
 from longldp.apps.setvalued.ldpminer import true_length_bound
-from longldp.apps.setvalued.oracle import FOInstance, OracleSpec, population_budget
-from longldp.apps.setvalued.psfo import PSFO, oneshot_psfo, pad_and_sample
-from longldp.data import SetData
+from longldp.apps.setvalued.miner import MinerRun, TimelineMiner
+from longldp.apps.setvalued.oracle import OracleSpec
 
 OWNER = "GFIM"
 COMBINES = ("ivw", "thesis", "phase2")
@@ -168,7 +165,7 @@ class GFIMResult:
 
 
 @dataclass(frozen=True)
-class GFIM:
+class GFIM(TimelineMiner):
     """GFIM configured once, run on any set-valued data.
 
     Parameters
@@ -209,33 +206,16 @@ class GFIM:
                 f"the candidates); got {self.params.k_max}."
             )
 
-    def run(
-        self,
-        data: SetData | Any,
-        rng: Any = None,
-        engine: str = "count-level",
-        n_items: int | None = None,
-    ) -> GFIMResult:
-        """Run over every timestamp of ``data`` (a SetData, LongitudinalSets or list).
-
-        Parameters
-        ----------
-        data : SetData, LongitudinalSets or sequence of SetData
-        rng : seed or numpy.random.Generator
-        engine : {"count-level", "per-user", "reports"}, default="count-level"
-            See :class:`longldp.apps.setvalued.oracle.FOInstance`; budgets of memoizing
-            chains are tracked by "per-user" and "reports".
-        n_items : int, optional
-            The public item domain; items outside it raise ``ValueError``.
-        """
-        gen = np.random.default_rng(rng)
-        run = GFIMRun(self, Timeline(data, n_items), engine, gen)
-        steps = [run.step(t, gen) for t in range(run.timeline.tau)]
-        return run.result(steps)
+    def start(self, timeline: Timeline, engine: str, rng: np.random.Generator) -> GFIMRun:
+        """Groups G1 and G2 drawn once (half each)."""
+        return GFIMRun(self, timeline, engine, rng)
 
 
-class GFIMRun:
-    """GFIM's state over timestamps: the fixed groups, the oracle instances and chains."""
+class GFIMRun(MinerRun):
+    """GFIM's state over timestamps: the fixed groups, their oracles and chains."""
+
+    owner = OWNER
+    dummies = "shared"
 
     def __init__(self, app: GFIM, timeline: Timeline, engine: str, rng: np.random.Generator):
         d, n, prm = timeline.d, timeline.n, app.params
@@ -249,7 +229,8 @@ class GFIMRun:
             )
         if n < 2:
             raise ValueError(f"{OWNER}: GFIM needs at least 2 users (two groups); got {n}.")
-        self.app, self.timeline, self.prm, self.engine = app, timeline, prm, engine
+        super().__init__(app, timeline, app.oracle, engine)
+        self.prm = prm
         if prm.ell is not None:
             self.ell, self.ell_rule = prm.ell, "given"
         else:
@@ -262,74 +243,32 @@ class GFIMRun:
         else:
             self.L2 = int(prm.phase2_pad)
         self.g1, self.g2 = split_groups(n, (0.5, 0.5), rng)
-        self.inst = {
-            "phase1": FOInstance("phase1", self.g1, engine),
-            "phase2": FOInstance("phase2", self.g2, engine),
-        }
-        self.spec = app.oracle
+        self.groups = {"G1": self.g1, "G2": self.g2}
+        self.add_groups({"phase1": self.g1, "phase2": self.g2}, {"phase1": d + 1, "phase2": d + 1})
+        # chains code items by global id, so their domain is time-stable
         self.codes = "global" if self.spec.longitudinal else prm.phase2_codes
-        if self.spec.longitudinal:
-            self.chains = {"phase1": self.spec.chain(d + 1), "phase2": self.spec.chain(d + 1)}
-
-    def _psfo(self, phase: str, d_real: int, L: int) -> PSFO:
-        if self.spec.longitudinal:
-            chain = self.chains[phase]
-            return OracleSpec.chain_psfo(chain, chain.k - 1, L)
-        assert self.spec.eps is not None
-        return oneshot_psfo(
-            d_real, L, self.spec.eps, self.spec.protocol, "shared", False, **self.spec.options
-        )
 
     def step(self, t: int, rng: np.random.Generator) -> tuple[TopK, dict, dict]:
         """Run timestamp t: (top-k, diagnostics, estimates)."""
         base, rows = self.timeline.rows(t)
         if base.nnz == 0:
             raise ValueError(f"{OWNER}: every set is empty at t = {t}; there is nothing to mine.")
-        d, n1, n2 = self.timeline.d, self.g1.size, self.g2.size
+        n1, n2 = self.g1.size, self.g2.size
         # Phase 1 (G1): sampling S-Hist over [d] with L = ℓ.
-        rows1 = rows[self.g1]
-        m1 = base.indptr[rows1 + 1] - base.indptr[rows1]
-        r1 = pad_and_sample(m1, self.ell, rng)
-        items1, _ = sample_one_item(base, rows1, r1)
-        psfo1 = self._psfo("phase1", d, self.ell)
-        support1 = self.inst["phase1"].collect(
-            psfo1.oracle, psfo1.encode(r1, m1, items1), rng, psfo1.eps
-        )
-        f1 = psfo1.estimate(support1, n1)
+        f1, psfo1 = self.report_items("phase1", base, rows[self.g1], self.ell, rng)
         # Candidates: the k_max largest f̂1, ties to the lower id.
-        cands = top_indices(f1, self.k_max)
+        cands = self.cands = top_indices(f1, self.k_max)
         # Phase 2 (G2): sampling S-Hist with L = L2 on S_u ∩ C.
-        member = np.zeros(d, dtype=bool)
-        member[cands] = True
-        index = MembershipIndex(base, member)
-        rows2 = rows[self.g2]
-        m2 = index.counts(rows2)
-        r2 = pad_and_sample(m2, self.L2, rng)
-        real = r2 < m2
-        items2 = index.pick(rows2[real], r2[real])
-        if self.codes == "rank":
-            rank = np.full(d, -1, dtype=np.int64)
-            rank[cands] = np.arange(cands.size)
-            psfo2, real_codes, of_cands = (
-                self._psfo("phase2", cands.size, self.L2),
-                rank[items2],
-                None,
-            )
-        else:
-            psfo2, real_codes, of_cands = self._psfo("phase2", d, self.L2), items2, cands
-        support2 = self.inst["phase2"].collect(
-            psfo2.oracle, psfo2.encode(r2, m2, real_codes), rng, psfo2.eps
-        )
-        est2 = psfo2.estimate(support2, n2)
-        f2 = est2 if of_cands is None else est2[of_cands]
+        coding = "rank" if self.codes == "rank" else "items"
+        f2, psfo2 = self.report_candidates("phase2", base, rows[self.g2], self.L2, coding, rng)
         # Combine on C, output.
         on_c, w = combine_estimates(f1[cands], f2, self.prm.combine, self.ell, self.L2, n1, n2)
         f_hat = f1.copy()
         f_hat[cands] = on_c
         if self.prm.output == "all":
-            out = top_indices(f_hat, self.app.k)
+            out = top_indices(f_hat, self.miner.k)
         else:
-            out = cands[top_indices(f_hat[cands], self.app.k)]
+            out = cands[top_indices(f_hat[cands], self.miner.k)]
         diag = {
             "t": t,
             "phase1": psfo1.describe(),
@@ -345,13 +284,9 @@ class GFIMRun:
     def params_record(self) -> dict[str, Any]:
         """Every setting of the run (JSON-friendly)."""
         return {
-            "app": OWNER,
-            "k": self.app.k,
+            **self.base_params(),
             "k_max": self.k_max,
-            "n": self.timeline.n,
             "n_groups": [int(self.g1.size), int(self.g2.size)],
-            "tau": self.timeline.tau,
-            "n_items": self.timeline.d,
             "oracle": self.spec.describe(),
             "gfim": asdict(self.prm),
             "ell": self.ell,
@@ -365,15 +300,6 @@ class GFIMRun:
             "ties": "candidates and output: larger estimate first, then lower id",
         }
 
-    def result(self, steps: list[tuple[TopK, dict, dict]]) -> GFIMResult:
-        mining = MiningResult(
-            app=OWNER,
-            target="items",
-            k=self.app.k,
-            topk=tuple(s[0] for s in steps),
-            diagnostics=tuple(s[1] for s in steps),
-            params=self.params_record(),
-            groups={"G1": self.g1, "G2": self.g2},
-            budget=population_budget(self.timeline.n, list(self.inst.values())),
-        )
-        return GFIMResult(mining, tuple(s[2] for s in steps))
+    def result(self, steps: list[tuple[Any, ...]]) -> GFIMResult:  # type: ignore[override]
+        """The mining result and every timestamp's estimates."""
+        return GFIMResult(super().result(steps), tuple(s[2] for s in steps))

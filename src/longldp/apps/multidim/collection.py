@@ -38,14 +38,13 @@ from longldp import _validate as check
 from longldp import metrics, privacy
 from longldp import postprocess as pp
 from longldp.protocols import FrequencyOracle, get_protocol_class, list_protocols
+from longldp.simulate import Population
 
 OWNER = "multidim"
 #: The three solutions of [004] §3 and §4.5.
 SOLUTIONS = ("SMP", "SPL", "ALLOMFREE")
 #: ALLOMFREE's candidates, in tie-breaking order ([004] §4.5: L-GRR when V*_L-GRR <= V*_L-OSUE).
 ALLOMFREE_CANDIDATES = ("L-GRR", "L-OSUE")
-#: Simulation engines (docs/design.md §4), as in :mod:`longldp.simulate`.
-ENGINES = ("per-user", "reports", "count-level")
 #: L-GRR calibration used by [004] (its eq. 13, the notebook's ``param_L_GRR``).
 PAPER_CALIBRATION = "paper"
 
@@ -246,12 +245,12 @@ class MultidimResult:
         n_j, the number of users who report attribute j.
     assignment : numpy.ndarray of int64, shape (n,), or None
         SMP/ALLOMFREE: the attribute each user reports, fixed for all timestamps. SPL: None.
-    reports : numpy.ndarray of int64, shape (n, d), or None
-        Reports each user sent per attribute (per-user engines; None for count-level).
+    reports : numpy.ndarray of int64, shape (n, d)
+        Reports each user sent per attribute (0 for an attribute she does not report).
     spent_by_attribute : numpy.ndarray of float64, shape (n, d), or None
         Per user and attribute, the ε bound min(t·ε1_j, m·ε∞_j) of docs/math.md §4 (ε1_j: the exact
         single-report ε of the attribute's protocol; m: its distinct memos). None for
-        count-level.
+        count-level, which draws no memo (:meth:`longldp.simulate.Population.budget_by_group`).
     """
 
     solution: str
@@ -261,7 +260,7 @@ class MultidimResult:
     reporter_truth: tuple[FloatArray, ...]
     reporters: NDArray[np.int64]
     assignment: NDArray[np.int64] | None
-    reports: NDArray[np.int64] | None
+    reports: NDArray[np.int64]
     spent_by_attribute: FloatArray | None
 
     @property
@@ -563,7 +562,7 @@ class MultidimCollection:
         gen = np.random.default_rng(rng)
         data = self._attribute_arrays(values)
         tau, n = data[0].shape
-        engine = check.choice(OWNER, "engine", engine, ENGINES)
+        population = Population(n, engine, OWNER)
         _check_postprocess(postprocess)
         assign = self._resolve_assignment(assignment, n, gen)
         groups = (
@@ -577,33 +576,14 @@ class MultidimCollection:
             sub = x if who is None else x[:, who]
             reporter_truth.append(np.stack([proto.true_frequencies(row) for row in sub]))
             estimates.append(np.empty((tau, proto.estimate_size)))
-        sizes = np.array([n if who is None else who.size for who in groups], dtype=np.int64)
-        memos = (
-            [p.new_memo(int(m)) for p, m in zip(self.protocols, sizes, strict=True)]
-            if engine != "count-level"
-            else None
-        )
-        for t in range(tau):
-            for j, proto in enumerate(self.protocols):
-                who = groups[j]
-                vals = data[j][t] if who is None else data[j][t, who]
-                nj = int(sizes[j])
-                if memos is None:
-                    support = proto.sample_support(np.bincount(vals, minlength=proto.k), nj, gen)
-                elif engine == "per-user":
-                    support = proto.perturb_support(vals, memos[j], gen)
-                else:
-                    support = proto.support_counts(proto.perturb(vals, memos[j], gen))
-                estimates[j][t] = proto.estimate(support, nj, postprocess)
-        reports = spent = None
-        if memos is not None:
-            reports = np.zeros((n, self.d), dtype=np.int64)
-            spent = np.zeros((n, self.d), dtype=np.float64)
-            for j, (proto, memo) in enumerate(zip(self.protocols, memos, strict=True)):
-                rows = slice(None) if groups[j] is None else groups[j]
-                budget = proto.spent_budget(memo)
-                reports[rows, j] = budget["reports"]
-                spent[rows, j] = budget["epsilon"]
+            population.group(proto, who, f"attribute {len(estimates) - 1}")
+        sizes = np.array([g.n for g in population.groups], dtype=np.int64)
+        for t in range(tau):  # timestamp after timestamp, attribute after attribute
+            at_t = [x[t] if who is None else x[t, who] for x, who in zip(data, groups, strict=True)]
+            supports = population.support(at_t, gen)
+            for j, (proto, support) in enumerate(zip(self.protocols, supports, strict=True)):
+                estimates[j][t] = proto.estimate(support, int(sizes[j]), postprocess)
+        spent = population.budget_by_group()
         return MultidimResult(
             solution=self.solution,
             protocols=self.protocols,
@@ -612,8 +592,8 @@ class MultidimCollection:
             reporter_truth=tuple(reporter_truth),
             reporters=sizes,
             assignment=assign,
-            reports=reports,
-            spent_by_attribute=spent,
+            reports=spent["reports"],  # type: ignore[arg-type]  # always counted
+            spent_by_attribute=spent["epsilon"],
         )
 
     # ------------------------------------------------------------------ validation helpers
@@ -805,6 +785,13 @@ def _resolve_eps_1(
     needed: bool,
     names: tuple[str, ...],
 ) -> float | None:
+    """ε1 of the collection from ``eps_1`` or ``alpha`` (not both, unless equal).
+
+    Not :meth:`longldp.privacy.Budget.parameters`: ε∞ and ε1 here are the budget of a user's
+    whole tuple, which SPL splits over the d attributes, so the total may exceed
+    ``privacy.EPS_MAX`` while every attribute's share is within it. Each attribute's protocol
+    gets its share through the one parser, in :func:`build_protocol`.
+    """
     if not needed:
         if eps_1 is not None or alpha is not None:
             raise ValueError(
@@ -844,7 +831,6 @@ def _check_postprocess(postprocess: Any) -> None:
 
 __all__ = [
     "ALLOMFREE_CANDIDATES",
-    "ENGINES",
     "PAPER_CALIBRATION",
     "SOLUTIONS",
     "MultidimCollection",

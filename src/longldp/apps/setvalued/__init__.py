@@ -2,7 +2,8 @@
 
 The front door is :mod:`.mining` (one call per study cell); see ``docs/setvalued.md``. Modules:
 :mod:`.psfo` (padding-and-sampling frequency oracles), :mod:`.oracle` (oracle choice and
-engines), :mod:`.svim`, :mod:`.svsm`, :mod:`.ldpminer`, :mod:`.metrics`, :mod:`.common`.
+budget), :mod:`.miner` (the timeline-miner base, also of GFIM and LDPMiner-SH), :mod:`.svim`,
+:mod:`.svsm`, :mod:`.ldpminer`, :mod:`.metrics`, :mod:`.common`.
 """
 
 from longldp.apps.setvalued.mining import *  # noqa: F403  (the package re-exports its front door)

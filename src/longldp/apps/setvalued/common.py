@@ -27,8 +27,6 @@ from longldp import _validate as check
 from longldp.data import LongitudinalSets, SetData
 
 OWNER = "setvalued"
-#: Simulation engines (design §4): count-level, per-user (memos, count-level round 2), reports.
-ENGINES = ("count-level", "per-user", "reports")
 #: Longitudinal policies for candidates and padding lengths (math §9.5).
 POLICIES = ("reestimate", "freeze")
 
@@ -431,7 +429,8 @@ class MiningResult:
     budget : dict of str to numpy.ndarray or None
         Per user over all timestamps: ``reports``, ``memos`` and ``epsilon`` (sequential
         composition over the user's instances; min(t·ε1, m·ε∞) per memoizing instance,
-        math §4). ``epsilon``/``memos`` are None for count-level longitudinal runs.
+        math §4; :meth:`longldp.simulate.Population.budget`). ``epsilon``/``memos`` are None
+        for count-level longitudinal runs, which draw no memo.
     items : MiningResult or None
         SVSM: the top-k items of its internal SVIM.
     """

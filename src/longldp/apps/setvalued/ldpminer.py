@@ -26,20 +26,9 @@ from typing import Any
 import numpy as np
 
 from longldp import _validate as check
-from longldp import postprocess as pp
-from longldp.apps.setvalued.common import (
-    IntArray,
-    MembershipIndex,
-    MiningResult,
-    Timeline,
-    TopK,
-    sample_one_item,
-    sticky_slots,
-    top_indices,
-)
-from longldp.apps.setvalued.oracle import FOInstance, OracleSpec, population_budget
-from longldp.apps.setvalued.psfo import ADAPTIVE, PSFO, oneshot_psfo, pad_and_sample
-from longldp.apps.setvalued.svim import DOMAINS, _pp_name, check_common
+from longldp.apps.setvalued.common import FloatArray, Timeline, TopK, top_indices
+from longldp.apps.setvalued.miner import DOMAINS, MinerConfig, MinerRun, postprocess_name
+from longldp.apps.setvalued.psfo import ADAPTIVE
 from longldp.data import SetData
 from longldp.protocols import get_protocol_class
 
@@ -101,45 +90,29 @@ def true_length_bound(data: SetData, q: float) -> int:
 
 
 @dataclass(frozen=True)
-class LDPMiner:
+class LDPMiner(MinerConfig):
     """The LDPMiner baseline (math §9.4) configured once, run on any data.
 
-    Parameters
-    ----------
-    k : int
-        Output size, 1 <= k <= item domain size.
-    oracle : OracleSpec
-        The *total* budget: each phase runs at half of it.
-    params : LDPMinerParams, optional
-    policy : {"reestimate", "freeze"}, default="reestimate"
-    postprocess : str, callable or None, default=None
+    The fields of :class:`~longldp.apps.setvalued.miner.MinerConfig` (``run``: see
+    :class:`~longldp.apps.setvalued.miner.TimelineMiner`), with 1 <= k <= the item domain size,
+    ``params`` an :class:`LDPMinerParams`, and ``oracle`` the *total* budget: each phase runs
+    at half of it.
     """
 
-    k: int
-    oracle: OracleSpec
+    owner = OWNER
+
     params: LDPMinerParams = field(default_factory=LDPMinerParams)
-    policy: str = "reestimate"
-    postprocess: str | pp.PostProcessor | None = None
 
-    def __post_init__(self) -> None:
-        check_common(self, OWNER)
-
-    def run(
-        self,
-        data: SetData | Any,
-        rng: Any = None,
-        engine: str = "count-level",
-        n_items: int | None = None,
-    ) -> MiningResult:
-        """Run over every timestamp of ``data``."""
-        gen = np.random.default_rng(rng)
-        run = LDPMinerRun(self, Timeline(data, n_items), engine)
-        steps = [run.step(t, gen) for t in range(run.timeline.tau)]
-        return run.result(steps)
+    def start(self, timeline: Timeline, engine: str, rng: np.random.Generator) -> LDPMinerRun:
+        """Every user reports in both phases: no groups to draw."""
+        return LDPMinerRun(self, timeline, engine)
 
 
-class LDPMinerRun:
-    """LDPMiner's state over timestamps."""
+class LDPMinerRun(MinerRun):
+    """LDPMiner's state over timestamps: two reporting groups of every user, one per phase."""
+
+    owner = OWNER
+    dummies = "shared"
 
     def __init__(self, miner: LDPMiner, timeline: Timeline, engine: str):
         d = timeline.d
@@ -147,117 +120,56 @@ class LDPMinerRun:
             raise ValueError(
                 f"{OWNER}: 'k' must be at most the item domain size {d}; got {miner.k}."
             )
-        self.miner, self.timeline, self.prm, self.engine = miner, timeline, miner.params, engine
-        self.half = miner.oracle.scaled(0.5)
+        # each phase runs at half the budget (sequential composition)
+        super().__init__(miner, timeline, miner.oracle.scaled(0.5), engine)
+        self.prm = miner.params
         self.n_c = min(self.prm.candidate_factor * miner.k, d)
         q = self.prm.L_percentile
         self.L = self.prm.L if self.prm.L is not None else true_length_bound(timeline.at(0), q)
         self.ell2 = self.n_c if self.prm.phase2_pad == "candidates" else self.L
-        users = np.arange(timeline.n, dtype=np.int64)
-        self.inst = {p: FOInstance(p, users, engine) for p in ("phase1", "phase2")}
-        if self.half.longitudinal:
-            size2 = d + 1 if self.prm.domain == "items" else self.n_c + 1
-            self.chains = {"phase1": self.half.chain(d + 1), "phase2": self.half.chain(size2)}
-        self.cands: IntArray = np.zeros(0, dtype=np.int64)
-        self.slots: list | None = None
+        self.groups = {"all": np.arange(timeline.n, dtype=np.int64)}
+        size2 = d + 1 if self.prm.domain == "items" else self.n_c + 1
+        self.add_groups({"phase1": None, "phase2": None}, {"phase1": d + 1, "phase2": size2})
+        self.coding = self.prm.domain if self.spec.longitudinal else "rank"
         #: The latest phase-1 estimates of every item and phase-2 estimates of ``cands``
         #: (what a caller needs to score the estimates of items outside the output).
-        self.f1: np.ndarray = np.zeros(d, dtype=np.float64)
-        self.f2: np.ndarray = np.zeros(0, dtype=np.float64)
+        self.f1: FloatArray = np.zeros(d, dtype=np.float64)
+        self.f2: FloatArray = np.zeros(0, dtype=np.float64)
 
-    def _fo(self, phase: str) -> str:
-        if self.half.protocol == ADAPTIVE:
-            return self.prm.fo_phase1 if phase == "phase1" else self.prm.fo_phase2
-        return self.half.protocol
-
-    def _psfo(self, phase: str, d: int, ell: int) -> PSFO:
-        if self.half.longitudinal:
-            chain = self.chains[phase]
-            return self.half.chain_psfo(chain, chain.k - 1, ell)
-        assert self.half.eps is not None
-        opts = self.half.options
-        return oneshot_psfo(d, ell, self.half.eps, self._fo(phase), "shared", False, **opts)
+    def fo_name(self, group: str) -> str:
+        """``"adaptive"`` stands for Qin's FOs: BLH in phase 1, SUE in phase 2."""
+        if self.spec.protocol == ADAPTIVE:
+            return self.prm.fo_phase1 if group == "phase1" else self.prm.fo_phase2
+        return self.spec.protocol
 
     def step(self, t: int, rng: np.random.Generator) -> tuple[TopK, dict[str, Any]]:
         """Run timestamp t."""
         base, rows = self.timeline.rows(t)
-        d, n = self.timeline.d, self.timeline.n
         diag: dict[str, Any] = {"t": t}
-        if self.miner.policy == "reestimate" or t == 0:
-            start = base.indptr[rows]
-            m = base.indptr[rows + 1] - start
-            r = pad_and_sample(m, self.L, rng)
-            items, _ = sample_one_item(base, rows, r)
-            psfo = self._psfo("phase1", d, self.L)
-            codes = psfo.encode(r, m, items)
-            support = self.inst["phase1"].collect(psfo.oracle, codes, rng, psfo.eps)
-            f1 = psfo.estimate(support, n, self.miner.postprocess)
-            self.cands = top_indices(f1, self.n_c, rng)
-            self.f1 = f1
+        if self.fresh(t):
+            self.f1, psfo = self.report_items("phase1", base, rows, self.L, rng)
+            self.cands = top_indices(self.f1, self.n_c, rng)
             diag["phase1"] = psfo.describe()
-        member = np.zeros(d, dtype=bool)
-        member[self.cands] = True
-        index = MembershipIndex(base, member)
-        m = index.counts(rows)
-        r = pad_and_sample(m, self.ell2, rng)
-        real = r < m
-        items = index.pick(rows[real], r[real])
-        reportable = None
-        if not self.half.longitudinal:
-            rank = np.full(d, -1, dtype=np.int64)
-            rank[self.cands] = np.arange(self.n_c)
-            psfo, code_of, real_codes = self._psfo("phase2", self.n_c, self.ell2), None, rank[items]
-            code_of = np.arange(self.n_c)
-        elif self.prm.domain == "items":
-            psfo, code_of, real_codes = self._psfo("phase2", d, self.ell2), self.cands, items
-            reportable = np.append(self.cands, d)
-        else:
-            self.slots = sticky_slots(self.slots, self.cands.tolist(), self.n_c)
-            slot_of = np.full(d, -1, dtype=np.int64)
-            for s, x in enumerate(self.slots):  # <= 2k slots, not users
-                if x is not None:
-                    slot_of[x] = s
-            psfo, code_of, real_codes = (
-                self._psfo("phase2", self.n_c, self.ell2),
-                slot_of[self.cands],
-                slot_of[items],
-            )
-        codes = psfo.encode(r, m, real_codes)
-        support = self.inst["phase2"].collect(psfo.oracle, codes, rng, psfo.eps)
-        est = psfo.estimate(support, n, self.miner.postprocess, reportable)[code_of]
-        self.f2 = est
-        order = top_indices(est, self.miner.k)
+        self.f2, psfo = self.report_candidates("phase2", base, rows, self.ell2, self.coding, rng)
+        order = top_indices(self.f2, self.miner.k)
         diag.update(phase2=psfo.describe(), n_candidates=int(self.n_c), L=self.L, ell2=self.ell2)
-        return TopK(tuple((int(x),) for x in self.cands[order]), est[order]), diag
+        return TopK(tuple((int(x),) for x in self.cands[order]), self.f2[order]), diag
 
-    def result(self, steps: list[tuple[TopK, dict]]) -> MiningResult:
-        params = {
-            "app": OWNER,
-            "k": self.miner.k,
-            "n": self.timeline.n,
-            "tau": self.timeline.tau,
-            "n_items": self.timeline.d,
+    def params_record(self) -> dict[str, Any]:
+        """Every setting of the run."""
+        return {
+            **self.base_params(),
             "n_candidates": self.n_c,
             "oracle": self.miner.oracle.describe(),
-            "per_phase_oracle": self.half.describe(),
-            "fo_phase1": self._fo("phase1"),
-            "fo_phase2": self._fo("phase2"),
+            "per_phase_oracle": self.spec.describe(),
+            "fo_phase1": self.fo_name("phase1"),
+            "fo_phase2": self.fo_name("phase2"),
             "ldpminer": asdict(self.prm),
             "L": self.L,
             "L_rule": "given" if self.prm.L is not None else "true-length percentile (non-private)",
             "policy": self.miner.policy,
-            "postprocess": _pp_name(self.miner.postprocess),
+            "postprocess": postprocess_name(self.postprocess),
             "engine": self.engine,
-            "dummies": "shared" + (", memoized" if self.half.longitudinal else ""),
+            "dummies": "shared" + (", memoized" if self.spec.longitudinal else ""),
             "ties": "larger estimate first; candidates: random; output: candidate order",
         }
-        return MiningResult(
-            app=OWNER,
-            target="items",
-            k=self.miner.k,
-            topk=tuple(s[0] for s in steps),
-            diagnostics=tuple(s[1] for s in steps),
-            params=params,
-            groups={"all": np.arange(self.timeline.n, dtype=np.int64)},
-            budget=population_budget(self.timeline.n, list(self.inst.values())),
-        )

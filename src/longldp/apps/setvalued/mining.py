@@ -12,7 +12,8 @@ Compute ``truth = setvalued_truth(data)`` once per dataset and pass it to every 
 shared by all timestamps of a `LongitudinalSets` (whole sets are permuted, so it is exact).
 
 Modules: :mod:`~longldp.apps.setvalued.psfo` (PSFO), :mod:`~longldp.apps.setvalued.oracle`
-(oracle choice, engines), :mod:`~longldp.apps.setvalued.svim`,
+(oracle choice), :mod:`~longldp.apps.setvalued.miner` (the miners' base, over a
+:class:`longldp.simulate.Population`), :mod:`~longldp.apps.setvalued.svim`,
 :mod:`~longldp.apps.setvalued.svsm`, :mod:`~longldp.apps.setvalued.ldpminer`,
 :mod:`~longldp.apps.setvalued.metrics`, :mod:`~longldp.apps.setvalued.common`. Design and
 sources: ``docs/setvalued.md`` and ``docs/math.md`` §9.
@@ -25,7 +26,7 @@ from typing import Any
 
 from longldp import _validate as check
 from longldp import postprocess as pp
-from longldp.apps.setvalued.common import ENGINES, POLICIES, MiningResult, Timeline, TopK
+from longldp.apps.setvalued.common import POLICIES, MiningResult, Timeline, TopK
 from longldp.apps.setvalued.ldpminer import LDPMiner, LDPMinerParams
 from longldp.apps.setvalued.metrics import (
     MSE_READINGS,
@@ -177,7 +178,6 @@ def mine(
 
 __all__ = [
     "APPS",
-    "ENGINES",
     "MSE_READINGS",
     "POLICIES",
     "PSFO",

@@ -1,4 +1,4 @@
-"""Which frequency oracle the set-valued apps use, and how one oracle instance collects.
+"""Which frequency oracle the set-valued apps use, and with which budget.
 
 :class:`OracleSpec` names the oracle and its budget once for a whole app:
 
@@ -9,15 +9,11 @@
   instance keeps *one* protocol object over a time-stable domain with one shared dummy, and
   no amplification (math §9.5).
 
-:class:`FOInstance` is one oracle instance: a fixed group of users feeding one protocol. Engines
-(docs/design.md §4):
-
-- ``"count-level"``: the group's histogram of FO inputs (computed exactly, see the apps) goes
-  to ``sample_support``: exact per timestamp, no memo correlation across timestamps;
-- ``"per-user"``: ``perturb_support`` with the instance's memo: round 1 per (user, value),
-  memoized across timestamps; round 2 at count level from the memos (exact jointly over time,
-  up to the LOLOHA caveat of docs/design.md §4);
-- ``"reports"``: ``perturb`` then ``support_counts``: the real client and server path.
+An oracle instance is a fixed group of users feeding one protocol: a
+:class:`longldp.simulate.ReportingGroup` of the miner's population, which runs the engines
+(docs/design.md §4; :mod:`longldp.apps.setvalued.miner`). A longitudinal group keeps one chain
+and its memos for good; a one-shot group is given the PSFO of the current timestamp at every
+report and spends the ε that PSFO claims.
 """
 
 from __future__ import annotations
@@ -25,12 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-from numpy.typing import NDArray
-
-from longldp import _validate as check
 from longldp import privacy
-from longldp.apps.setvalued.common import ENGINES, OWNER, IntArray
+from longldp.apps.setvalued.common import OWNER
 from longldp.apps.setvalued.psfo import (
     ADAPTIVE,
     PSFO,
@@ -87,10 +79,7 @@ class OracleSpec:
     def budget_parameters(self) -> dict[str, float]:
         """The protocol's budget parameters, by the one parser :class:`longldp.privacy.Budget`
         (adaptive: a one-shot ``eps``); ``ValueError`` for a budget of the wrong form."""
-        if self.protocol == ADAPTIVE:
-            return self.budget.parameters(f"{OWNER}: {ADAPTIVE}", ("eps",))
-        cls = get_protocol_class(self.protocol)
-        return self.budget.parameters(f"{OWNER}: {cls.name}", cls.budget_params, cls.budget_note)
+        return _parse_budget(self.protocol, self.budget)
 
     def scaled(self, factor: float) -> OracleSpec:
         """The same oracle with every budget multiplied by ``factor`` (LDPMiner: 1/2)."""
@@ -145,92 +134,19 @@ def make_spec(
     alpha: float | None = None,
     **options: Any,
 ) -> OracleSpec:
-    """An :class:`OracleSpec`; ``alpha`` gives ε1 = α·ε∞ (0 < α < 1) instead of ``eps_1``."""
+    """An :class:`OracleSpec`; ``alpha`` gives ε1 = α·ε∞ (0 < α < 1) instead of ``eps_1``
+    (by the one budget parser, :class:`longldp.privacy.Budget`)."""
     if alpha is not None:
-        if eps_1 is not None:
-            raise ValueError(f"{OWNER}: give 'eps_1' or 'alpha', not both.")
-        a = check.positive_float(OWNER, "alpha", alpha, upper=1.0)
-        eps_perm_f = check.positive_float(OWNER, "eps_perm", eps_perm)
-        eps_1 = a * eps_perm_f
+        budget = privacy.Budget(eps=eps, eps_perm=eps_perm, eps_1=eps_1, alpha=alpha)
+        eps_1 = _parse_budget(protocol, budget).get("eps_1")
     return OracleSpec(protocol, eps, eps_perm, eps_1, options)
 
 
-class FOInstance:
-    """One oracle instance: a fixed group of users reporting through one protocol.
-
-    Longitudinal instances must be given the same protocol object at every call (one
-    time-stable domain); the memo then holds one entry per (user, memo key) across timestamps.
-    """
-
-    def __init__(self, label: str, users: IntArray, engine: str):
-        self.label = label
-        self.users = users
-        self.engine = check.choice(OWNER, "engine", engine, ENGINES)
-        self.proto: FrequencyOracle | None = None
-        self.memo: Any = None
-        self.reports = np.zeros(users.size, dtype=np.int64)
-        self.oneshot_eps = np.zeros(users.size, dtype=np.float64)
-
-    @property
-    def n(self) -> int:
-        return int(self.users.size)
-
-    def collect(
-        self, oracle: FrequencyOracle, codes: IntArray, rng: np.random.Generator, eps: float | None
-    ) -> NDArray:
-        """Support counts of one timestamp: every user of the group reports ``codes[i]``.
-
-        ``eps`` is the per-report guarantee of a one-shot PSFO (ε, below an amplified GRR's
-        own ε'); it is added to each user's spent budget.
-        """
-        if codes.shape != (self.n,):
-            raise AssertionError(f"{self.label}: {codes.shape} codes for {self.n} users")
-        self.reports += 1
-        if not oracle.longitudinal:
-            self.oneshot_eps += oracle.eps if eps is None else eps
-            if self.engine == "count-level":
-                return oracle.sample_support(np.bincount(codes, minlength=oracle.k), self.n, rng)
-            if self.engine == "per-user":
-                return oracle.perturb_support(codes, oracle.new_memo(self.n), rng)
-            return oracle.support_counts(oracle.perturb(codes, None, rng))
-        if self.proto is None:
-            self.proto = oracle
-        elif self.proto != oracle:
-            raise AssertionError(f"{self.label}: a longitudinal instance changed its protocol")
-        if self.engine == "count-level":
-            return oracle.sample_support(np.bincount(codes, minlength=oracle.k), self.n, rng)
-        if self.memo is None:
-            self.memo = oracle.new_memo(self.n)
-        if self.engine == "per-user":
-            return oracle.perturb_support(codes, self.memo, rng)
-        return oracle.support_counts(oracle.perturb(codes, self.memo, rng))
-
-    def budget(self) -> dict[str, NDArray | None]:
-        """Per group user: reports, memos (None if not tracked) and spent ε (None if unknown)."""
-        if self.proto is None:
-            return {
-                "reports": self.reports,
-                "memos": np.zeros(self.n, dtype=np.int64),
-                "epsilon": self.oneshot_eps,
-            }
-        if self.memo is None:
-            return {"reports": self.reports, "memos": None, "epsilon": None}
-        spent = self.proto.spent_budget(self.memo)
-        return {"reports": self.reports, "memos": spent["memos"], "epsilon": spent["epsilon"]}
-
-
-def population_budget(n: int, instances: list[FOInstance]) -> dict[str, NDArray | None]:
-    """Per-user totals over instances (sequential composition for users in several)."""
-    out: dict[str, NDArray | None] = {
-        "reports": np.zeros(n, dtype=np.int64),
-        "memos": np.zeros(n, dtype=np.int64),
-        "epsilon": np.zeros(n, dtype=np.float64),
-    }
-    for inst in instances:
-        part = inst.budget()
-        for key, arr in part.items():
-            if arr is None or out[key] is None:
-                out[key] = None
-                continue
-            out[key][inst.users] += arr  # type: ignore[index]  # users are distinct
-    return out
+def _parse_budget(protocol: str, budget: privacy.Budget) -> dict[str, float]:
+    """The budget parameters of oracle ``protocol`` by the one parser
+    :class:`longldp.privacy.Budget` (adaptive: a one-shot ``eps``); ``ValueError`` for a
+    budget of the wrong form."""
+    if isinstance(protocol, str) and protocol.strip().lower() == ADAPTIVE:
+        return budget.parameters(f"{OWNER}: {ADAPTIVE}", ("eps",))
+    cls = get_protocol_class(protocol)
+    return budget.parameters(f"{OWNER}: {cls.name}", cls.budget_params, cls.budget_note)

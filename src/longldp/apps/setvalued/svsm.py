@@ -23,6 +23,7 @@ References: WLJ's SVSM as reconstructed in docs/math.md §9.3, §9.5, §9.8.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -30,7 +31,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
-from longldp import postprocess as pp
 from longldp.apps.setvalued.common import (
     ContainmentIndex,
     FloatArray,
@@ -42,10 +42,9 @@ from longldp.apps.setvalued.common import (
     split_groups,
     sticky_slots,
 )
-from longldp.apps.setvalued.oracle import FOInstance, OracleSpec, population_budget
-from longldp.apps.setvalued.psfo import pad_and_sample, percentile_length, truncation_factor
-from longldp.apps.setvalued.svim import SVIM, SVIMParams, SVIMRun, _pp_name, check_common
-from longldp.data import SetData
+from longldp.apps.setvalued.miner import MinerConfig, MinerRun, postprocess_name
+from longldp.apps.setvalued.psfo import pad_and_sample
+from longldp.apps.setvalued.svim import SVIM, SVIMParams, SVIMRun
 
 OWNER = "SVSM"
 
@@ -214,45 +213,31 @@ class SVSMParams:
 
 
 @dataclass(frozen=True)
-class SVSM:
+class SVSM(MinerConfig):
     """SVSM (WLJ; math §9.3, §9.5) configured once, run on any data.
 
-    Parameters
-    ----------
-    k : int
-        Output size: 2 <= k <= 2^d − 1 for d items. The internal SVIM uses min(k, d).
-    oracle : OracleSpec
-    params : SVSMParams, optional
-    policy : {"reestimate", "freeze"}, default="reestimate"
-    postprocess : str, callable or None, default=None
+    The fields of :class:`~longldp.apps.setvalued.miner.MinerConfig` (``run``: see
+    :class:`~longldp.apps.setvalued.miner.TimelineMiner`; the result's ``items`` is the
+    internal SVIM's result), with 2 <= k <= 2^d − 1 for d items (the internal SVIM uses
+    min(k, d)) and ``params`` an :class:`SVSMParams`.
     """
 
-    k: int
-    oracle: OracleSpec
+    owner = OWNER
+    min_k = 2
+
     params: SVSMParams = field(default_factory=SVSMParams)
-    policy: str = "reestimate"
-    postprocess: str | pp.PostProcessor | None = None
 
-    def __post_init__(self) -> None:
-        check_common(self, OWNER, min_k=2)
-
-    def run(
-        self,
-        data: SetData | Any,
-        rng: Any = None,
-        engine: str = "count-level",
-        n_items: int | None = None,
-    ) -> MiningResult:
-        """Run over every timestamp; the result's ``items`` is the internal SVIM's result."""
-        gen = np.random.default_rng(rng)
-        timeline = Timeline(data, n_items)
-        run = SVSMRun(self, timeline, split_groups(timeline.n, self.params.shares(), gen), engine)
-        steps = [run.step(t, gen) for t in range(timeline.tau)]
-        return run.result(steps)
+    def start(self, timeline: Timeline, engine: str, rng: np.random.Generator) -> SVSMRun:
+        """Groups G1-G3 (SVIM) and G4/G5 drawn once (math §9.3)."""
+        return SVSMRun(self, timeline, split_groups(timeline.n, self.params.shares(), rng), engine)
 
 
-class SVSMRun:
-    """SVSM's state over timestamps (it owns an :class:`SVIMRun` on G1-G3)."""
+class SVSMRun(MinerRun):
+    """SVSM's state over timestamps; it owns an :class:`SVIMRun` on G1-G3 of the same
+    population (one spent budget over the five groups)."""
+
+    owner = OWNER
+    target = "itemsets"
 
     def __init__(self, svsm: SVSM, timeline: Timeline, groups: list[IntArray], engine: str):
         d = timeline.d
@@ -262,120 +247,89 @@ class SVSMRun:
                 f"{d} items ({max_itemsets(d) + d}), and at least 2 items are needed; got "
                 f"k = {svsm.k}."
             )
-        self.svsm, self.timeline, self.spec, self.prm = svsm, timeline, svsm.oracle, svsm.params
+        super().__init__(svsm, timeline, svsm.oracle, engine)
+        self.prm = svsm.params
         self.k_items = min(svsm.k, d)
         svim = SVIM(self.k_items, svsm.oracle, self.prm.svim, svsm.policy, svsm.postprocess)
-        self.svim = SVIMRun(svim, timeline, groups[:3], engine)
+        self.svim = SVIMRun(svim, timeline, groups[:3], engine, self.population)
         self.groups = {"G4": groups[3], "G5": groups[4]}
-        self.inst = {name: FOInstance(name, users, engine) for name, users in self.groups.items()}
         self.n_is = min(self.prm.itemset_factor * svsm.k, max_itemsets(self.k_items))
-        self.engine = engine
-        if self.spec.longitudinal:
-            self.chains = {
-                "G4": self.spec.chain(self.n_is + 1),
-                "G5": self.spec.chain(self.n_is + 1),
-            }
-        self.cands: list[tuple[int, ...]] = []
-        self.slots: list | None = None
-        self.ell, self.u = 1, 1.0
-        self.theta: FloatArray = np.zeros(0)
+        self.add_groups(self.groups, {"G4": self.n_is + 1, "G5": self.n_is + 1})
+        self.itemsets: list[tuple[int, ...]] = []
 
     def step(self, t: int, rng: np.random.Generator) -> tuple[TopK, dict, TopK, dict]:
         """Timestamp t: (itemset top-k, diagnostics, SVIM's item top-k, its diagnostics)."""
         items_top, items_diag = self.svim.step(t, rng)
         base, rows = self.timeline.rows(t)
-        fresh = self.svsm.policy == "reestimate" or t == 0
+        fresh = self.fresh(t)
         diag: dict[str, Any] = {"t": t}
         if fresh:
-            self.cands, _ = candidate_itemsets(
+            self.itemsets, _ = candidate_itemsets(
                 items_top.items,
                 items_top.freqs,
                 self.n_is,
-                self.prm.keep_factor * self.svsm.k,
+                self.prm.keep_factor * self.miner.k,
                 self.prm.score_scale,
             )
         users4, users5 = rows[self.groups["G4"]], rows[self.groups["G5"]]
         n4 = users4.size if fresh else 0
         within = self.svim.membership(base)  # every item of IS is one of SVIM's candidates
-        index = ContainmentIndex(base, np.concatenate([users4[:n4], users5]), self.cands, within)
+        users = np.concatenate([users4[:n4], users5])
+        index = ContainmentIndex(base, users, self.itemsets, within)
         if fresh:
-            diag["phase4"] = self._length(index.counts(slice(0, n4)), rng)
+            lengths = index.counts(slice(0, n4))
+            diag["phase4"] = self.estimate_length("G4", lengths, self.n_is + 1, rng)
         m = index.counts(slice(n4, None))
         r = pad_and_sample(m, self.ell, rng)
         real = np.flatnonzero(r < m)
         picked = index.pick(n4 + real, r[real])
-        if self.spec.longitudinal:
-            self.slots = sticky_slots(self.slots, self.cands, self.n_is)
+        if self.spec.longitudinal:  # an itemset keeps its slot (and memo) while a candidate
+            self.slots = sticky_slots(self.slots, self.itemsets, self.n_is)
             slot = {key: s for s, key in enumerate(self.slots) if key is not None}
-            code_of = np.array([slot[c] for c in self.cands], dtype=np.int64)
-            psfo = self.spec.chain_psfo(self.chains["G5"], self.n_is, self.ell)
+            code_of = np.array([slot[c] for c in self.itemsets], dtype=np.int64)
         else:
-            code_of = np.arange(len(self.cands), dtype=np.int64)
-            psfo = self.spec.psfo(len(self.cands), self.ell)
+            code_of = np.arange(len(self.itemsets), dtype=np.int64)
+        psfo = self.psfo("G5", len(self.itemsets), self.ell)
         codes = psfo.encode(r, m, code_of[picked])
-        support = self.inst["G5"].collect(psfo.oracle, codes, rng, psfo.eps)
-        est = psfo.estimate(support, users5.size, self.svsm.postprocess)
+        support = self.inst["G5"].support(codes, rng, psfo.oracle, psfo.eps)
+        est = psfo.estimate(support, users5.size, self.postprocess)
         f_sets = self.u * est[code_of]
-        keys = list(items_top.keys) + self.cands
+        keys = list(items_top.keys) + self.itemsets
         freqs = np.concatenate([items_top.freqs, f_sets])
-        order = np.lexsort((np.arange(len(keys)), -freqs))[: self.svsm.k]
+        order = np.lexsort((np.arange(len(keys)), -freqs))[: self.miner.k]
         diag.update(
             phase5=psfo.describe(),
             ell=self.ell,
             correction=self.u,
-            n_candidates=len(self.cands),
-            candidates=[list(c) for c in self.cands],
+            n_candidates=len(self.itemsets),
+            candidates=[list(c) for c in self.itemsets],
             theta=self.theta.tolist(),
         )
         top = TopK(tuple(keys[i] for i in order), freqs[order])
         return top, diag, items_top, items_diag
 
-    def _length(self, lengths: IntArray, rng: np.random.Generator) -> dict:
-        size = self.n_is + 1
-        oracle = self.chains["G4"] if self.spec.longitudinal else self.spec.plain(size)
-        support = self.inst["G4"].collect(oracle, lengths, rng, self.spec.eps)
-        theta = oracle.estimate(support, lengths.size, self.svsm.postprocess)
-        self.theta = np.clip(theta, 0.0, None)
-        self.ell = percentile_length(self.theta, self.prm.percentile, self.prm.length_cap)
-        self.u = truncation_factor(self.theta, self.ell)
-        return {"fo": oracle.name, "fo_domain": oracle.k}
-
-    def result(self, steps: list[tuple[TopK, dict, TopK, dict]]) -> MiningResult:
-        instances = list(self.svim.inst.values()) + list(self.inst.values())
-        budget = population_budget(self.timeline.n, instances)
-        items = self.svim.result([(s[2], s[3]) for s in steps])
+    def params_record(self) -> dict[str, Any]:
+        """Every setting of the run (group sizes of all five groups)."""
         groups = {**self.svim.groups, **self.groups}
-        params = {
-            "app": OWNER,
-            "k": self.svsm.k,
+        return {
+            **self.base_params(),
             "k_items": self.k_items,
-            "n": self.timeline.n,
-            "tau": self.timeline.tau,
-            "n_items": self.timeline.d,
             "n_itemset_candidates": self.n_is,
             "oracle": self.spec.describe(),
             "svsm": self.prm.describe(),
-            "policy": self.svsm.policy,
-            "postprocess": _pp_name(self.svsm.postprocess),
+            "policy": self.miner.policy,
+            "postprocess": postprocess_name(self.postprocess),
             "engine": self.engine,
             "dummies": "shared, memoized" if self.spec.longitudinal else "distinct",
             "itemset_domain": "sticky slots" if self.spec.longitudinal else "IS",
             "group_sizes": {name: int(g.size) for name, g in groups.items()},
             "ties": "larger estimate first, then singletons (SVIM order), then itemsets (IS order)",
         }
-        items_params = {
-            **items.params,
-            "group_sizes": {k: int(v.size) for k, v in self.svim.groups.items()},
-        }
-        items = MiningResult(**{**items.__dict__, "params": items_params, "budget": budget})
-        return MiningResult(
-            app=OWNER,
-            target="itemsets",
-            k=self.svsm.k,
-            topk=tuple(s[0] for s in steps),
-            diagnostics=tuple(s[1] for s in steps),
-            params=params,
-            groups=groups,
-            budget=budget,
-            items=items,
-        )
+
+    def result(self, steps: list[tuple[Any, ...]]) -> MiningResult:
+        """The itemsets' result, with SVIM's as ``items`` (both carry the budget of all five
+        groups) and the groups of both."""
+        items = self.svim.result([(s[2], s[3]) for s in steps])
+        mining = super().result(steps)
+        groups = {**self.svim.groups, **self.groups}
+        return dataclasses.replace(mining, groups=groups, items=items)

@@ -13,9 +13,10 @@ A kind is one small module that defines a module-level ``KIND = StudyKind(...)``
 - ``plot`` / ``linear_metrics``: how ``longldp plot`` draws it (the layout of
   `longldp.experiments.plot.plot_results`, and more metrics on linear axes: `plot_study`).
 
-What the kinds share (the contract `Cell`/`StudyKind`, common keys, protocol entries, grid
-expansion and seeding, data over τ, skipped and post-processed rows, Arrow columns) is in
-`longldp.experiments.kinds.base`, so each kind is a short module. The kinds import neither this
+What the kinds share is written once, one module per concern: `contract` (`Cell`, `StudyKind`,
+`StudyLike`), `keys` (common keys and protocol entries), `grid` (grid expansion and seeding) and
+`rows` (data over τ, skipped and post-processed rows, Arrow columns); `base` re-exports them
+all, so each kind is a short module over ``base``. The kinds import neither this
 package's callers nor `longldp.experiments.config` (which imports them).
 
 Built-in kinds are imported lazily from `BUILTIN_KINDS` (name -> module); other code can add
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 import importlib
 
-from longldp.experiments.kinds.base import Cell, StudyKind
+from longldp.experiments.kinds.contract import Cell, StudyKind
 
 __all__ = [
     "BUILTIN_KINDS",

@@ -84,6 +84,7 @@ from longldp.experiments import _schema as sc
 from longldp.experiments import seeding
 from longldp.experiments.kinds import base
 from longldp.experiments.kinds.base import Cell, GridSpec, ProtocolEntry, StudyKind
+from longldp.simulate import ENGINES
 
 __all__ = [
     "ASSIGNMENT",
@@ -165,7 +166,7 @@ class FelipStudySpec(GridSpec):
 
 KEYS: tuple[sc.Key, ...] = (
     base.tau_key(1),
-    base.engine_key(fe.ENGINES, "count-level"),
+    base.engine_key(ENGINES, "count-level"),
     sc.Key("calibration", sc.choice(_CALIBRATIONS), default="exact"),
     base.EPS_PERM,
     base.alpha_key(default=(0.1,)),

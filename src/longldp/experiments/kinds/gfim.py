@@ -62,12 +62,12 @@ from longldp.experiments import _schema as sc
 from longldp.experiments import seeding
 from longldp.experiments.kinds import base
 from longldp.experiments.kinds.base import Cell, GridSpec, StudyKind
+from longldp.simulate import ENGINES
 
 __all__ = ["KIND", "GFIMDatasetSpec", "GFIMMethodSpec", "GFIMStudySpec", "run_cell"]
 
 SOURCES = ("laplace", "normal", "census-income")
 APPS = ("gfim", "ldpminer-sh")
-ENGINES = ("count-level", "per-user", "reports")
 
 
 @dataclass(frozen=True)
@@ -209,7 +209,7 @@ def _build(method: dict[str, Any], k: int, k_max_factor: int, eps: float, alpha:
     opts = dict(method["options"])
     if method["longitudinal"]:
         assert alpha is not None
-        oracle = OracleSpec(method["protocol"], eps_perm=eps, eps_1=alpha * eps)
+        oracle = OracleSpec(method["protocol"], eps_perm=eps, eps_1=base.eps_1_at(eps, alpha))
     else:
         oracle = OracleSpec(method["protocol"], eps=eps)
     if method["app"] == "gfim":
@@ -234,7 +234,7 @@ def cells(study: Any) -> list[Cell]:
             "k_max_factor": spec.k_max_factor,
             "eps_perm": eps,
             "alpha": alpha,
-            "eps_1": None if alpha is None else alpha * eps,
+            "eps_1": base.eps_1_at(eps, alpha),
             "rep": v["rep"],
             "engine": spec.engine,
         }

@@ -73,6 +73,7 @@ from longldp.experiments import seeding
 from longldp.experiments.datasets import parse_dataset
 from longldp.experiments.kinds import base
 from longldp.experiments.kinds.base import Cell, GridSpec, StudyKind
+from longldp.simulate import ENGINES
 
 __all__ = [
     "ASSIGNMENT",
@@ -243,7 +244,7 @@ class MultidimSpec(GridSpec):
 
 KEYS: tuple[sc.Key, ...] = (
     base.tau_key(1),
-    base.engine_key(md.ENGINES, "per-user"),
+    base.engine_key(ENGINES, "per-user"),
     sc.Key("calibration", sc.choice(privacy.LGRR_CALIBRATIONS), default=md.PAPER_CALIBRATION),
     base.EPS_PERM,
     base.alpha_key(required=True),
@@ -380,7 +381,7 @@ def cells(study: Any) -> list[Cell]:
             "solution": sol.as_json(),
             "eps_perm": eps,
             "alpha": alpha,
-            "eps_1": None if alpha is None else alpha * eps,
+            "eps_1": base.eps_1_at(eps, alpha),
             "rep": r,
             "engine": spec.engine,
             "postprocess": list(spec.postprocess),

@@ -74,6 +74,7 @@ from longldp.experiments import _schema as sc
 from longldp.experiments import seeding
 from longldp.experiments.kinds import base
 from longldp.experiments.kinds.base import Cell, GridSpec, ProtocolEntry, StudyKind
+from longldp.simulate import ENGINES
 
 __all__ = [
     "KIND",
@@ -153,7 +154,7 @@ def _boolean(where: str, name: str, value: Any) -> bool:
 
 KEYS: tuple[sc.Key, ...] = (
     base.tau_key(),
-    base.engine_key(sv.ENGINES, "count-level"),
+    base.engine_key(ENGINES, "count-level"),
     sc.Key("apps", sc.string_list(APP_NAMES), required=True),
     sc.Key("k", sc.integer(1), default=64),
     base.EPS_PERM,
@@ -266,7 +267,7 @@ def cells(study: Any) -> list[Cell]:
 
     def params(v: Any, at: Any) -> dict[str, Any]:
         proto, app, eps, alpha = v["protocol"], v["app"], v["eps_perm"], v["alpha"]
-        eps_1 = None if alpha is None else alpha * eps
+        eps_1 = base.eps_1_at(eps, alpha)
         point = (app, at["protocol"], at["eps_perm"], at["alpha"])
         return {
             "dataset": v["dataset"].as_json(),

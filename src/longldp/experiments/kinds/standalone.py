@@ -99,7 +99,7 @@ def cells(study: Any) -> list[Cell]:
     def params(v: Any, at: Any) -> dict[str, Any]:
         d, a, proto, k = at["dataset"], at["attribute"], v["protocol"], v["attribute"][1]
         eps, alpha = v["eps_perm"], v["alpha"]
-        eps_1 = None if alpha is None else alpha * eps
+        eps_1 = base.eps_1_at(eps, alpha)
         # what a cell depends on: not the other attributes of its dataset
         skip = ("attributes", "domain_sizes")
         return {

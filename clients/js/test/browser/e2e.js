@@ -1,0 +1,70 @@
+// Simulated devices in one page (tests/test_js_client.py drives it in headless chromium): each
+// device has its own IndexedDB-backed state and non-extractable secret, reports through
+// DeviceClient and uploads through Uploader to the page's origin (which proxies /v1/ to a real
+// `longldp serve`).
+import { DeviceClient, IndexedDBStore, Uploader } from "../../src/index.js";
+
+const stores = new Map();
+const store = (i) => {
+  if (!stores.has(i)) stores.set(i, new IndexedDBStore("longldp-e2e", `device-${i}`));
+  return stores.get(i);
+};
+
+/** Run fn(i) for i < n, `width` at a time. */
+async function pool(n, width, fn) {
+  const out = new Array(n);
+  let next = 0;
+  await Promise.all(Array.from({ length: width }, async () => {
+    while (next < n) {
+      const i = next++;
+      out[i] = await fn(i);
+    }
+  }));
+  return out;
+}
+
+const show = (m) => (typeof m === "number" ? String(m) : Array.from(m).join(""));
+
+/** Every device i reports values[i][e] at epoch e (in order), then flushes its queue. */
+export async function report({ spec, collection, token, values, width = 8 }) {
+  const results = await pool(values.length, width, async (i) => {
+    const c = await DeviceClient.open({ store: store(i), spec, collection });
+    for (const [e, v] of values[i].entries()) await c.report(v, e);
+    const up = new Uploader({ baseUrl: location.origin, collection, token, maxAttempts: 20, baseDelay: 0.05, maxDelay: 2 });
+    return up.flush(c);
+  });
+  const sum = (key) => results.reduce((s, r) => s + r[key], 0);
+  return { acknowledged: sum("acknowledged"), remaining: sum("remaining"), dropped: sum("dropped"), attempts: sum("attempts") };
+}
+
+/** Each device's memo of every value and its spent budget, from the stored state. */
+export async function snapshot({ n, k, spec, collection, width = 8 }) {
+  return pool(n, width, async (i) => {
+    const c = await DeviceClient.open({ store: store(i), spec, collection });
+    const memos = [];
+    for (let v = 0; v < k; v++) memos.push(show(await c.memo(v)));
+    return { memos, budget: c.spentBudget, queue: c.queue.length };
+  });
+}
+
+/** Forget every device's state (memo keys, budget, queue), keeping its secret. */
+export async function clearStates({ n }) {
+  await pool(n, 8, (i) => store(i).clear());
+  return n;
+}
+
+/** A bad value is refused with a RangeError/TypeError and changes nothing. */
+export async function refusals({ k }) {
+  const c = await DeviceClient.open({ store: store(0) });
+  const before = await store(0).load();
+  const out = [];
+  for (const v of [k, -1, 0.5, "1"]) {
+    try {
+      await c.report(v, 0);
+      out.push("accepted");
+    } catch (err) {
+      out.push(`${err.name}: ${err.message}`);
+    }
+  }
+  return { errors: out, unchanged: before === (await store(0).load()) };
+}
