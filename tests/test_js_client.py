@@ -208,7 +208,8 @@ def test_chromium_end_to_end_against_a_real_server(tmp_path):
     try:
         col = httpx.post(
             f"{srv.base}/v1/collections",
-            json={"name": "browser", "protocol": E2E_SPEC, "first_epoch": 0},
+            # One shared ingest token (the server's default is per-device enrollment).
+            json={"name": "browser", "protocol": E2E_SPEC, "first_epoch": 0, "auth": "shared"},
             headers=bearer(ADMIN),
             timeout=30,
         ).json()
