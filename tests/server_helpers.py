@@ -1,14 +1,13 @@
 """Shared parts of the server tests: a throwaway PostgreSQL cluster, a live server process,
 and building upload records.
 
-Real parts (PostgreSQL, chromium) must be present when CI=true: their absence fails the test
-there, and only skips it on a developer's machine.
+Tests that need PostgreSQL or chromium carry the ``postgres`` / ``browser`` marker; the conftest
+fails them under CI=true when the part is missing (tests/real_parts.py).
 """
 
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import shutil
 import signal
@@ -21,36 +20,17 @@ from pathlib import Path
 
 import httpx
 import numpy as np
-import pytest
+
+from real_parts import pg_bin
 
 ROOT = Path(__file__).resolve().parents[1]
 ADMIN = "test-admin-token-0123456789abcdef"
-IN_CI = os.environ.get("CI", "").lower() == "true"
-CHROMIUM = shutil.which("chromium") or (
-    "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
-)
-
-
-def require(condition: bool, what: str) -> None:
-    """Fail in CI, skip elsewhere, when a real part the test needs is missing."""
-    if condition:
-        return
-    if IN_CI:
-        pytest.fail(f"{what} is required in CI (CI=true) but missing")
-    pytest.skip(f"{what} not available")
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def pg_bin() -> Path | None:
-    found = sorted(
-        glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4])
-    )
-    return Path(found[-1]).parent if found else None
 
 
 class PgCluster:

@@ -1,6 +1,7 @@
 """Report archives: layout, simulated writer, local and Dask aggregation, memory bound, refusals.
 
-``distributed`` is imported at module level: without Dask this module fails, it never skips.
+The tests on a real Dask cluster use the ``dask_cluster`` fixture, which marks them ``dask``:
+without Dask they fail under CI=true (tests/conftest.py), they never skip there.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import sys
 import textwrap
 from pathlib import Path
 
-import distributed  # noqa: F401  (without Dask this module fails to collect, never skips)
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -49,6 +49,7 @@ def _all_reports(path: Path) -> tuple[np.ndarray, np.ndarray]:
     return table.column("epoch").to_numpy(), reports
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_local_and_dask_counts_are_identical_and_exact(tmp_path, dask_cluster, family):
     name, params = FAMILIES[family]
@@ -97,6 +98,7 @@ def test_estimates_equal_the_protocol_estimator(tmp_path):
         np.testing.assert_allclose(se**2, proto.variance(agg.n, np.clip(expected, 0, 1)))
 
 
+@pytest.mark.slow
 def test_archive_larger_than_the_memory_limit_stays_within_it(tmp_path):
     proto = ll.protocol("L-OSUE", k=74, eps_perm=2.0, eps_1=0.8)
     path = tmp_path / "big.parquet"

@@ -204,10 +204,17 @@ def test_stateless_client_is_caught(key):
 
 def test_lgrr_paper_calibration_is_caught_as_loose():
     proto = ll.protocol("L-GRR", k=8, eps_perm=2.0, eps_1=0.8, calibration="paper")
+    # The one-report channel in closed form, from the four probabilities: the report equals
+    # the input after keep-keep or move-then-move-back, another value's after the reverse.
+    p1, q1, p2, q2 = proto.p1, proto.q1, proto.p2, proto.q2
+    eps_exact = math.log((p1 * p2 + (1 - p1) * q2) / (q1 * p2 + (1 - q1) * q2))
+    assert eps_exact < 0.8 - 0.2  # the paper's calibration falls well short of the ε1 asked for
     report = audit_protocol(proto, trials=5000, taus=(1,), lifetime_trials=500, eps_1=0.8, rng=8)
+    assert report.exact_single == pytest.approx(eps_exact, rel=1e-9)
     assert report.loose and not report.violations
     bounds = channel_bounds(proto, 50_000, claim=0.8, rng=8)
-    assert bounds.loose, bounds  # black box: with confidence 99%, ε < 0.8
+    # Black box: the 99% upper bound covers the true ε and still lies below the claim.
+    assert eps_exact <= bounds.upper < 0.8, bounds
     exact = ll.protocol("L-GRR", k=8, eps_perm=2.0, eps_1=0.8)
     assert not channel_bounds(exact, 50_000, claim=0.8, rng=8).loose
     assert not audit_protocol(exact, trials=5000, taus=(1,), lifetime_trials=500, rng=8).loose

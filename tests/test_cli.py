@@ -17,6 +17,7 @@ from longldp.cli import app
 runner = CliRunner()
 
 
+@pytest.mark.slow
 def test_protocols_command_lists_every_protocol():
     args = ["protocols", "--k", "20", "--eps-perm", "1", "--alpha", "0.5"]
     result = runner.invoke(app, args, env={"COLUMNS": "400"})  # no name wrapped in a cell

@@ -68,6 +68,7 @@ def tiny(tmp_path_factory):
     return out, result
 
 
+@pytest.mark.slow
 def test_run_table_respects_columns_and_never_cuts_a_number(tiny):
     out, result = tiny
     lines = result.stdout.splitlines()
@@ -91,6 +92,7 @@ def test_datasets_shows_the_source():
     assert "UCI Adult" in row
 
 
+@pytest.mark.slow
 def test_other_study_into_the_same_out_is_refused_then_forced(tmp_path):
     small = {"repetitions": 1, "alpha": [0.4], "postprocess": ["none"], "eps_perm": [1.0, 4.0]}
     small["datasets"] = [{"name": "zipf", "n": 2000, "k": 20}]
@@ -116,6 +118,7 @@ def test_other_study_into_the_same_out_is_refused_then_forced(tmp_path):
     assert set(table.column("rep").to_pylist()) == {0}
 
 
+@pytest.mark.slow
 def test_felip_run_writes_under_out_and_plot_draws_it(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     study = _study(tmp_path, "felip_tiny.toml", repetitions=1, eps_perm=[1.0])
@@ -140,6 +143,7 @@ def test_listing_felip_cells_writes_nothing(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_plot_draws_setvalued_studies(tmp_path):
     study = _study(
         tmp_path,

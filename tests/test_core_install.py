@@ -16,6 +16,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("scipy", "matplotlib", "pyarrow", "typer", "rich")
 
@@ -102,6 +104,8 @@ def test_the_server_extra_brings_the_command():
     assert "longldp[shuffle]" in extras["server"]  # the central figures of a collection
 
 
+@pytest.mark.slow
+@pytest.mark.install
 def test_core_install_in_a_fresh_venv(tmp_path):
     """Build the wheel, install it with its dependencies into an empty venv, use it there."""
     tree = tmp_path / "tree"

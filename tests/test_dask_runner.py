@@ -1,20 +1,21 @@
 """The study runner on a real Dask cluster (a ``distributed.LocalCluster`` of two worker
 processes on loopback): identical results to the process pool, and resume after an interrupt.
 
-``distributed`` is imported at module level on purpose: where it is missing this module fails
-to collect, so a CI run without Dask is red, not silently skipped.
+Every test here carries the ``dask`` marker: where Dask is missing they fail under CI=true
+(tests/conftest.py), so a CI run without Dask is red, not silently skipped.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import distributed  # noqa: F401  (without Dask this module fails to collect, never skips)
 import pyarrow.parquet as pq
 import pytest
 
 from longldp.experiments import Cell, run_study, store
 from study_helpers import stable
+
+pytestmark = [pytest.mark.dask, pytest.mark.slow]  # a real cluster and study runs
 
 TINY = Path(__file__).resolve().parents[1] / "experiments" / "tiny.toml"
 

@@ -148,6 +148,7 @@ def test_standin_published_sizes_and_determinism():
         bms_pos_standin(n=-5)
 
 
+@pytest.mark.slow
 def test_quest():
     d = quest(10, 4, 3000, N=500, seed=1)
     assert d.n == 3000 and d.domain.size == 500

@@ -116,7 +116,7 @@ def test_a_refused_enrollment_keeps_the_queue(tmp_path, stub, caplog):
         Uploader(s.url, "demo", "tok", enroll_token="ll_enroll_x")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def server(request, tmp_path):
     pg = request.getfixturevalue("pg_cluster") if request.param == "postgresql" else None
     srv = LiveServer(db_url(request.param, pg, tmp_path), tmp_path).start()
@@ -124,6 +124,7 @@ def server(request, tmp_path):
     srv.stop()
 
 
+@pytest.mark.slow
 def test_devices_against_a_real_server(server, tmp_path):
     """Enrollment on first use, one credential per device, quotas, lost answers, and D6: an
     attacker who posts a device's queued report id first, with other bytes, changes nothing
@@ -209,6 +210,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_no_temporary_files_pile_up_when_the_device_is_killed(tmp_path):
     """D8: kill -9 the device's process while it saves its state, many times: at most one
     temporary file is ever left, the next open removes it, and the state always loads."""

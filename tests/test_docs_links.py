@@ -123,6 +123,7 @@ def load_script(name: str) -> types.ModuleType:
     return module
 
 
+@pytest.mark.slow
 def test_the_api_reference_builds_from_the_docstrings():
     api = load_script("api_reference")
     ref = api.build()
@@ -201,8 +202,8 @@ def test_multiprocess_examples_have_the_main_guard(path):
     for block in python_blocks(path):
         try:
             tree = ast.parse(block)
-        except SyntaxError:
-            continue
+        except SyntaxError as err:  # a ```python block must be Python, not skipped unread
+            pytest.fail(f"{path.name}: a ```python block does not parse: {err}")
         guarded = _guarded(tree)
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call) or id(node) in guarded:
@@ -215,6 +216,7 @@ def test_multiprocess_examples_have_the_main_guard(path):
                 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "script", sorted((ROOT / "experiments").glob("*.py")), ids=lambda p: p.name
 )

@@ -108,6 +108,7 @@ def mean_var_se(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
     return x.mean(axis=0), np.sqrt(s2 / R), s2, se_s2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_support_mean_and_variance_agree(pid: str) -> None:
     """Per support entry and timestamp: mean and variance of the two engines within Z SE."""
@@ -160,6 +161,7 @@ def chi_square_pvalues(users: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pid", representatives(lambda c: c.longitudinal and c.report_kind in ("symbol", "bits"))
 )

@@ -41,6 +41,7 @@ def tiny_run(tmp_path_factory) -> tuple[Path, pa.Table]:
     return out, run_study_cli(study, out / "run", "OLOLOHA (paper)")
 
 
+@pytest.mark.slow
 def test_tiny_rows_and_columns(tiny_run):
     _, table = tiny_run
     expected = {f.name for f in fk.COLUMNS} | {"study", "kind", "status", "spawn_key"}
@@ -67,6 +68,7 @@ def test_tiny_rows_and_columns(tiny_run):
     assert ololoha and all(r["calibration"] == "paper" and r["hash_g"] for r in ololoha)
 
 
+@pytest.mark.slow
 def test_workload_saved_with_hash_in_rows(tiny_run):
     out, table = tiny_run
     for r in table.to_pylist():
@@ -77,6 +79,7 @@ def test_workload_saved_with_hash_in_rows(tiny_run):
         assert len(w.queries) == 10 and w.lam == 3 and w.dataset == r["dataset"]
 
 
+@pytest.mark.slow
 def test_workload_reused_on_resume(tmp_path):
     workloads = tmp_path / "workloads"
     doc = tiny_document(workloads, repetitions=1, eps_perm=[1.0])
@@ -104,6 +107,7 @@ def test_workload_reused_on_resume(tmp_path):
         run_study(parse_study(doc_bad), tmp_path / "bad", workers=1, progress=False)
 
 
+@pytest.mark.slow
 def test_worker_independence(tmp_path):
     doc = tiny_document(tmp_path / "workloads", repetitions=1)
     doc["datasets"] = doc["datasets"][:1]
@@ -160,6 +164,7 @@ def test_lambda_larger_than_d_names_lam(tmp_path):
         run_study(parse_study(doc), tmp_path / "run", workers=1, progress=False)
 
 
+@pytest.mark.slow
 def test_summary_and_gap_tables(tiny_run, tmp_path):
     _, table = tiny_run
     text = report.summary_markdown(table)

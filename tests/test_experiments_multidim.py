@@ -31,6 +31,7 @@ def tiny_table(tmp_path_factory) -> pa.Table:
 # --------------------------------------------------------------------------- the tiny study
 
 
+@pytest.mark.slow
 def test_tiny_study_rows_and_columns(tiny_table):
     expected = {f.name for f in mk.COLUMNS} | {"study", "kind", "status", "spawn_key"}
     assert expected <= set(tiny_table.column_names)
@@ -61,6 +62,7 @@ def test_tiny_study_rows_and_columns(tiny_table):
     assert all(r["degenerate"] == 0 for r in ok)
 
 
+@pytest.mark.slow
 def test_post_processings_share_the_raw_estimates(tiny_table):
     rows = [r for r in tiny_table.to_pylist() if r["status"] == "ok"]
     by_cell: dict[str, dict[str, dict]] = {}
@@ -69,6 +71,7 @@ def test_post_processings_share_the_raw_estimates(tiny_table):
     assert all(set(v) == {"clip-renorm", "none"} for v in by_cell.values())
 
 
+@pytest.mark.slow
 def test_rows_replay_from_their_seeds(tiny_table):
     """A row's MSE is reproduced by MultidimCollection from its recorded streams alone."""
     study = load_study(TINY)
@@ -100,11 +103,13 @@ def test_rows_replay_from_their_seeds(tiny_table):
     assert math.isclose(res.mse_avg, row["mse_avg"], rel_tol=1e-12)
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_workers(tmp_path, tiny_table):
     two = run_study(TINY, tmp_path / "two", workers=2, progress=False)
     assert stable(pq.read_table(two.path)).equals(stable(tiny_table))
 
 
+@pytest.mark.slow
 def test_assignment_is_shared_by_solutions_and_eps_of_a_repetition(tiny_table):
     rows = [r for r in tiny_table.to_pylist() if r["status"] == "ok" and r["solution"] != "SPL"]
     keys = {(r["rep"], tuple(r["assignment_spawn_key"])) for r in rows}
@@ -232,6 +237,7 @@ def test_gain_table_errors_name_the_problem():
         gains.gain_table(_hand_table().drop_columns(["rep"]))
 
 
+@pytest.mark.slow
 def test_gain_script_writes_markdown(tmp_path, tiny_table):
     path = tmp_path / "results.parquet"
     pq.write_table(tiny_table, path)

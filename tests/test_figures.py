@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from longldp.cli import app
 from longldp.experiments.plot import check_format, plot_results
-from server_helpers import CHROMIUM, require
+from real_parts import CHROMIUM
 
 CHAINS = ("L-SUE", "L-OUE", "L-SOUE", "L-OSUE", "BiLOLOHA", "OLOLOHA", "L-GRR")
 #: MSE of chain j at ε∞: (1 + 0.01·j)/ε∞² for the six close chains, 20× that for L-GRR.
@@ -70,6 +70,7 @@ def png_size(path) -> tuple[int, int]:
     return struct.unpack(">II", data[16:24])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fmt", "magic"), [("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<")])
 def test_formats(tmp_path, fmt, magic):
     (path,) = plot_results(chains_table(), tmp_path, fmt=fmt)
@@ -78,6 +79,7 @@ def test_formats(tmp_path, fmt, magic):
         assert b"<svg" in path.read_bytes()[:2000]
 
 
+@pytest.mark.slow
 def test_dpi_scales_the_png(tmp_path):
     (low,) = plot_results(chains_table(), tmp_path / "a", dpi=50)
     (high,) = plot_results(chains_table(), tmp_path / "b", dpi=150)
@@ -203,8 +205,8 @@ def test_dashboard_words():
     assert "estimated frequency (share of reports)" in words
 
 
+@pytest.mark.browser
 def test_dashboard_ticks_are_round_in_chromium(tmp_path):
-    require(CHROMIUM is not None, "chromium (/usr/bin/chromium)")
     page = tmp_path / "dash.html"
     page.write_text(dashboard(13), encoding="utf-8")
     dom = subprocess.run(

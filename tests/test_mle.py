@@ -197,6 +197,10 @@ def test_demo_adds_the_mle_column_without_changing_its_rows(monkeypatch):
     values = to_longitudinal(zipf(2000, demo.K, rng=data_rng), demo.TAU, data_rng)
     cells = [(p, e) for p in demo.PROTOCOLS for e in demo.EPS_PERM]
     for row, ((_, name, extra), eps_perm), seed in zip(rows, cells, cell_seeds, strict=True):
-        sim = simulate(demo.make_proto(name, extra, eps_perm), values, np.random.default_rng(seed))
+        proto = demo.make_proto(name, extra, eps_perm)
+        sim = simulate(proto, values, np.random.default_rng(seed))
         assert row.mse_avg == sim.mse_avg
-        assert 0 < row.mse_avg_mle < np.inf
+        # the MLE column: pp.mle of those same raw estimates under the protocol's channel
+        channel = proto._channel_info(2000)
+        mle = np.stack([pp.mle(raw, 1.0, channel) for raw in sim.estimates])
+        assert row.mse_avg_mle == pytest.approx(np.mean((mle - sim.truth) ** 2), rel=1e-12)

@@ -90,12 +90,9 @@ def test_one_shot_channel_equals_eps(cls, params, k, eps):
     assert proto.single_report_epsilon() >= single
 
 
-@pytest.mark.parametrize("k", KS)
+@pytest.mark.parametrize(("k", "d"), [(k, d) for k in KS for d in (1, 2, 3) if d <= k])
 @pytest.mark.parametrize("eps_perm", EPS_PERM)
-@pytest.mark.parametrize("d", [1, 2, 3])
-def test_dbitflip_channel(k, eps_perm, d):
-    if d > k:
-        pytest.skip("d cannot exceed the number of buckets")
+def test_dbitflip_channel(k, eps_perm, d):  # d <= k: a report holds at most one bit per bucket
     proto = ll.protocol("dBitFlipPM", k=k, eps_perm=eps_perm, d=d)
     eps = channel_epsilon(audit_channels.dbitflip_channel(proto))
     claimed = eps_perm if d >= 2 else eps_perm / 2

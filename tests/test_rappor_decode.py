@@ -75,7 +75,8 @@ def test_lasso_runs_when_candidates_outnumber_rows_and_procedure_b():
         assert res.summary["lasso"] == 1.0 and res.summary["kept"] < 60
         assert res.detected[0]
     b = decode(proto, C, cands, procedure="B")
-    assert b.detected[0] and b.estimate[0] == pytest.approx(60_000, rel=0.2)
+    assert b.detected[:3].all()
+    assert np.all(np.abs(b.estimate[:3] - counts) < 5 * b.std_error[:3])  # SE ≈ 220 here
 
 
 def test_select_corrections():
@@ -92,7 +93,12 @@ def test_boolean_decode():
     values = rng.random(20_000) < 0.3
     C = proto.support_counts(proto.perturb(values, proto.new_memo(20_000), rng))
     out = decode_boolean(proto, C)
-    assert abs(out["true"] - values.mean()) < 5 * out["std_error"] * 2  # PRR + IRR noise
+    # one report per client: each is 1 w.p. q* or p* (PRR and IRR composed), independently,
+    # so the binomial SE of the debiased share is exact
+    qs, ps = proto.effective
+    r = values.mean() * qs + (1 - values.mean()) * ps
+    assert out["std_error"] == pytest.approx(np.sqrt(r * (1 - r) / 20_000) / (qs - ps), rel=0.02)
+    assert abs(out["true"] - values.mean()) < 5 * out["std_error"]
 
 
 # ---------------------------------------------------------------------- files and CLI
@@ -148,6 +154,7 @@ def test_bad_files_and_counts(tmp_path):
         decode(proto, np.zeros((2, 9), dtype=np.int64), ["a"], correction="holm")
 
 
+@pytest.mark.slow
 def test_cli_decode(tmp_path):
     proto = ll.protocol("RAPPOR", k=32, h=2, m=4, f=0.5, p=0.5, q=0.75)
     cands, counts = population(6, 4, 50_000)
@@ -198,7 +205,7 @@ def test_association_em_recovers_a_dependent_joint():
     )
     truth = np.array([[0.06, 0.54], [0.32, 0.08]])
     est = res.joint[:2, :2]
-    assert np.all(np.abs(est - truth) < 5 * res.std_error[:2, :2] + 0.02)
+    assert np.all(np.abs(est - truth) < 5 * res.std_error[:2, :2])
     assert res.p_value < 1e-6 and res.dof == 1 and res.rows == ["x", "y"]
     # independent variables: the χ² test does not reject (at 0.1%)
     b2 = rng.random(n) < 0.5
@@ -508,6 +515,7 @@ def test_resample_is_google_rappors():
     np.testing.assert_allclose(resample(y, sd, np.random.default_rng(0))[1], sd * np.sqrt(2))
 
 
+@pytest.mark.slow
 def test_procedure_b_standard_errors_follow_the_resampling_rule():
     """With the data fit plus four copies perturbed with the data's own SD, the reported SE
     (sd of the five fits) is, to first order, √(0.8/1.16) = 0.83 of the estimate's spread

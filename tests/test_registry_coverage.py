@@ -100,6 +100,8 @@ COMMON: dict[str, dict[str, Trait]] = {
         "test_footprint_is_within_the_budget_and_bounds_what_is_allocated": every,
         "test_every_registered_protocol_is_collected_and_served": every,
     },
+    "test_roundtrip_server": {"test_server_round_trip": every},
+    "test_roundtrip_archive": {"test_archive_round_trip": every},
     "test_audit": {
         "test_exact_lifetime_within_claims_and_saturates": frequencies,
         "test_one_report_bound_never_exceeds_claim": frequencies,

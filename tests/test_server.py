@@ -17,15 +17,9 @@ from fastapi.testclient import TestClient
 import longldp as ll
 from longldp.archive import aggregate_archive
 from longldp.server import Limits, build_app, db
-from server_helpers import ADMIN, bearer, db_url, new_ids, records, wire_reports
+from server_helpers import ADMIN, bearer, new_ids, records, wire_reports
 
 PROTO_SPEC = {"name": "L-OSUE", "params": {"k": 12, "eps_perm": 2.0, "eps_1": 0.8}}
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend(request, tmp_path):
-    pg = request.getfixturevalue("pg_cluster") if request.param == "postgresql" else None
-    return db_url(request.param, pg, tmp_path)
 
 
 def make_client(url: str, **limits) -> TestClient:
@@ -137,6 +131,7 @@ def test_token_matrix(backend):
     assert a["read_token"] not in dump and a["ingest_token"] not in dump
 
 
+@pytest.mark.slow
 def test_ingest_is_idempotent_and_estimates_are_exact(backend, tmp_path):
     client = make_client(backend)
     col = create(client, postprocess="norm-sub")

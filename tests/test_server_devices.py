@@ -19,17 +19,11 @@ from fastapi.testclient import TestClient
 import longldp as ll
 from longldp.server import Limits, build_app, db
 from longldp.server.service import Service
-from server_helpers import ADMIN, bearer, db_url, new_ids, records, wire_reports
+from server_helpers import ADMIN, bearer, new_ids, records, wire_reports
 
 SPEC = {"name": "L-GRR", "params": {"k": 8, "eps_perm": 2.0, "eps_1": 1.0}}
 PROTO = ll.protocol("L-GRR", k=8, eps_perm=2.0, eps_1=1.0)
 OCTET = "application/octet-stream"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend(request, tmp_path):
-    pg = request.getfixturevalue("pg_cluster") if request.param == "postgresql" else None
-    return db_url(request.param, pg, tmp_path)
 
 
 def client_for(url: str, **limits) -> TestClient:

@@ -77,6 +77,7 @@ def _token_for(method: str, path: str, salt: int, name: str | None) -> str | Non
     return ADMIN
 
 
+@pytest.mark.slow
 def test_no_endpoint_answers_5xx(app):
     """Every operation of the OpenAPI document, 150 generated cases each."""
     schema = schemathesis.openapi.from_asgi("/openapi.json", app)
@@ -127,6 +128,7 @@ def mutated(draw):
     return bytes(data)
 
 
+@pytest.mark.slow
 def test_mutated_batches_never_5xx_and_counts_stay_exact(app):
     client = TestClient(app)
     service = app.state.service

@@ -23,27 +23,19 @@ from longldp.client.upload import Uploader, fetch_protocol
 from longldp.server import db
 from longldp.server.app import RETRY_AFTER_S
 from longldp.server.service import Service
+from real_parts import CHROMIUM
 from server_helpers import (
     ADMIN,
-    CHROMIUM,
     LiveServer,
     bearer,
-    db_url,
     new_ids,
     records,
-    require,
     wire_reports,
 )
 
 SPEC = {"name": "L-GRR", "params": {"k": 8, "eps_perm": 2.0, "eps_1": 1.0}}
 PROTO = ll.protocol("L-GRR", k=8, eps_perm=2.0, eps_1=1.0)
 OCTET = "application/octet-stream"
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend(request, tmp_path):
-    pg = request.getfixturevalue("pg_cluster") if request.param == "postgresql" else None
-    return db_url(request.param, pg, tmp_path)
 
 
 @pytest.fixture
@@ -99,6 +91,7 @@ def stored_ids(url: str, name: str) -> set[bytes]:
         engine.dispose()
 
 
+@pytest.mark.slow
 def test_kill_9_during_load_loses_no_acknowledged_report(server, backend, tmp_path):
     col = create(server.base)
     tok = col["ingest_token"]
@@ -153,6 +146,7 @@ def test_kill_9_during_load_loses_no_acknowledged_report(server, backend, tmp_pa
         srv2.stop()
 
 
+@pytest.mark.slow
 def test_concurrent_and_retried_batches_count_once(server, backend):
     col = create(server.base)
     tok = col["ingest_token"]
@@ -218,6 +212,8 @@ def test_concurrent_and_retried_batches_count_once(server, backend):
     assert est["estimate"] == agg.estimate().tolist()
 
 
+@pytest.mark.slow
+@pytest.mark.postgres
 def test_postgres_stopped_gives_503_then_recovers_without_loss(request, tmp_path):
     pg = request.getfixturevalue("pg_cluster")
     url = pg.new_database()
@@ -278,6 +274,7 @@ def test_postgres_stopped_gives_503_then_recovers_without_loss(request, tmp_path
         srv.stop()
 
 
+@pytest.mark.slow
 def test_end_to_end_with_the_device_client(server, backend, tmp_path):
     """Devices with the real client: fetch the protocol, report over two epochs, upload; a
     lost acknowledgement is retried and counted once; estimates equal the reports'."""
@@ -327,8 +324,9 @@ class _Dom(HTMLParser):
         self.tags.append((tag, dict(attrs)))
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_dashboard_renders_in_headless_chromium(tmp_path):
-    require(CHROMIUM is not None, "chromium (/usr/bin/chromium)")
     srv = LiveServer(str(tmp_path / "dash.db"), tmp_path).start()
     try:
         col = create(srv.base, "dash")
@@ -403,6 +401,7 @@ def test_dashboard_renders_in_headless_chromium(tmp_path):
     assert blue.sum() > 50
 
 
+@pytest.mark.slow
 def test_serve_demo_script_runs(tmp_path):
     """`make serve-demo`'s script, shrunk: server, collection, devices, dashboard URL."""
     import os

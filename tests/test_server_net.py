@@ -29,28 +29,22 @@ from server_helpers import (
     ROOT,
     LiveServer,
     bearer,
-    db_url,
     free_port,
     new_ids,
     records,
-    require,
     wire_reports,
 )
 
 SPEC = {"name": "L-GRR", "params": {"k": 8, "eps_perm": 2.0, "eps_1": 1.0}}
 PROTO = ll.protocol("L-GRR", k=8, eps_perm=2.0, eps_1=1.0)
 OCTET = "application/octet-stream"
+#: Every test here starts real server processes (seconds each).
+pytestmark = pytest.mark.slow
 #: Short deadlines for the stalled-connection tests (seconds).
 FAST = ("--header-timeout", "1", "--body-timeout", "1.5", "--keep-alive-timeout", "1")
 #: How long a test waits for the server to close a connection before failing: generous, since
 #: the machine is shared; the property tested is that the server closes it at all.
 PATIENCE = 30.0
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def backend(request, tmp_path):
-    pg = request.getfixturevalue("pg_cluster") if request.param == "postgresql" else None
-    return db_url(request.param, pg, tmp_path)
 
 
 def create(base: str, name: str = "net", **extra) -> dict:
@@ -179,7 +173,7 @@ def test_many_stalled_connections_are_all_closed_and_others_are_served(fast_serv
 
 def test_https_with_tls_cert_and_key(tmp_path):
     openssl = shutil.which("openssl")
-    require(openssl is not None, "openssl (to make a test certificate)")
+    assert openssl is not None, "openssl is needed to make a test certificate"
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
         [
@@ -282,6 +276,7 @@ def test_two_server_processes_count_exactly_once(backend, tmp_path):
 
 
 # ---------------------------------------------------------------------- D7
+@pytest.mark.postgres
 def test_postgres_conflicting_batches_in_opposite_order_get_409_not_503(request, tmp_path):
     pg = request.getfixturevalue("pg_cluster")
     url = pg.new_database()
@@ -375,8 +370,8 @@ def test_serve_demo_cleans_up_on_sigterm(when, tmp_path):
     )
     if when == "make-killed":
         make = shutil.which("make")
-        require(make is not None, "make")
-        require((ROOT / ".venv" / "bin" / "python").exists(), "the project's .venv")
+        assert make is not None, "make is needed"
+        assert (ROOT / ".venv" / "bin" / "python").exists(), "the project's .venv is needed"
         cmd = [
             make,
             "-s",

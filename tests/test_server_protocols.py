@@ -61,6 +61,7 @@ def upload(client: TestClient, name: str, token: str, body: bytes):  # type: ign
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("proto", cases(k=1024))
 def test_footprint_is_within_the_budget_and_bounds_what_is_allocated(proto, tmp_path):
     """The sizing of every registered protocol (its report kind decides how support counting is

@@ -23,7 +23,7 @@ SEQUENCES = int(os.environ.get("LONGLDP_SIM_SEQUENCES", "300"))
 FIRST_SEED = int(os.environ.get("LONGLDP_SIM_FIRST_SEED", "0"))
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def simulation(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"sim-{request.param}")
     if request.param == "postgresql":
@@ -35,6 +35,7 @@ def simulation(request, tmp_path_factory):
     sim.close()
 
 
+@pytest.mark.slow
 def test_random_sequences_keep_every_invariant(simulation):
     per_backend = max(1, SEQUENCES // 2)
     offset = 0 if simulation.backend == "sqlite" else 1_000_000
@@ -75,6 +76,7 @@ def model_from_database(checker: Checker, name: str) -> Model:
     return model
 
 
+@pytest.mark.slow
 def test_the_checker_catches_what_it_must(tmp_path):
     """The invariants can fail: a changed report, a lost one, a count off by one and an
     exceeded quota are each reported."""

@@ -5,9 +5,12 @@ from __future__ import annotations
 import runpy
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_readme_shows_the_generated_shuffle_table():
     script = runpy.run_path(str(ROOT / "experiments" / "shuffle_table.py"))
     table = script["table"]()

@@ -113,12 +113,14 @@ def test_table_covers_the_brief() -> None:
 
 
 # ---------------------------------------------------------------------- unbiasedness
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_unbiased_count_level(pid: str) -> None:
     est = count_level_estimates(pid, N_COUNT, R_COUNT, seed_of("count", pid))
     assert_unbiased(est, make(pid), N_COUNT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_unbiased_per_user(pid: str) -> None:
     est = per_user_estimates(pid, N_USER, R_USER, seed_of("user", pid))
@@ -126,12 +128,14 @@ def test_unbiased_per_user(pid: str) -> None:
 
 
 # ---------------------------------------------------------------------- variance
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_variance_count_level(pid: str) -> None:
     est = count_level_estimates(pid, N_COUNT, R_COUNT, seed_of("count", pid))
     assert_variance_matches(est, make(pid), N_COUNT)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_variance_per_user(pid: str) -> None:
     """Every protocol (so every family: GRR, UE, local hashing, dBitFlipPM) on the client path."""
@@ -169,6 +173,7 @@ def pool_estimates(m: int) -> np.ndarray:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", [64, 1024])
 def test_hash_pool_variance_includes_pool_term(m: int) -> None:
     """Across fresh pools the estimate's variance is variance(n, f) with the pool term, which is
@@ -216,6 +221,7 @@ def test_hash_pool_variance_formula() -> None:
     assert math.isclose(float(expected[1]), 0.29 / 64, rel_tol=1e-12)
 
 
+@pytest.mark.slow
 def test_hash_pool_variance_beyond_two_buckets() -> None:
     """At g > 2 the pool term still holds, which needs hash values of distinct inputs to be
     independent (the 2-universal family first used here failed this by 4-8 SE)."""
@@ -249,6 +255,7 @@ def test_hash_values_of_distinct_inputs_are_independent() -> None:
 N_COVER, R_COVER = 20_000, 2_000
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("pid", IDS)
 def test_estimate_interval_covers_the_truth_at_its_level(pid):
     """The one estimate-with-SE rule: f̂ ± 1.96·sqrt(Var(n, clip(f̂, 0, 1))) around the unbiased
