@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint docs bench serve-demo clean
+.PHONY: demo test lint docs bench serve-demo soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,14 @@ bench: $(STAMP)
 
 # Collecting for real on loopback: a server, a collection, 10,000 devices with the real client
 # over 10 epochs; prints the dashboard URL and keeps serving until Ctrl-C (docs/server.md).
+# DEMO_ARGS passes options to the script (e.g. DEMO_ARGS="--devices 500 --exit").
 serve-demo: $(STAMP)
-	$(BIN)/python scripts/serve_demo.py
+	$(BIN)/python scripts/serve_demo.py $(DEMO_ARGS)
+
+# The collection server's randomized fault-injection simulation, 10,000 seeded sequences on
+# SQLite and PostgreSQL (`make test` runs a few hundred; docs/server.md, "How it is tested").
+soak: $(STAMP)
+	LONGLDP_SIM_SEQUENCES=10000 $(BIN)/pytest -q -p no:cacheprovider tests/test_server_sim.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache

@@ -1,44 +1,59 @@
-"""Collection server throughput on loopback, against the raw rate of the same database.
+"""Collection server throughput on loopback, against the raw rate of the same database, and two
+server processes against one on PostgreSQL.
 
-A real ``longldp serve`` process on 127.0.0.1 with a SQLite file (WAL, synchronous=FULL: a 200
-answer means the reports are committed to disk). Measured in one run:
+Measured in one run (docs/server.md, "Performance"; benchmarks/README.md):
 
-1. batched ingest: 1,000 reports per request, one client, binary upload records;
-2. one report per request, one client (keep-alive);
-3. the raw rate of inserting the same rows into the same database file from this process with
-   no HTTP, no validation and no counting: the server's own INSERT statement through the
-   driver's executemany, one transaction per 1,000 rows, resp. per row;
-4. an estimate query for k = 1,000 (median HTTP round trip, unbiased and norm-sub).
+1. SQLite (WAL, synchronous=FULL: a 200 answer means the reports are committed to disk), a
+   real ``longldp serve`` process on 127.0.0.1, one sequential client, binary upload records:
+   batched ingest at 1,000 and at 10,000 reports per request, against the raw rate of inserting
+   the same rows into the same schema (same file, the server's own INSERT statement, the
+   driver's executemany) in ONE transaction; server and raw runs alternate, in rounds;
+2. one report per request, and an estimate query for k = 1,000;
+3. PostgreSQL (a cluster of its own, default durability): ``--workers 1`` and ``--workers 2``
+   alternately, each serving 8 concurrent clients that post 1,000-report batches for a fixed
+   time; the ratio of the medians;
+4. a profile of the in-process ingest path (no HTTP), split into where the time goes.
 
-Each ingest rate is reported with its ratio to the raw rate of the same transaction size.
-Usage: ``python benchmarks/bench_service.py [--reports 100000] [--single 2000]``; results in
-benchmarks/results/service.json.
+The machine load (``os.getloadavg``) is recorded with every number: on a shared machine the
+ratios, measured alternately in the same run, mean more than the absolute rates.
+Usage: ``python benchmarks/bench_service.py [--reports 100000] [--rounds 3] [--pg-seconds 8]``;
+results in benchmarks/results/service.json.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import os
+import pstats
 import secrets
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 import httpx
 import numpy as np
+import sqlalchemy as sa
 
 import longldp as ll
-from longldp.server import db
+from longldp.server import Limits, Service, db, make_engine, migrate
 from longldp.server.service import SQLITE_INSERT
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
 ADMIN = "bench-admin-" + secrets.token_hex(16)
 SPEC = {"name": "L-OSUE", "params": {"k": 1000, "eps_perm": 2.0, "eps_1": 0.8}}
+OCTET = "application/octet-stream"
+
+
+def load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 def free_port() -> int:
@@ -47,17 +62,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(path: Path, port: int) -> subprocess.Popen:
+def start_server(db_url: str, port: int, *extra: str) -> subprocess.Popen:
     env = {
         **os.environ,
         "LONGLDP_ADMIN_TOKEN": ADMIN,
         "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "longldp", "serve", "--db", str(path), "--port", str(port)],
-        env=env,
-    )
-    for _ in range(300):
+    cmd = [sys.executable, "-m", "longldp", "serve", "--db", db_url, "--port", str(port), *extra]
+    proc = subprocess.Popen(cmd, env=env)
+    for _ in range(600):
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1).status_code == 200:
                 return proc
@@ -67,136 +80,343 @@ def start_server(path: Path, port: int) -> subprocess.Popen:
     raise RuntimeError("server did not start")
 
 
-def make_records(proto, n: int, distinct: int, rng: np.random.Generator):  # type: ignore[no-untyped-def]
-    """n upload records over ``distinct`` perturbed reports (ids all fresh), epoch 0."""
-    values = np.minimum(rng.geometric(0.01, distinct) - 1, proto.k - 1)
-    reps = proto.perturb(values, proto.new_memo(distinct), rng)
-    blob = proto.encode_reports(reps)
-    wires = [blob[i : i + proto.wire_size] for i in range(0, len(blob), proto.wire_size)]
-    ids = [bytes(r) for r in rng.integers(0, 256, size=(n, 16), dtype=np.uint8)]
-    chosen = [wires[i % distinct] for i in range(n)]
-    return ids, chosen
+def stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
-def record_bytes(ids, wires, epoch: int = 0) -> bytes:  # type: ignore[no-untyped-def]
+class Reports:
+    """Fresh upload records of the benchmark's protocol: ``take(n)`` never repeats an id."""
+
+    def __init__(self, proto, distinct: int, rng: np.random.Generator):  # type: ignore[no-untyped-def]
+        values = np.minimum(rng.geometric(0.01, distinct) - 1, proto.k - 1)
+        reps = proto.perturb(values, proto.new_memo(distinct), rng)
+        blob = proto.encode_reports(reps)
+        size = proto.wire_size
+        self.wires = [blob[i : i + size] for i in range(0, len(blob), size)]
+        self.rng = rng
+        self.used = 0
+
+    def take(self, n: int) -> tuple[list[bytes], list[bytes]]:
+        ids = [bytes(r) for r in self.rng.integers(0, 256, size=(n, 16), dtype=np.uint8)]
+        wires = [self.wires[(self.used + i) % len(self.wires)] for i in range(n)]
+        self.used += n
+        return ids, wires
+
+
+def body(ids: list[bytes], wires: list[bytes], epoch: int = 0) -> bytes:
     e = epoch.to_bytes(4, "big")
     return b"".join(i + e + w for i, w in zip(ids, wires, strict=True))
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--reports", type=int, default=100_000, help="batched-ingest reports")
-    ap.add_argument("--single", type=int, default=2_000, help="one-per-request reports")
-    ap.add_argument("--queries", type=int, default=50, help="estimate queries timed")
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "service.json")
-    args = ap.parse_args()
-    proto = ll.protocol(SPEC["name"], **SPEC["params"])
-    rng = np.random.default_rng(2026)
-    n, n1 = args.reports, args.single
-    ids, wires = make_records(proto, n + 2 * n1 + 2 * n, 20_000, rng)
+def create(http: httpx.Client, name: str) -> dict:
+    r = http.post(
+        "/v1/collections",
+        json={"name": name, "protocol": SPEC, "auth": "shared"},
+        headers={"Authorization": f"Bearer {ADMIN}"},
+    )
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+# ---------------------------------------------------------------------- SQLite
+def sqlite_part(args: argparse.Namespace, proto, source: Reports) -> dict:  # type: ignore[no-untyped-def]
     tmp = Path(tempfile.mkdtemp(prefix="longldp-bench-"))
     path = tmp / "bench.db"
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    proc = start_server(path, port)
-    out: dict = {
-        "protocol": SPEC,
-        "reports": n,
-        "single": n1,
-        "sqlite": "WAL, synchronous=FULL",
-        "load_average_at_start": os.getloadavg(),
-    }
+    proc = start_server(str(path), port)
+    out: dict = {"sqlite": "WAL, synchronous=FULL, file in " + str(tmp), "rounds": []}
     try:
-        with httpx.Client(timeout=120) as http:
-            adm = {"Authorization": f"Bearer {ADMIN}"}
-            col = http.post(
-                f"{base}/v1/collections", json={"name": "bench", "protocol": SPEC}, headers=adm
-            ).json()
-            raw_col = http.post(
-                f"{base}/v1/collections", json={"name": "raw", "protocol": SPEC}, headers=adm
-            ).json()
-            hdr = {
-                "Authorization": f"Bearer {col['ingest_token']}",
-                "Content-Type": "application/octet-stream",
-            }
-            bodies = [
-                record_bytes(ids[s : s + 1000], wires[s : s + 1000]) for s in range(0, n, 1000)
-            ]
-            t0 = time.perf_counter()
-            for body in bodies:
-                r = http.post(f"{base}/v1/collections/bench/reports", content=body, headers=hdr)
-                assert r.status_code == 200 and r.json()["new"] == 1000, r.text
-            batched = n / (time.perf_counter() - t0)
-            singles = [record_bytes([ids[n + i]], [wires[n + i]], 1) for i in range(n1)]
-            t0 = time.perf_counter()
-            for body in singles:
-                r = http.post(f"{base}/v1/collections/bench/reports", content=body, headers=hdr)
-                assert r.status_code == 200 and r.json()["new"] == 1
-            single = n1 / (time.perf_counter() - t0)
-            rd = {"Authorization": f"Bearer {col['read_token']}"}
-            timings = {}
-            for method in ("none", "norm-sub"):
-                url = f"{base}/v1/collections/bench/epochs/0/estimate?postprocess={method}"
-                assert len(http.get(url, headers=rd).json()["estimate"]) == 1000
-                lat = []
-                for _ in range(args.queries):
-                    t0 = time.perf_counter()
-                    r = http.get(url, headers=rd)
-                    lat.append(time.perf_counter() - t0)
-                    assert r.status_code == 200
-                timings[method] = statistics.median(lat)
-        # Raw: the same kind of rows into the same file, this process, no HTTP, no counting.
+        http = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300)
+        col = create(http, "bench")
+        create(http, "raw")
+        hdr = {"Authorization": f"Bearer {col['ingest_token']}", "Content-Type": OCTET}
         engine = db.make_engine(str(path))
         with db.transaction(engine, write=False) as conn:
-            import sqlalchemy as sa
-
-            cid = conn.execute(
-                sa.select(db.collections.c.id).where(db.collections.c.name == raw_col["name"])
+            raw_id = conn.execute(
+                sa.select(db.collections.c.id).where(db.collections.c.name == "raw")
             ).scalar_one()
-
-        def rows(lo: int, hi: int, epoch: int) -> list[tuple]:
-            return [(cid, ids[i], epoch, None, wires[i]) for i in range(lo, hi)]
-
-        lo = n + 2 * n1
+        n = args.reports
+        for rnd in range(args.rounds):
+            row: dict = {"round": rnd}
+            for per in (1000, 10_000):
+                # The server: n reports in requests of `per`.
+                ids, wires = source.take(n)
+                bodies = [body(ids[s : s + per], wires[s : s + per]) for s in range(0, n, per)]
+                row[f"load_before_server_{per}"] = load()
+                t0 = time.perf_counter()
+                for b in bodies:
+                    r = http.post("/v1/collections/bench/reports", content=b, headers=hdr)
+                    assert r.status_code == 200 and r.json()["new"] == per, r.text
+                row[f"server_{per}_per_s"] = n / (time.perf_counter() - t0)
+                # Raw: the same number of fresh rows, one transaction, the server's statement.
+                ids, wires = source.take(n)
+                rows = [(raw_id, 0, i, 0, None, w) for i, w in zip(ids, wires, strict=True)]
+                row[f"load_before_raw_{per}"] = load()
+                t0 = time.perf_counter()
+                with db.transaction(engine, write=True) as conn:
+                    conn.exec_driver_sql(SQLITE_INSERT, rows)
+                row[f"raw_{per}_per_s"] = n / (time.perf_counter() - t0)
+                row[f"ratio_{per}"] = row[f"server_{per}_per_s"] / row[f"raw_{per}_per_s"]
+            out["rounds"].append(row)
+            print(
+                f"  round {rnd}: 1,000/request {row['ratio_1000']:.2f} "
+                f"({row['server_1000_per_s']:,.0f} vs {row['raw_1000_per_s']:,.0f}/s), "
+                f"10,000/request {row['ratio_10000']:.2f} "
+                f"({row['server_10000_per_s']:,.0f} vs {row['raw_10000_per_s']:,.0f}/s), "
+                f"load {row['load_before_server_1000']}",
+                flush=True,
+            )
+        for per in (1000, 10_000):
+            out[f"ratio_{per}_median"] = statistics.median(r[f"ratio_{per}"] for r in out["rounds"])
+        # One report per request, keep-alive.
+        ids, wires = source.take(args.single)
+        singles = [body([i], [w], 1) for i, w in zip(ids, wires, strict=True)]
+        out["load_before_single"] = load()
         t0 = time.perf_counter()
-        for s in range(lo, lo + n, 1000):
-            with db.transaction(engine, write=True) as conn:
-                conn.exec_driver_sql(SQLITE_INSERT, rows(s, s + 1000, 0))
-        raw_batched = n / (time.perf_counter() - t0)
-        lo2 = lo + n
-        t0 = time.perf_counter()
-        for i in range(lo2, lo2 + n1):
-            with db.transaction(engine, write=True) as conn:
-                conn.exec_driver_sql(SQLITE_INSERT, rows(i, i + 1, 1))
-        raw_single = n1 / (time.perf_counter() - t0)
+        for b in singles:
+            r = http.post("/v1/collections/bench/reports", content=b, headers=hdr)
+            assert r.status_code == 200
+        out["single_per_s"] = args.single / (time.perf_counter() - t0)
+        rd = {"Authorization": f"Bearer {col['read_token']}"}
+        for method in ("none", "norm-sub"):
+            url = f"/v1/collections/bench/epochs/0/estimate?postprocess={method}"
+            assert len(http.get(url, headers=rd).json()["estimate"]) == 1000
+            lat = []
+            for _ in range(args.queries):
+                t0 = time.perf_counter()
+                assert http.get(url, headers=rd).status_code == 200
+                lat.append(time.perf_counter() - t0)
+            out[f"estimate_ms_{method}"] = statistics.median(lat) * 1e3
+        http.close()
         engine.dispose()
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-    out.update(
-        batched_reports_per_s=batched,
-        raw_batched_rows_per_s=raw_batched,
-        batched_ratio=batched / raw_batched,
-        single_reports_per_s=single,
-        raw_single_rows_per_s=raw_single,
-        single_ratio=single / raw_single,
-        estimate_ms_raw=timings["none"] * 1e3,
-        estimate_ms_norm_sub=timings["norm-sub"] * 1e3,
-        cpu_count=os.cpu_count(),
-        load_average_at_end=os.getloadavg(),
-    )
-    print(
-        f"batched ingest (1,000/request): {batched:,.0f} reports/s; raw inserts "
-        f"{raw_batched:,.0f} rows/s; ratio {batched / raw_batched:.2f}"
-    )
-    print(
-        f"one report per request:         {single:,.0f} reports/s; raw inserts "
-        f"{raw_single:,.0f} rows/s; ratio {single / raw_single:.2f}"
-    )
-    print(
-        f"estimate query, k = 1,000: {timings['none'] * 1e3:.1f} ms (unbiased), "
-        f"{timings['norm-sub'] * 1e3:.1f} ms (norm-sub), median of {args.queries}"
-    )
+        stop(proc)
+    return out
+
+
+# ---------------------------------------------------------------------- profile
+def profile_part(proto, source: Reports) -> dict:  # type: ignore[no-untyped-def]
+    """Where the time of the in-process ingest path goes, for 1,000-report batches."""
+    tmp = Path(tempfile.mkdtemp(prefix="longldp-bench-prof-"))
+    engine = make_engine(str(tmp / "prof.db"))
+    migrate(engine)
+    service = Service(engine, ADMIN, Limits())
+    service.create_collection({"name": "p", "protocol": SPEC, "auth": "shared"})
+    col = service.get_collection("p")
+    assert col is not None
+    batches = []
+    for _ in range(20):
+        ids, wires = source.take(1000)
+        batches.append(body(ids, wires))
+    prof = cProfile.Profile()
+    t0 = time.perf_counter()
+    prof.enable()
+    for b in batches:
+        service.ingest(col, service.parse_binary(col, b))
+    prof.disable()
+    total = time.perf_counter() - t0
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+    # (file suffix, function, tottime or cumtime): builtins by their own time, Python
+    # functions with what they call.
+    parts = {
+        "INSERT of the reports (executemany)": (
+            "~",
+            "<method 'executemany' of 'sqlite3.Cursor' objects>",
+            2,
+        ),
+        "commit (fsync of the WAL)": ("~", "<method 'commit' of 'sqlite3.Connection' objects>", 2),
+        "other SQL statements": ("~", "<method 'execute' of 'sqlite3.Cursor' objects>", 2),
+        "support counts of the new reports": ("", "support_counts", 3),
+        "splitting and checking the batch": ("service.py", "parse_binary", 3),
+        "distinct ids": ("ingest.py", "distinct_items", 3),
+        "ids and reports as bytes": ("ingest.py", "__init__", 3),
+    }
+    out: dict = {}
+    for label, (suffix, func, col) in parts.items():
+        sec = sum(
+            v[col] for (file, _, name), v in stats.items() if name == func and file.endswith(suffix)
+        )
+        out[label] = round(sec / total, 3)
+    out["rest (SQLAlchemy, HTTP-free Python glue)"] = round(1 - sum(out.values()), 3)
+    out["total_s_for_20000_reports"] = round(total, 3)
+    engine.dispose()
+    return out
+
+
+# ---------------------------------------------------------------------- PostgreSQL
+def pg_part(args: argparse.Namespace, proto, source: Reports) -> dict:  # type: ignore[no-untyped-def]
+    from server_helpers import PgCluster, pg_bin
+
+    if pg_bin() is None:
+        return {"skipped": "PostgreSQL (initdb, pg_ctl) not found"}
+    cluster = PgCluster(durable=True)
+    out: dict = {"clients": args.pg_clients, "seconds": args.pg_seconds, "runs": []}
+    try:
+        for rnd in range(args.rounds):
+            for workers in (1, 2):
+                url = cluster.new_database()
+                port = free_port()
+                proc = start_server(url, port, "--workers", str(workers))
+                try:
+                    rate, load_at, cpu = pg_load(port, args, source, proc.pid, cluster.pid())
+                finally:
+                    stop(proc)
+                out["runs"].append(
+                    {
+                        "round": rnd,
+                        "workers": workers,
+                        "reports_per_s": rate,
+                        "load": load_at,
+                        **cpu,
+                    }
+                )
+                print(
+                    f"  round {rnd}: {workers} process(es) {rate:,.0f} reports/s, load "
+                    f"{load_at}; CPU s per 1,000 reports: server "
+                    f"{cpu['server_cpu_s_per_1000']}, PostgreSQL "
+                    f"{cpu['postgresql_cpu_s_per_1000']}, clients "
+                    f"{cpu['clients_cpu_s_per_1000']}; cores used {cpu['cpu_cores_used']}",
+                    flush=True,
+                )
+        one = statistics.median(r["reports_per_s"] for r in out["runs"] if r["workers"] == 1)
+        two = statistics.median(r["reports_per_s"] for r in out["runs"] if r["workers"] == 2)
+        out.update(one_process_median=one, two_processes_median=two, ratio=two / one)
+    finally:
+        cluster.destroy()
+    return out
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and its descendants (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo += parents.get(pid, [])
+    return out
+
+
+def cpu_seconds(root: int) -> float:
+    """CPU time (user + system) used so far by ``root``'s process tree."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in _tree(root):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
+def pg_load(
+    port: int, args: argparse.Namespace, source: Reports, server_pid: int, pg_pid: int
+) -> tuple[float, float, dict[str, float]]:
+    """Reports per second that ``args.pg_clients`` clients get through in ``pg_seconds``, the
+    load, and the CPU seconds per 1,000 reports of the server, PostgreSQL and the clients."""
+    base = f"http://127.0.0.1:{port}"
+    with httpx.Client(base_url=base, timeout=300) as http:
+        col = create(http, "pg")
+    hdr = {"Authorization": f"Bearer {col['ingest_token']}", "Content-Type": OCTET}
+    per_client = [
+        [body(*source.take(1000)) for _ in range(args.pg_batches)] for _ in range(args.pg_clients)
+    ]
+    clients = [httpx.Client(base_url=base, timeout=300) for _ in range(args.pg_clients)]
+    done = [0] * args.pg_clients
+    stop_at = [0.0]
+    barrier = threading.Barrier(args.pg_clients + 1)
+
+    def run(c: int) -> None:
+        barrier.wait()
+        for b in per_client[c]:
+            if time.perf_counter() >= stop_at[0]:
+                return
+            r = clients[c].post("/v1/collections/pg/reports", content=b, headers=hdr)
+            assert r.status_code == 200, r.text
+            done[c] += 1000
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in range(args.pg_clients)]
+    for t in threads:
+        t.start()
+    load_at = load()
+    cpu0 = (cpu_seconds(server_pid), cpu_seconds(pg_pid), sum(os.times()[:2]))
+    t0 = time.perf_counter()
+    stop_at[0] = t0 + args.pg_seconds
+    barrier.wait()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - t0
+    cpu1 = (cpu_seconds(server_pid), cpu_seconds(pg_pid), sum(os.times()[:2]))
+    for c in clients:
+        c.close()
+    per_k = 1000 / max(1, sum(done))
+    cpu = {
+        f"{who}_cpu_s_per_1000": round((b - a) * per_k, 4)
+        for who, a, b in zip(("server", "postgresql", "clients"), cpu0, cpu1, strict=True)
+    }
+    cpu["cpu_cores_used"] = round(sum(b - a for a, b in zip(cpu0, cpu1, strict=True)) / elapsed, 2)
+    return sum(done) / elapsed, load_at, cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--reports", type=int, default=100_000, help="reports per batched run")
+    ap.add_argument("--single", type=int, default=2_000, help="one-per-request reports")
+    ap.add_argument("--queries", type=int, default=50, help="estimate queries timed")
+    ap.add_argument("--rounds", type=int, default=3, help="alternating rounds")
+    ap.add_argument("--pg-seconds", type=float, default=8.0)
+    ap.add_argument("--pg-clients", type=int, default=8)
+    ap.add_argument("--pg-batches", type=int, default=60, help="batches prepared per client")
+    ap.add_argument("--skip-pg", action="store_true")
+    ap.add_argument("--skip-sqlite", action="store_true", help="only the PostgreSQL part")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "service.json")
+    args = ap.parse_args()
+    proto = ll.protocol(SPEC["name"], **SPEC["params"])
+    source = Reports(proto, 20_000, np.random.default_rng(2026))
+    out: dict = {"protocol": SPEC, "reports": args.reports, "cpu_count": os.cpu_count()}
+    out["load_at_start"] = load()
+    if not args.skip_sqlite:
+        print("SQLite: batched ingest against raw inserts in one transaction")
+        out["sqlite"] = sqlite_part(args, proto, source)
+        print("profile of the in-process ingest path (1,000 reports a batch)")
+        out["profile"] = profile_part(proto, source)
+        for label, share in out["profile"].items():
+            print(f"  {label}: {share}")
+    if not args.skip_pg:
+        print("PostgreSQL: two server processes against one, alternately")
+        out["postgresql"] = pg_part(args, proto, source)
+    out["load_at_end"] = load()
+    if "sqlite" in out:
+        s = out["sqlite"]
+        print(
+            f"batched ingest / raw inserts in one transaction: {s['ratio_1000_median']:.2f} at "
+            f"1,000 reports a request, {s['ratio_10000_median']:.2f} at 10,000 (medians of "
+            f"{args.rounds} rounds)"
+        )
+        print(f"one report per request: {s['single_per_s']:,.0f} reports/s")
+        print(
+            f"estimate query, k = 1,000: {s['estimate_ms_none']:.1f} ms (unbiased), "
+            f"{s['estimate_ms_norm-sub']:.1f} ms (norm-sub), median of {args.queries}"
+        )
+    if "ratio" in out.get("postgresql", {}):
+        p = out["postgresql"]
+        print(
+            f"PostgreSQL, {p['clients']} clients: 2 processes / 1 = {p['ratio']:.2f} "
+            f"({p['two_processes_median']:,.0f} vs {p['one_process_median']:,.0f} reports/s)"
+        )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
 

@@ -80,11 +80,6 @@ KNOWN_UNDOCUMENTED = frozenset(
         "longldp.protocols.grr.GRR.q",
         "longldp.protocols.rappor.RAPPOR.onehot",
         "longldp.protocols.rappor.RAPPOR.report_dtype",
-        "longldp.server.service.Service.epochs",
-        "longldp.server.service.Service.estimate",
-        "longldp.server.service.Service.is_admin",
-        "longldp.server.service.Service.list_collections",
-        "longldp.server.service.Service.series",
     }
 )
 

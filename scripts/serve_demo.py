@@ -2,33 +2,40 @@
 
 What it does (``make serve-demo``):
 
-1. starts ``longldp serve`` on 127.0.0.1 with a SQLite file in a temporary folder;
+1. starts ``longldp serve`` on 127.0.0.1 with a SQLite file in a temporary folder (on
+   /dev/shm when available: the demo's data is deleted at the end anyway);
 2. creates a collection (L-OSUE over 16 app categories, ε∞ = 2, ε1 = 1) with the admin token;
 3. plays 10,000 devices with the real device client (``longldp.client.DeviceClient``): each
    keeps its state file (memos, budget, upload queue; on /dev/shm when available, so 200,000
    atomic saves do not wait for a disk) and reports its category of the day in each of 10
    epochs; the popularity of one category grows over the epochs, so the chart has a trend;
-4. uploads: 100 devices flush their own queue with the client's ``Uploader`` (one request
-   each), the others' queued records are relayed in batches of 1,000 (as a gateway would) and
-   acknowledged in each device's queue only after the server's 200;
+4. uploads: every device enrolls on its first upload with the collection's enrollment token
+   (device identities, docs/server.md), keeps its credential in its state file, and flushes its
+   own queue with the client's ``Uploader`` every 5 epochs; a report leaves a device's queue
+   only after the server's 200;
 5. prints true and estimated frequencies of the last epoch, and the dashboard URL; the server
    keeps running until Ctrl-C (``--exit`` stops it at once).
+
+Stopping it any way (Ctrl-C, SIGTERM, SIGHUP, or the death of the process that started it,
+such as ``make``) stops the server and the device processes and removes both temporary
+folders.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -36,7 +43,6 @@ import numpy as np
 import longldp as ll
 from longldp.client import DeviceClient
 from longldp.client.upload import Uploader
-from longldp.protocols import wire
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = {"name": "L-OSUE", "params": {"k": 16, "eps_perm": 2.0, "eps_1": 1.0}}
@@ -76,47 +82,41 @@ def values_of(rng: np.random.Generator, habits: np.ndarray, epoch: int, k: int) 
 WORKERS = 2
 
 
+#: Devices upload every this many epochs (and after the last): fewer requests, and a queue
+#: spanning a few epochs, as a device that is often offline would have.
+UPLOAD_EVERY = 5
+
+
 def play_devices(job: tuple) -> dict:
-    """One process's share of the devices, over every epoch: report, then upload."""
-    worker, first, values, base, token, states = job
+    """One process's share of the devices, over every epoch: report, then upload. Each device
+    enrolls on its first upload (the collection's enrollment token) and keeps its credential
+    in its state file; every report it uploads is bound to it."""
+    worker, first, values, base, enroll_token, states = job
     proto = ll.protocol(SPEC["name"], **SPEC["params"])
     devices = [
         DeviceClient(states / f"d{first + i}.json", proto, "app-usage", secret=os.urandom(32))
         for i in range(values.shape[1])
     ]
-    direct = Uploader(base, "app-usage", token, base_delay=0.2)
-    ingest = f"{base}/v1/collections/app-usage/reports"
+    uploader = Uploader(base, "app-usage", enroll_token=enroll_token, base_delay=0.2)
     t0 = time.perf_counter()
     for epoch, row in enumerate(values):
         for dev, v in zip(devices, row, strict=True):
             dev.report(int(v), epoch)
-        # A few devices upload by themselves, one request each, with the client's Uploader.
-        for dev in devices[:10]:
-            direct.flush(dev)
-        # The others' queued records go through a relay, 1,000 per request; each device
-        # drops a report from its queue only once the server has acknowledged it.
-        relay = devices[10:]
-        for s in range(0, len(relay), 1000):
-            group = relay[s : s + 1000]
-            queues = [dev.queue for dev in group]
-            items = [q for queue in queues for q in queue]
-            body = wire.encode_records(
-                proto,
-                [q.id for q in items],
-                np.array([q.epoch for q in items]),
-                b"".join(q.report for q in items),
-            )
-            answer = http("POST", ingest, token, body, "application/octet-stream")
-            assert answer["received"] == len(items)
-            for dev, queue in zip(group, queues, strict=True):
-                dev.acknowledge([q.id for q in queue])
+        if (epoch + 1) % UPLOAD_EVERY == 0 or epoch == len(values) - 1:
+            for dev in devices:
+                uploader.flush(dev)
         if worker == 0:
             print(
-                f"epoch {epoch}: reported and uploaded ({time.perf_counter() - t0:.0f} s)",
+                f"epoch {epoch}: reported ({time.perf_counter() - t0:.0f} s)",
                 flush=True,
             )
     b = devices[0].spent_budget
     return {"left": sum(len(d.queue) for d in devices), "spent": (b.epsilon, b.reports, b.memos)}
+
+
+def _stop(signum: int, _frame: object) -> None:
+    """SIGTERM and SIGHUP end the demo like Ctrl-C: through main()'s cleanup."""
+    raise SystemExit(128 + signum)
 
 
 def main() -> None:
@@ -127,24 +127,34 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=2026, help="seed of the simulated true values")
     ap.add_argument("--exit", action="store_true", help="stop the server when done")
     args = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="longldp-demo-"))
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGHUP, _stop)
+    parent = os.getppid()
+    # The demo's database and device states are thrown away at the end: on /dev/shm (memory)
+    # when there is one, so that the ~30,000 commits wait for no disk.
     shm = Path("/dev/shm")
+    work = Path(tempfile.mkdtemp(prefix="longldp-demo-", dir=shm if shm.is_dir() else None))
     states = Path(
         tempfile.mkdtemp(prefix="longldp-demo-devices-", dir=shm if shm.is_dir() else None)
     )
-    port = free_port(args.port)
-    base = f"http://127.0.0.1:{port}"
-    admin = "ll_admin_" + secrets.token_urlsafe(24)
-    env = {
-        **os.environ,
-        "LONGLDP_ADMIN_TOKEN": admin,
-        "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    }
-    db = work / "demo.db"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "longldp", "serve", "--db", str(db), "--port", str(port)], env=env
-    )
+    print(f"temporary folders: {work} {states}", flush=True)
+    server: subprocess.Popen | None = None
+    pool = None
     try:
+        port = free_port(args.port)
+        base = f"http://127.0.0.1:{port}"
+        admin = "ll_admin_" + secrets.token_urlsafe(24)
+        env = {
+            **os.environ,
+            "LONGLDP_ADMIN_TOKEN": admin,
+            "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        }
+        db = work / "demo.db"
+        server = subprocess.Popen(
+            [sys.executable, "-m", "longldp", "serve", "--db", str(db), "--port", str(port)],
+            env=env,
+        )
+        print(f"server process: {server.pid}", flush=True)
         for _ in range(300):
             try:
                 urllib.request.urlopen(f"{base}/healthz", timeout=1)
@@ -159,6 +169,9 @@ def main() -> None:
                 {
                     "name": "app-usage",
                     "protocol": SPEC,
+                    # Devices upload every few epochs and the two device processes do not
+                    # keep pace: a window as long as the demo keeps late reports open.
+                    "epoch_window": max(8, args.epochs),
                     "postprocess": "norm-sub",
                     "description": "Category of the most used app of the day (simulated devices).",
                 }
@@ -174,12 +187,15 @@ def main() -> None:
         # Two processes, each playing half of the devices (the machine's two cores).
         cut = np.linspace(0, args.devices, WORKERS + 1).astype(int)
         jobs = [
-            (w, int(cut[w]), values[:, cut[w] : cut[w + 1]], base, col["ingest_token"], states)
+            (w, int(cut[w]), values[:, cut[w] : cut[w + 1]], base, col["enroll_token"], states)
             for w in range(WORKERS)
         ]
         t0 = time.perf_counter()
-        with ProcessPoolExecutor(WORKERS) as pool:
-            results = list(pool.map(play_devices, jobs))
+        pool = multiprocessing.get_context("fork").Pool(WORKERS)
+        results = pool.map(play_devices, jobs)
+        pool.close()
+        pool.join()
+        pool = None
         left = sum(r["left"] for r in results)
         print(
             f"{args.devices:,} devices × {args.epochs} epochs in "
@@ -202,13 +218,25 @@ def main() -> None:
         print(f"\ndashboard: {base}/collections/app-usage/dashboard?token={col['read_token']}")
         if args.exit:
             return
-        print("server running; Ctrl-C to stop.")
-        server.wait()
+        print("server running; Ctrl-C to stop.", flush=True)
+        # Serve until interrupted, the server dies, or whoever started the demo is gone.
+        while server.poll() is None and os.getppid() == parent:
+            time.sleep(0.5)
     except KeyboardInterrupt:
         pass
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_IGN)  # the cleanup itself is not interrupted
+        if pool is not None:
+            pool.terminate()
+            pool.join()
+        if server is not None and server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
         shutil.rmtree(states, ignore_errors=True)
         shutil.rmtree(work, ignore_errors=True)
 

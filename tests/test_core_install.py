@@ -101,6 +101,7 @@ def test_the_server_extra_brings_the_command():
     with (ROOT / "pyproject.toml").open("rb") as f:
         extras = tomllib.load(f)["project"]["optional-dependencies"]
     assert "longldp[cli]" in extras["server"]
+    assert "longldp[shuffle]" in extras["server"]  # the central figures of a collection
 
 
 @pytest.mark.slow

@@ -10,6 +10,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+import textwrap
 import types
 from pathlib import Path
 
@@ -170,7 +171,10 @@ def test_the_committed_api_reference_is_the_generated_one():
 
 # ---------------------------------------------------------------------- examples
 def python_blocks(path: Path) -> list[str]:
-    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), flags=re.S)
+    """Every ```python block, dedented (a block inside a list item is indented)."""
+    text = path.read_text(encoding="utf-8")
+    found = re.findall(r"^([ \t]*)```python\n(.*?)^\1```", text, flags=re.S | re.M)
+    return [textwrap.dedent(body) for _, body in found]
 
 
 def test_the_readme_example_states_the_true_report_size():

@@ -27,15 +27,17 @@ import pytest
 
 import longldp as ll
 from chromium_cdp import Chromium
-from server_helpers import ADMIN, CHROMIUM, ROOT, LiveServer, bearer, require
+from real_parts import CHROMIUM
+from server_helpers import ADMIN, ROOT, LiveServer, bearer
 
 JS = ROOT / "clients" / "js"
 NODE = shutil.which("node")
+#: Every test here runs node (tests/conftest.py: missing, it skips locally and fails under CI).
+pytestmark = pytest.mark.node
 
 
 def run_node(script: str, *args: str, timeout: float = 300) -> str:
     """Run an ES module script (text) with node from the repository's JS package folder."""
-    require(NODE is not None, "node (Debian's nodejs)")
     out = subprocess.run(
         [NODE, "--input-type=module", "-e", script, *args],
         cwd=JS,
@@ -201,14 +203,16 @@ def _device_values(rng: np.random.Generator, n: int, k: int, epochs: int) -> np.
     return vals
 
 
+@pytest.mark.slow
+@pytest.mark.browser
 def test_chromium_end_to_end_against_a_real_server(tmp_path):
-    require(CHROMIUM is not None, "chromium (/usr/bin/chromium)")
     srv = LiveServer(str(tmp_path / "e2e.db"), tmp_path).start()
     site = _site(srv.base)
     try:
         col = httpx.post(
             f"{srv.base}/v1/collections",
-            json={"name": "browser", "protocol": E2E_SPEC, "first_epoch": 0},
+            # One shared ingest token (the server's default is per-device enrollment).
+            json={"name": "browser", "protocol": E2E_SPEC, "first_epoch": 0, "auth": "shared"},
             headers=bearer(ADMIN),
             timeout=30,
         ).json()
@@ -283,7 +287,6 @@ def test_node_client_passes_the_black_box_audit():
     framing works and a correct client's claim is not refuted (confidence 1 − 10⁻⁶, so a false
     refutation has probability below 10⁻⁶); the bounds of longer runs are in clients/js's
     README."""
-    require(NODE is not None, "node (Debian's nodejs)")
     spec = json.dumps({"name": "L-GRR", "params": {"k": 4, "eps_perm": 2.0, "eps_1": 1.0}})
     cmd = f"{NODE} {JS / 'bin' / 'audit-client.mjs'} '{spec}'"
     args = ["--exec", cmd, "--k", "4", "--claim", "1.0", "--trials", "400", "--alpha", "1e-6"]
@@ -296,3 +299,59 @@ def test_node_client_passes_the_black_box_audit():
     )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "No claim refuted" in out.stdout
+
+
+# --------------------------------------------------------------------------- device enrollment
+
+ENROLL_AND_UPLOAD = """
+import { DeviceClient, MemoryStore, Uploader } from "./src/index.js";
+const [base, collection, enrollToken, spec, values] = JSON.parse(process.argv[1]);
+const out = [];
+for (const row of values) {
+  const client = await DeviceClient.open({ store: new MemoryStore(), spec, collection });
+  const uploader = new Uploader({ baseUrl: base, collection, enrollToken, sleep: async () => {} });
+  const sent = [];
+  const held = [];
+  for (let epoch = 0; epoch < row.length; epoch++) {
+    await client.report(row[epoch], epoch);
+    const r = await uploader.flush(client);
+    sent.push(r.acknowledged);
+    held.push(client.credential(base)?.credential ?? null);
+  }
+  out.push({ sent, held, device: client.credential(base)?.device ?? null });
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_node_client_enrolls_with_a_real_server_and_keeps_its_credential(tmp_path):
+    """The JS uploader against `longldp serve` in its default mode (devices enroll): each device
+    enrolls once on its first upload, keeps its credential in its state for later uploads, and
+    every report is acknowledged and counted once per epoch."""
+    srv = LiveServer(str(tmp_path / "enroll.db"), tmp_path).start()
+    try:
+        spec = {"name": "L-GRR", "params": {"k": 4, "eps_perm": 2.0, "eps_1": 1.0}}
+        col = httpx.post(
+            f"{srv.base}/v1/collections",
+            json={"name": "enrolled", "protocol": spec, "first_epoch": 0},
+            headers=bearer(ADMIN),
+            timeout=30,
+        ).json()
+        assert "enroll_token" in col and "ingest_token" not in col, col
+        values = np.random.default_rng(7).integers(0, 4, size=(6, 3)).tolist()
+        args = [srv.base, "enrolled", col["enroll_token"], spec, values]
+        devices = json.loads(run_node(ENROLL_AND_UPLOAD, json.dumps(args)))
+        assert [d["sent"] for d in devices] == [[1, 1, 1]] * 6
+        for d in devices:  # one credential, obtained once and kept
+            assert d["held"][0] is not None and len(set(d["held"])) == 1
+        assert len({d["device"] for d in devices}) == 6  # six distinct identities
+        assert len({d["held"][0] for d in devices}) == 6
+        for epoch in range(3):
+            est = httpx.get(
+                f"{srv.base}/v1/collections/enrolled/epochs/{epoch}/estimate",
+                headers=bearer(col["read_token"]),
+                timeout=30,
+            ).json()
+            assert est["n"] == 6, est
+    finally:
+        srv.stop()

@@ -65,8 +65,8 @@ ALLOWED = {
     },
     # Interfaces: the device client sits on the protocols only (small dependencies).
     "client": {"_validate", "privacy", "postprocess", "protocols", "client", "__init__"},
-    # Interfaces: the collection server sits on the protocols (and exports report archives);
-    # nothing imports it back.
+    # Interfaces: the collection server sits on the protocols (exports report archives, and
+    # shows a collection's central privacy under shuffling); nothing imports it back.
     "server": {
         "_validate",
         "privacy",

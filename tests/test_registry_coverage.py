@@ -96,6 +96,10 @@ COMMON: dict[str, dict[str, Trait]] = {
             lambda cls: frequencies(cls) and longitudinal(cls)
         ),
     },
+    "test_server_protocols": {
+        "test_footprint_is_within_the_budget_and_bounds_what_is_allocated": every,
+        "test_every_registered_protocol_is_collected_and_served": every,
+    },
     "test_roundtrip_server": {"test_server_round_trip": every},
     "test_roundtrip_archive": {"test_archive_round_trip": every},
     "test_audit": {

@@ -51,7 +51,10 @@ def server_round_trip(db_url: str, spec: dict[str, Any], batches: dict[int, byte
 
 def _requests(client: TestClient, spec: dict[str, Any], batches: dict[int, bytes]) -> dict:
     col = client.post(
-        "/v1/collections", json={"name": NAME, "protocol": spec}, headers=bearer(ADMIN)
+        # One shared ingest token (the server's default is per-device enrollment).
+        "/v1/collections",
+        json={"name": NAME, "protocol": spec, "auth": "shared"},
+        headers=bearer(ADMIN),
     )
     assert col.status_code == 201, col.text
     tokens = col.json()

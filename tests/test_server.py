@@ -27,9 +27,10 @@ def make_client(url: str, **limits) -> TestClient:
 
 
 def create(client: TestClient, name: str = "c1", spec: dict = PROTO_SPEC, **extra) -> dict:
-    r = client.post(
-        "/v1/collections", json={"name": name, "protocol": spec, **extra}, headers=bearer(ADMIN)
-    )
+    """A collection; shared-token ingest unless ``auth`` says otherwise (device identities
+    have their own tests in tests/test_server_devices.py)."""
+    body = {"name": name, "protocol": spec, "auth": "shared", **extra}
+    r = client.post("/v1/collections", json=body, headers=bearer(ADMIN))
     assert r.status_code == 201, r.text
     return r.json()
 
@@ -59,8 +60,8 @@ def test_migrations_are_versioned(tmp_path):
         assert not any(
             i["name"] == "ix_reports_epoch" for i in sa.inspect(conn).get_indexes("reports")
         )
-    assert db.migrate(engine) == db.SCHEMA_VERSION == 2
-    assert db.migrate(engine) == 2  # idempotent
+    assert db.migrate(engine) == db.SCHEMA_VERSION == 3
+    assert db.migrate(engine) == 3  # idempotent
     with engine.connect() as conn:
         assert any(i["name"] == "ix_reports_epoch" for i in sa.inspect(conn).get_indexes("reports"))
     with db.transaction(engine, write=True) as conn:
@@ -162,13 +163,22 @@ def test_ingest_is_idempotent_and_estimates_are_exact(backend, tmp_path):
     assert r.json()["new"] == 900
     # Retries, overlapping batches and in-batch repeats are acknowledged and counted once.
     again = records(
-        ids[900:1100] + ids[900:950],
-        list(epochs[900:1100]) + [0] * 50,
-        wires[900:1100] + wires[900:950],
+        ids[800:1000] + ids[2050:2100] + ids[800:850],
+        list(epochs[800:1000]) + [2] * 50 + [0] * 50,
+        wires[800:1000] + wires[2050:2100] + wires[800:850],
     )
-    assert post(client, "c1", tok, again).json() == {"received": 250, "new": 0, "duplicates": 250}
+    assert post(client, "c1", tok, again).json() == {"received": 300, "new": 0, "duplicates": 300}
     r = post(client, "c1", tok, json.dumps({"reports": items[:10]}), "application/json")
     assert r.json()["duplicates"] == 10
+    # D9: a repeat is the same report only with the same cohort (an absent one included).
+    recohort = [{**items[3], "cohort": (items[3]["cohort"] + 1) % 4}]
+    r = post(client, "c1", tok, json.dumps({"reports": recohort}), "application/json")
+    assert (r.status_code, r.json()["item"]) == (409, 0), r.text
+    r = post(client, "c1", tok, records([ids[1003]], [1], [wires[1003]]))
+    assert (r.status_code, r.json()["item"]) == (409, 0), r.text
+    twice = [items[5], {**items[5], "cohort": (items[5]["cohort"] + 1) % 4}]
+    r = post(client, "c1", tok, json.dumps({"reports": twice}), "application/json")
+    assert (r.status_code, r.json()["item"]) == (409, 1), r.text
     service = client.app.state.service
     c = service.get_collection("c1")
     for e in range(3):
@@ -229,7 +239,10 @@ def test_ingest_is_idempotent_and_estimates_are_exact(backend, tmp_path):
     part = client.get("/v1/collections/c1/series?start=1&stop=1", headers=bearer(rd)).json()
     assert [s["epoch"] for s in part["epochs"]] == [1]
     listing = client.get("/v1/collections/c1/epochs", headers=bearer(rd)).json()
-    assert listing == [{"epoch": e, "n": 1000, "closed": False} for e in range(3)]
+    assert listing["epochs"] == [
+        {"epoch": e, "n": 1000, "closed": False, "open": True} for e in range(3)
+    ]
+    assert listing["next_start"] is None
     assert client.get("/v1/collections/c1/epochs/7/estimate", headers=bearer(rd)).status_code == 404
 
 
@@ -322,8 +335,10 @@ def test_a_bad_item_rejects_its_whole_batch(backend):
     assert post(client, "c1", tok, b"\0" * (64 * 1024 + 1)).status_code == 413
     # Nothing of any rejected batch was stored; the other collection is untouched.
     assert _state(service, "c1")[0] == before[0]
-    assert [e for e in _state(service, "c1")[1] if e["n"]] == [e for e in before[1] if e["n"]]
-    assert service.epochs(service.get_collection("other")) == []
+    assert [e for e in _state(service, "c1")[1]["epochs"] if e["n"]] == [
+        e for e in before[1]["epochs"] if e["n"]
+    ]
+    assert service.epochs(service.get_collection("other"))["epochs"] == []
     assert other["fingerprint"] != col["fingerprint"]
 
 

@@ -37,7 +37,9 @@ def app(tmp_path_factory):
     )
     client = TestClient(app)
     col = client.post(
-        "/v1/collections", json={"name": "fz", "protocol": SPEC}, headers=bearer(ADMIN)
+        "/v1/collections",
+        json={"name": "fz", "protocol": SPEC, "auth": "shared"},
+        headers=bearer(ADMIN),
     ).json()
     TOKENS.update(ingest=col["ingest_token"], read=col["read_token"])
     rng = np.random.default_rng(0)
@@ -49,18 +51,30 @@ def app(tmp_path_factory):
         headers={**bearer(col["ingest_token"]), "Content-Type": "application/octet-stream"},
     )
     assert r.status_code == 200
+    # A device-mode collection too: enrollment, and ingest with a device's credential.
+    dev = client.post(
+        "/v1/collections", json={"name": "dv", "protocol": SPEC}, headers=bearer(ADMIN)
+    ).json()
+    TOKENS.update(enroll=dev["enroll_token"], dev_read=dev["read_token"])
+    enrolled = client.post("/v1/collections/dv/devices", headers=bearer(dev["enroll_token"]))
+    TOKENS["device"] = enrolled.json()["credential"]
     return app
 
 
-def _token_for(method: str, path: str, salt: int) -> str | None:
+def _token_for(method: str, path: str, salt: int, name: str | None) -> str | None:
     """A token that gets past authentication most of the time, so the bodies are exercised."""
     if salt % 7 == 0:
         return None
+    device_mode = name == "dv"
     if path.endswith("/reports") and method == "POST":
-        return TOKENS["ingest"]
+        return TOKENS["device" if device_mode else "ingest"]
+    if path.endswith("/devices"):
+        return TOKENS["enroll"] if salt % 2 else ADMIN
     if path in ("/v1/collections",) or path.endswith("/close"):
         return ADMIN
-    return TOKENS["read"] if salt % 2 else ADMIN
+    if salt % 2:
+        return TOKENS["dev_read" if device_mode else "read"]
+    return ADMIN
 
 
 @pytest.mark.slow
@@ -77,8 +91,9 @@ def test_no_endpoint_answers_5xx(app):
         @given(case=op.as_strategy(), salt=st.integers(0, 2**16))
         def run(case, salt):
             if case.path_parameters and "name" in case.path_parameters and salt % 3:
-                case.path_parameters["name"] = "fz"
-            token = _token_for(case.method.upper(), case.path, salt)
+                case.path_parameters["name"] = "dv" if salt % 5 == 0 else "fz"
+            name = (case.path_parameters or {}).get("name")
+            token = _token_for(case.method.upper(), case.path, salt, name)
             kwargs = case.as_transport_kwargs(
                 base_url="http://testserver", headers=bearer(token) if token else {}
             )
@@ -119,7 +134,9 @@ def test_mutated_batches_never_5xx_and_counts_stay_exact(app):
     service = app.state.service
     # A collection of its own: the schema fuzzing may close epochs of "fz".
     made = client.post(
-        "/v1/collections", json={"name": "mut", "protocol": SPEC}, headers=bearer(ADMIN)
+        "/v1/collections",
+        json={"name": "mut", "protocol": SPEC, "auth": "shared"},
+        headers=bearer(ADMIN),
     ).json()
     col = service.get_collection("mut")
     seen = {"ok": 0, "refused": 0}
@@ -144,7 +161,7 @@ def test_mutated_batches_never_5xx_and_counts_stay_exact(app):
 
     run()
     assert seen["ok"] > 0 and seen["refused"] > 0
-    for row in service.epochs(col):
+    for row in service.epochs(col)["epochs"]:
         n, support = service.counts(col, row["epoch"])
         rn, rsupport = service.recount(col, row["epoch"])
         assert (n, support.tolist()) == (rn, rsupport.tolist())

@@ -48,7 +48,7 @@ def server(backend, tmp_path):
 def create(base: str, name: str = "live") -> dict:
     r = httpx.post(
         f"{base}/v1/collections",
-        json={"name": name, "protocol": SPEC},
+        json={"name": name, "protocol": SPEC, "auth": "shared"},
         headers=bearer(ADMIN),
         timeout=30,
     )
@@ -70,7 +70,7 @@ def audit(url: str, name: str) -> dict[int, int]:
         service = Service(engine, ADMIN)
         col = service.get_collection(name)
         out = {}
-        for row in service.epochs(col):
+        for row in service.epochs(col)["epochs"]:
             n, support = service.counts(col, row["epoch"])
             rn, rsupport = service.recount(col, row["epoch"])
             assert (n, support.tolist()) == (rn, rsupport.tolist()), row
@@ -388,6 +388,7 @@ def test_dashboard_renders_in_headless_chromium(tmp_path):
     assert counts == [600] * 5
     text = re.sub(r"<[^>]+>", " ", dom)
     assert "3,000" in text and "ε∞ = 2" in text and "L-GRR" in text
+    assert "Central privacy under shuffling" in text and 'data-figure="collection"' in dom
     latest = [
         float(a["data-estimate"]) for t, a in parser.tags if t == "td" and "data-estimate" in a
     ]

@@ -1,19 +1,21 @@
 """Files of the device client: the secret and the state, saved atomically (docs/client.md §2).
 
 The secret file holds 32 bytes from ``os.urandom`` with a magic and a checksum; the state file
-holds JSON (memo keys, spent budget, upload queue) authenticated by an HMAC-SHA256 tag whose key
-is derived from the secret. Both are written to a temporary file in the same directory, flushed
-with ``fsync``, then renamed over the old file (and the directory is synced), so a crash leaves
-either the old or the new file, never a mixture.
+holds JSON (memo keys, spent budget, upload queue, server credentials) authenticated by an
+HMAC-SHA256 tag whose key is derived from the secret. Both are written to a temporary file in
+the same directory, flushed with ``fsync``, then renamed over the old file (and the directory is
+synced), so a crash leaves either the old or the new file, never a mixture, and at most one
+temporary file, removed when the client opens the state again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import hashlib
 import hmac
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,19 +26,24 @@ STATE_VERSION = 1
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` by ``data``: temp file, fsync, rename, fsync of the directory."""
+    """Replace ``path`` by ``data``: temp file, fsync, rename, fsync of the directory.
+
+    The temporary file has one fixed name per destination (``.<name>.tmp``), so a process
+    killed mid-write leaves at most that one file, which the next write replaces (a state has
+    one writer: the device's client); :func:`remove_stale_temporaries` deletes it on open.
+    """
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    tmp = folder / f".{path.name}.tmp"
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     try:
         dir_fd = os.open(folder, os.O_RDONLY)
@@ -46,6 +53,20 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+def remove_stale_temporaries(path: Path) -> int:
+    """Delete temporary files a killed writer of ``path`` left behind (this release's fixed
+    ``.<name>.tmp`` and the random ``.<name>.<random>.tmp`` of earlier ones); how many."""
+    path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    stale = [folder / f".{path.name}.tmp", *folder.glob(f".{glob.escape(path.name)}.*.tmp")]
+    removed = 0
+    for tmp in stale:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+            removed += 1
+    return removed
 
 
 # ---------------------------------------------------------------------- secret
@@ -61,6 +82,7 @@ def load_or_create_secret(path: Path) -> bytes:
     A file that exists but is not a valid secret raises ``ValueError`` (never replaced).
     """
     path = Path(path)
+    remove_stale_temporaries(path)
     if not path.exists():
         secret = os.urandom(SECRET_SIZE)
         write_atomic(path, SECRET_MAGIC + secret + _secret_check(secret))

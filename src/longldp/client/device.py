@@ -14,11 +14,12 @@ secret (:class:`~longldp.protocols.client.DerivedRound1`) and round 2 from the O
   that memoizes nothing) is persisted, so it stays truthful across restarts; with
   ``max_epsilon`` a report that would exceed it is refused (:class:`BudgetExceededError`);
 - an **upload queue**: every report gets a random 16-byte id when created; retries reuse it,
-  so the server counts it once (:mod:`longldp.client.upload`).
+  so the server counts it once (:mod:`longldp.client.upload`);
+- the **credentials** a server issued at enrollment (device id and secret per server URL, kept
+  in the state file; :meth:`DeviceClient.credential`, docs/server.md), which the uploader uses.
 
 Dependencies: the core (NumPy) and the standard library.
 """
-
 
 from __future__ import annotations
 
@@ -118,6 +119,7 @@ class DeviceClient:
             raise ValueError("DeviceClient: 'collection' must be a non-empty string.")
         self.max_epsilon = None if max_epsilon is None else float(max_epsilon)
         self.queue_limit = queue_limit
+        _store.remove_stale_temporaries(self.path)
         if self.path.exists():
             body = _store.load_state(self.path, self._secret)
             stored = protocol_from_spec(body["protocol"])
@@ -259,6 +261,25 @@ class DeviceClient:
         done = set(ids)
         self._queue = [q for q in self._queue if q.id not in done]
         self._save()
+
+    # ------------------------------------------------------------------ identity
+    def credential(self, server: str) -> tuple[int, str] | None:
+        """(device id, credential) this device holds on ``server`` (its base URL), or None
+        before it has enrolled there (:class:`longldp.client.upload.Uploader` enrolls it)."""
+        held = self._credentials.get(server.rstrip("/"))
+        return None if held is None else (int(held["device"]), str(held["credential"]))
+
+    def set_credential(self, server: str, device: int, credential: str) -> None:
+        """Keep the credential the server issued at enrollment (saved in the state file)."""
+        if not isinstance(credential, str) or not credential:
+            raise ValueError("DeviceClient: 'credential' must be a non-empty string.")
+        self._credentials[server.rstrip("/")] = {"device": int(device), "credential": credential}
+        self._save()
+
+    def forget_credential(self, server: str) -> None:
+        """Drop the credential held on ``server`` (the next upload enrolls anew)."""
+        if self._credentials.pop(server.rstrip("/"), None) is not None:
+            self._save()
 
     def drop(self, ids: list[bytes], reason: str) -> None:
         """Remove reports the server refused for good; logged with ``reason``."""

@@ -1,7 +1,17 @@
 """Uploading a device's queue to the collection server over HTTP (standard library only).
 
-``POST {base_url}/v1/collections/{name}/reports`` with ``Authorization: Bearer <ingest token>``
-and a binary batch (``application/octet-stream``, docs/wire-format.md §4). What each answer does:
+**Identity.** A collection with device identities (the default, docs/server.md) gives the app an
+*enrollment token*: on its first upload the device enrolls (``POST
+{base_url}/v1/collections/{name}/devices``), receives its own credential and keeps it in its
+state file; every upload then carries that credential. A collection in shared-token mode gives
+one *ingest token* for every device instead. Construct ``Uploader(base_url, collection,
+enroll_token=...)`` or ``Uploader(base_url, collection, token)`` accordingly.
+
+``POST {base_url}/v1/collections/{name}/reports`` with ``Authorization: Bearer <credential or
+ingest token>`` and a binary batch (``application/octet-stream``, docs/wire-format.md §4).
+Report ids are the device's own: the server scopes them to the device, so another device (or an
+attacker) posting the same ids cannot make this device's reports conflict. What each answer
+does:
 
 - **2xx**: the batch is committed on the server; its reports leave the queue.
 - **408, 429, 5xx, or no answer** (connection refused, timeout): the batch stays queued and is
@@ -11,9 +21,13 @@ and a binary batch (``application/octet-stream``, docs/wire-format.md §4). What
 - **413** (batch too large): the batch is halved and sent again.
 - **401, 403** (no or wrong token): nothing is dropped, the flush stops and logs an error:
   the reports are fine, the credentials are not.
-- **another 4xx**: the server refuses the report for good. If the JSON answer names an
-  ``"item"``, that report is dropped and the rest of the batch is sent again; otherwise the
-  whole batch is dropped. Either way the drop is logged (logger ``longldp.client``).
+- **another 4xx**: the server refuses the report for good (a 409 also when the device's quota
+  of reports per epoch is spent). If the JSON answer names an ``"item"``, that report is
+  dropped and the rest of the batch is sent again; otherwise the whole batch is dropped. Either
+  way the drop is logged (logger ``longldp.client``).
+
+Enrolling follows the same rules: 201 keeps the credential; 408, 429, 5xx or no answer back
+off and retry; 401, 403 or 409 (a shared-token collection) stop the flush, queue kept.
 """
 
 from __future__ import annotations
@@ -61,7 +75,8 @@ class Uploader:
 
     base_url: str
     collection: str
-    token: str
+    token: str | None = None
+    enroll_token: str | None = None
     batch_size: int = 500
     timeout: float = 10.0
     max_attempts: int = 8
@@ -74,8 +89,11 @@ class Uploader:
         scheme = urllib.parse.urlsplit(self.base_url).scheme
         if scheme not in ("http", "https"):
             raise ValueError(f"Uploader: 'base_url' must be http(s)://…; got {self.base_url!r}.")
-        if not self.token:
-            raise ValueError("Uploader: 'token' (the collection's ingest token) is required.")
+        if bool(self.token) == bool(self.enroll_token):
+            raise ValueError(
+                "Uploader: give exactly one of 'enroll_token' (device identities: the device "
+                "enrolls on first use) and 'token' (the collection's shared ingest token)."
+            )
         if self.batch_size < 1 or self.max_attempts < 1 or self.base_delay < 0:
             raise ValueError(
                 "Uploader: 'batch_size' and 'max_attempts' must be ≥ 1, 'base_delay' ≥ 0."
@@ -86,6 +104,11 @@ class Uploader:
         name = urllib.parse.quote(self.collection, safe="")
         return f"{self.base_url.rstrip('/')}/v1/collections/{name}/reports"
 
+    @property
+    def enroll_url(self) -> str:
+        name = urllib.parse.quote(self.collection, safe="")
+        return f"{self.base_url.rstrip('/')}/v1/collections/{name}/devices"
+
     def flush(self, client: DeviceClient) -> UploadResult:
         """Send the queue until it is empty or ``max_attempts`` consecutive failures.
 
@@ -95,10 +118,11 @@ class Uploader:
         result = UploadResult()
         failures = 0
         limit = self.batch_size
-        while client.queue and failures < self.max_attempts:
+        bearer = self._bearer(client, result) if client.queue else None
+        while bearer is not None and client.queue and failures < self.max_attempts:
             items, data = client.batch(limit)
             result.attempts += 1
-            status, body, retry_after = self._post(data)
+            status, body, retry_after = self._post(self.url, data, bearer)
             if status is not None and 200 <= status < 300:
                 client.acknowledge([q.id for q in items])
                 result.acknowledged += len(items)
@@ -131,6 +155,38 @@ class Uploader:
         result.remaining = len(client.queue)
         return result
 
+    def _bearer(self, client: DeviceClient, result: UploadResult) -> str | None:
+        """The token uploads carry: the shared ingest token, the device's credential, or one
+        obtained now by enrolling (kept in the device's state); None if enrolling failed."""
+        if self.token:
+            return self.token
+        held = client.credential(self.base_url)
+        if held is not None:
+            return held[1]
+        failures = 0
+        while failures < self.max_attempts:
+            result.attempts += 1
+            status, body, retry_after = self._post(self.enroll_url, b"", str(self.enroll_token))
+            if status == 201:
+                answer = _json(body) or {}
+                client.set_credential(self.base_url, answer["device"], answer["credential"])
+                return str(answer["credential"])
+            if status is not None and 400 <= status < 500 and status not in RETRY_STATUSES:
+                log.error(
+                    "enrolling at %s refused (HTTP %d: %s); queue kept",
+                    self.enroll_url,
+                    status,
+                    _message(body),
+                )
+                result.refused = status
+                return None
+            wait = self._backoff(failures, retry_after)
+            failures += 1
+            if failures < self.max_attempts:
+                result.waits.append(wait)
+                self.sleep(wait)
+        return None
+
     def _backoff(self, failures: int, retry_after: float | None) -> float:
         cap = min(self.max_delay, self.base_delay * 2.0**failures)
         wait = self.rand() * cap
@@ -138,13 +194,13 @@ class Uploader:
             wait = max(wait, min(retry_after, self.max_delay))
         return wait
 
-    def _post(self, data: bytes) -> tuple[int | None, bytes, float | None]:
+    def _post(self, url: str, data: bytes, bearer: str) -> tuple[int | None, bytes, float | None]:
         req = urllib.request.Request(
-            self.url,
+            url,
             data=data,
             method="POST",
             headers={
-                "Authorization": f"Bearer {self.token}",
+                "Authorization": f"Bearer {bearer}",
                 "Content-Type": "application/octet-stream",
             },
         )
@@ -155,7 +211,7 @@ class Uploader:
             body = err.read() if err.fp is not None else b""
             return err.code, body, parse_retry_after(err.headers.get("Retry-After"))
         except (urllib.error.URLError, OSError) as err:
-            log.info("upload to %s failed: %s", self.url, err)
+            log.info("request to %s failed: %s", url, err)
             return None, b"", None
 
 

@@ -1,5 +1,6 @@
-"""Collection server: receives wire-format reports from devices, stores them in SQLite or
-PostgreSQL, serves estimates, series, Parquet exports and a dashboard (docs/server.md).
+"""Collection server: enrolls devices, receives wire-format reports from them, stores them in
+SQLite or PostgreSQL, serves estimates, series, Parquet exports and a dashboard
+(docs/server.md).
 
 The top layer of longldp, with the CLI and the device client: it imports the protocols and
 post-processing, never the other way round. Needs the optional extra ``server``
@@ -11,15 +12,21 @@ post-processing, never the other way round. Needs the optional extra ``server``
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import secrets
 import sys
+from typing import Any
 
 from longldp.server.db import SCHEMA_VERSION, make_engine, migrate, normalize_url
-from longldp.server.service import ClientError, Limits, Service, estimate_payload
+from longldp.server.errors import ClientError
+from longldp.server.service import Limits, Service, estimate_payload
 
 #: Environment variable read for the admin token when none is given.
 ADMIN_TOKEN_ENV = "LONGLDP_ADMIN_TOKEN"
+#: Environment variable through which ``serve`` hands the database and limits to its workers.
+SERVER_CONFIG_ENV = "LONGLDP_SERVER_CONFIG"
 
 
 def build_app(db: str, admin_token: str, limits: Limits | None = None):  # type: ignore[no-untyped-def]
@@ -31,36 +38,106 @@ def build_app(db: str, admin_token: str, limits: Limits | None = None):  # type:
     return create_app(Service(engine, admin_token, limits))
 
 
+def app_from_environment():  # type: ignore[no-untyped-def]
+    """The application of one worker process of ``serve(workers=N)``: database and limits
+    from ``$LONGLDP_SERVER_CONFIG`` (JSON), admin token from ``$LONGLDP_ADMIN_TOKEN``."""
+    config = json.loads(os.environ[SERVER_CONFIG_ENV])
+    return build_app(config["db"], os.environ[ADMIN_TOKEN_ENV], Limits(**config["limits"]))
+
+
 def serve(
     db: str = "longldp.db",
     host: str = "127.0.0.1",
     port: int = 8000,
     admin_token: str | None = None,
-    max_body_bytes: int = Limits.max_body_bytes,
-    max_batch: int = Limits.max_batch,
+    limits: Limits | None = None,
+    *,
+    workers: int = 1,
+    header_timeout: float = 10.0,
+    body_timeout: float = 60.0,
+    keep_alive_timeout: int = 5,
+    tls_cert: str | None = None,
+    tls_key: str | None = None,
     log_level: str = "warning",
 ) -> None:
     """Run the server with uvicorn until interrupted (``longldp serve``).
 
     The admin token comes from ``admin_token``, else the environment variable
     ``LONGLDP_ADMIN_TOKEN``; if neither is set, a random one is generated and printed once.
+    ``workers`` > 1 runs that many server processes on one listening socket (each with its own
+    connections to the database; docs/server.md, "More than one process"). The timeouts bound
+    how long a connection may take to send its headers and its body, and stay idle between
+    requests (:mod:`longldp.server.timeouts`). ``tls_cert`` and ``tls_key`` (PEM files) serve
+    HTTPS directly; behind a TLS-terminating reverse proxy, leave them unset.
     """
     import uvicorn
 
-    if not isinstance(port, int) or not 0 < port < 65536:
-        raise ValueError(f"serve: 'port' must be in [1, 65535]; got {port!r}.")
-    if max_body_bytes < 1024 or max_batch < 1:
-        raise ValueError("serve: 'max_body_bytes' must be ≥ 1024 and 'max_batch' ≥ 1.")
+    from longldp.server.timeouts import GuardedH11Protocol
+
+    _check_serve_args(port, workers, header_timeout, body_timeout, keep_alive_timeout)
+    if (tls_cert is None) != (tls_key is None):
+        raise ValueError("serve: 'tls_cert' and 'tls_key' go together; got only one.")
+    for path in (tls_cert, tls_key):
+        if path is not None and not os.path.isfile(path):
+            raise ValueError(f"serve: TLS file {path!r} does not exist.")
     if admin_token is None:
         admin_token = os.environ.get(ADMIN_TOKEN_ENV)
     generated = not admin_token
     if generated:
         admin_token = "ll_admin_" + secrets.token_urlsafe(32)
+    limits = limits or Limits()
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "log_level": log_level,
+        "access_log": False,
+        "http": GuardedH11Protocol,
+        "timeout_keep_alive": keep_alive_timeout,
+        "ssl_certfile": tls_cert,
+        "ssl_keyfile": tls_key,
+        "lifespan": "off",
+    }
     # The database is opened (and migrated) before the token is shown: a bad --db fails alone.
-    app = build_app(db, admin_token, Limits(max_body_bytes, max_batch))
+    if workers == 1:
+        config = uvicorn.Config(build_app(db, admin_token, limits), **options)
+    else:
+        engine = make_engine(db)
+        migrate(engine)  # once, before the workers start
+        engine.dispose()
     if generated:
         print(f"admin token (shown once): {admin_token}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    if workers > 1:
+        os.environ[ADMIN_TOKEN_ENV] = admin_token
+        os.environ[SERVER_CONFIG_ENV] = json.dumps({"db": db, "limits": dataclasses.asdict(limits)})
+        config = uvicorn.Config(
+            "longldp.server:app_from_environment", factory=True, workers=workers, **options
+        )
+    # Read by GuardedH11Protocol in every worker (the config object is what workers receive).
+    config.header_timeout = header_timeout  # type: ignore[attr-defined]
+    config.body_timeout = body_timeout  # type: ignore[attr-defined]
+    if workers == 1:
+        uvicorn.Server(config).run()
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    sock = config.bind_socket()
+    Multiprocess(config, sockets=[sock]).run()
+
+
+def _check_serve_args(
+    port: Any, workers: Any, header_timeout: Any, body_timeout: Any, keep_alive: Any
+) -> None:
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ValueError(f"serve: 'port' must be in [1, 65535]; got {port!r}.")
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 64:
+        raise ValueError(f"serve: 'workers' must be an integer in [1, 64]; got {workers!r}.")
+    for name, value in (
+        ("header_timeout", header_timeout),
+        ("body_timeout", body_timeout),
+        ("keep_alive_timeout", keep_alive),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ValueError(f"serve: '{name}' must be a positive number; got {value!r}.")
 
 
 __all__ = [
@@ -69,6 +146,7 @@ __all__ = [
     "ClientError",
     "Limits",
     "Service",
+    "app_from_environment",
     "build_app",
     "estimate_payload",
     "make_engine",

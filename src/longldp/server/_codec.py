@@ -13,6 +13,8 @@ from longldp.protocols import FrequencyOracle, wire
 
 ID_BYTES = wire.ID_SIZE
 EPOCH_BYTES = wire.EPOCH_SIZE
+#: Largest cohort an item may carry: the report archive stores cohorts as uint16.
+MAX_COHORT = 0xFFFF
 
 
 class BadItemError(ValueError):
@@ -36,16 +38,17 @@ def support_of_rows(proto: FrequencyOracle, rows: NDArray[np.uint8]) -> NDArray[
 
 def split_records(
     proto: FrequencyOracle, data: bytes
-) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint8]]:
-    """(ids (n, 16), epochs (n,), report rows (n, wire_size)) of a binary batch, every header,
-    length and body checked; :class:`BadItemError` names the first bad record."""
+) -> tuple[NDArray[np.uint8], NDArray[np.int64], NDArray[np.uint8], NDArray]:
+    """(ids (n, 16), epochs (n,), report rows (n, wire_size), decoded report records) of a
+    binary batch, every header, length and body checked; :class:`BadItemError` names the first
+    bad record. The decoded records are kept: the support counts are computed from them."""
     try:
         ids, epochs, rows = wire.split_records(proto, data)
-        wire.decode_rows(proto, rows, "record")
+        records = wire.decode_rows(proto, rows, "record")
     except wire.WireFormatError as exc:
         index = 0 if exc.index is None else exc.index
         raise BadItemError(index, str(exc)) from None
-    return ids, epochs, rows
+    return ids, epochs, rows, records
 
 
 def json_records(proto: FrequencyOracle, body: Any) -> tuple[bytes, list[int | None]]:
@@ -63,9 +66,13 @@ def json_records(proto: FrequencyOracle, body: Any) -> tuple[bytes, list[int | N
             item = dict(item)
             cohort = item.pop("cohort")
             if cohort is not None and (
-                isinstance(cohort, bool) or not isinstance(cohort, int) or not 0 <= cohort < 2**31
+                isinstance(cohort, bool)
+                or not isinstance(cohort, int)
+                or not 0 <= cohort <= MAX_COHORT
             ):
-                raise BadItemError(i, f"reports[{i}].cohort must be an integer in [0, 2^31).")
+                raise BadItemError(
+                    i, f"reports[{i}].cohort must be an integer in [0, {MAX_COHORT}]."
+                )
         stripped.append(item)
         cohorts.append(cohort)
     try:

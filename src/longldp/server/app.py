@@ -1,8 +1,12 @@
 """The HTTP face of the collection server: a FastAPI application over :class:`Service`.
 
-Authentication is ``Authorization: Bearer <token>`` (the dashboard also takes ``?token=``).
-Every error is a JSON object ``{"error": message}`` (plus ``"item"``, the index of the first bad
-item of a batch); a database that cannot be reached answers 503 with ``Retry-After``.
+Authentication is ``Authorization: Bearer <token>``; the dashboard also takes ``?token=``, read
+only when the request has no ``Authorization`` header (the header always wins). An unknown
+collection and a wrong token get the same answer (401 ``invalid token, or no such
+collection.``) after the same work (:meth:`Service.authenticate`); only the admin learns that a
+collection does not exist (404). Every error is a JSON object ``{"error": message}`` (plus
+``"item"``, the index of the first bad item of a batch); a database that cannot be reached
+answers 503 with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -16,17 +20,35 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.requests import ClientDisconnect
 
 import longldp
 from longldp.server import db
 from longldp.server.dashboard import render_dashboard
-from longldp.server.service import MAX_EPOCH, ClientError, Collection, Service, resolve_postprocess
+from longldp.server.service import (
+    MAX_EPOCH,
+    ClientError,
+    Collection,
+    Service,
+    resolve_postprocess,
+)
 
 #: Seconds a client is asked to wait when the database is unavailable.
 RETRY_AFTER_S = 5
+#: The one answer to a wrong token and to an unknown collection (names cannot be probed).
+INVALID = "invalid token, or no such collection."
+#: Roles that may read a collection's description.
+ANY_ROLE = {"admin", "read", "ingest", "enroll", "device"}
 
 Epoch = Annotated[int, Path(ge=0, le=MAX_EPOCH, description="Epoch number.")]
 Name = Annotated[str, Path(min_length=1, max_length=64, description="Collection name.")]
+Offset = Annotated[
+    int | None, Query(ge=0, le=2**31, description="First value of the answer (default 0).")
+]
+Count = Annotated[
+    int | None,
+    Query(ge=1, le=2**31, description="Values in the answer (default: all, up to the cap)."),
+]
 PostprocessQuery = Annotated[
     str | None,
     Query(
@@ -55,6 +77,15 @@ class CollectionIn(BaseModel):
     last_epoch: int | None = Field(None, ge=0, le=MAX_EPOCH)
     epoch_seconds: float | None = Field(None, gt=0, description="Wall-clock epoch length.")
     start_time: float | None = Field(None, description="Unix time when first_epoch begins.")
+    epoch_window: int | None = Field(
+        None, ge=1, description="Epochs open at once (default 8): see docs/server.md."
+    )
+    auth: str | None = Field(
+        None, description="'device' (default: devices enroll) or 'shared' (one ingest token)."
+    )
+    reports_per_epoch: int | None = Field(
+        None, ge=1, description="Quota of reports per device and epoch (default 1)."
+    )
     postprocess: str | None = Field(None, max_length=32, description="Default method.")
     description: str = Field("", max_length=2000)
 
@@ -165,21 +196,30 @@ def create_app(service: Service) -> FastAPI:
         if not service.is_admin(token):
             raise ClientError(403, "this operation needs the admin token.")
 
-    async def _collection(request: Request, name: str, roles: set[str], token=None) -> Collection:  # type: ignore[no-untyped-def]
+    async def _access(
+        request: Request, name: str, roles: set[str], token: str | None = None
+    ) -> tuple[Collection, int]:
+        """The collection and device of an authenticated request whose role is in ``roles``."""
         token = token if token is not None else _bearer(request)
         if token is None:
             raise ClientError(401, "missing bearer token.")
-        col = await run_in_threadpool(service.get_collection, name)
-        if col is None:
-            if service.is_admin(token):
+        access = await run_in_threadpool(service.authenticate, name, token)
+        if access.collection is None:
+            if access.role == "admin":
                 raise ClientError(404, f"no collection named {name!r}.")
-            raise ClientError(401, "invalid token.")
-        role = service.role_of(col, token)
-        if role is None:
-            raise ClientError(401, "invalid token.")
-        if role not in roles:
-            raise ClientError(403, f"a {role} token cannot do this; it needs {sorted(roles)}.")
-        return col
+            raise ClientError(401, INVALID)
+        if access.role is None:
+            raise ClientError(401, INVALID)
+        if access.role not in roles:
+            raise ClientError(
+                403, f"a {access.role} token cannot do this; it needs {sorted(roles)}."
+            )
+        return access.collection, access.device
+
+    async def _collection(
+        request: Request, name: str, roles: set[str], token: str | None = None
+    ) -> Collection:
+        return (await _access(request, name, roles, token))[0]
 
     @app.get("/healthz", tags=["server"], summary="Liveness and database check")
     def healthz() -> dict[str, Any]:
@@ -204,17 +244,37 @@ def create_app(service: Service) -> FastAPI:
 
     @app.get("/v1/collections/{name}", tags=["collections"], summary="One collection")
     async def get_collection(name: Name, request: Request) -> dict[str, Any]:
-        col = await _collection(request, name, {"admin", "read", "ingest"})
+        col = await _collection(request, name, ANY_ROLE)
         return col.public()
+
+    @app.get(
+        "/v1/collections/{name}/privacy",
+        tags=["queries"],
+        summary="Local and central (shuffled) privacy of the collection at its current counts",
+    )
+    async def central_privacy(name: Name, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin", "read"})
+        return await run_in_threadpool(service.central_privacy, col)
+
+    @app.post(
+        "/v1/collections/{name}/devices",
+        status_code=201,
+        tags=["ingest"],
+        summary="Enroll a device (enrollment or admin token); returns its credential once",
+    )
+    async def enroll(name: Name, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, {"enroll", "admin"})
+        return await run_in_threadpool(service.enroll, col)
 
     @app.post(
         "/v1/collections/{name}/reports",
         tags=["ingest"],
-        summary="Ingest one report or a batch (ingest token); 200 after commit",
+        summary="Ingest one report or a batch (device credential, or the shared ingest token); "
+        "200 after commit",
         openapi_extra=_INGEST_OPENAPI,
     )
     async def ingest(name: Name, request: Request) -> dict[str, int]:
-        col = await _collection(request, name, {"ingest"})
+        col, device = await _access(request, name, {"ingest", "device"})
         kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if kind not in ("application/octet-stream", "application/json"):
             raise ClientError(
@@ -226,15 +286,24 @@ def create_app(service: Service) -> FastAPI:
                 body = json.loads(data)
             except (ValueError, RecursionError):
                 raise ClientError(422, "the body is not valid JSON.") from None
-            parsed = await run_in_threadpool(service.parse_json, col, body)
+            batch = await run_in_threadpool(service.parse_json, col, body)
         else:
-            parsed = await run_in_threadpool(service.parse_binary, col, data)
-        return await run_in_threadpool(service.ingest, col, *parsed)
+            batch = await run_in_threadpool(service.parse_binary, col, data)
+        return await run_in_threadpool(service.ingest, col, batch, device)
 
-    @app.get("/v1/collections/{name}/epochs", tags=["queries"], summary="Epochs and counts")
-    async def epochs(name: Name, request: Request) -> list[dict[str, Any]]:
+    @app.get(
+        "/v1/collections/{name}/epochs",
+        tags=["queries"],
+        summary="Epochs with their counts, a page at a time (next_start: the next page)",
+    )
+    async def epochs(
+        name: Name,
+        request: Request,
+        start: Annotated[int | None, Query(ge=0, le=MAX_EPOCH)] = None,
+        limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+    ) -> dict[str, Any]:
         col = await _collection(request, name, {"admin", "read"})
-        return await run_in_threadpool(service.epochs, col)
+        return await run_in_threadpool(service.epochs, col, start, limit)
 
     @app.post(
         "/v1/collections/{name}/epochs/{epoch}/close",
@@ -251,16 +320,21 @@ def create_app(service: Service) -> FastAPI:
         summary="Estimates of one epoch with standard errors and 95% intervals",
     )
     async def estimate(
-        name: Name, epoch: Epoch, request: Request, postprocess: PostprocessQuery = None
+        name: Name,
+        epoch: Epoch,
+        request: Request,
+        postprocess: PostprocessQuery = None,
+        offset: Offset = None,
+        count: Count = None,
     ) -> dict[str, Any]:
         col = await _collection(request, name, {"admin", "read"})
         method = resolve_postprocess(col, postprocess)
-        return await run_in_threadpool(service.estimate, col, epoch, method)
+        return await run_in_threadpool(service.estimate, col, epoch, method, offset, count)
 
     @app.get(
         "/v1/collections/{name}/series",
         tags=["queries"],
-        summary="Estimates of every epoch with reports (optionally a range)",
+        summary="Estimates of the epochs with reports in [start, stop], a page at a time",
     )
     async def series(
         name: Name,
@@ -268,22 +342,26 @@ def create_app(service: Service) -> FastAPI:
         postprocess: PostprocessQuery = None,
         start: Annotated[int | None, Query(ge=0, le=MAX_EPOCH)] = None,
         stop: Annotated[int | None, Query(ge=0, le=MAX_EPOCH)] = None,
+        limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+        offset: Offset = None,
+        count: Count = None,
     ) -> dict[str, Any]:
         col = await _collection(request, name, {"admin", "read"})
         method = resolve_postprocess(col, postprocess)
-        rows = await run_in_threadpool(service.series, col, method, start, stop)
-        return {"collection": col.name, "postprocess": method, "epochs": rows}
+        return await run_in_threadpool(
+            service.series, col, method, start, stop, limit, offset, count
+        )
 
     @app.get(
         "/v1/collections/{name}/epochs/{epoch}/reports.parquet",
         tags=["queries"],
-        summary="Export one epoch's reports as Parquet",
+        summary="Export one epoch's reports as Parquet (devices=true, admin: with device ids)",
         response_class=Response,
         responses={200: {"content": {"application/vnd.apache.parquet": {}}}},
     )
-    async def export(name: Name, epoch: Epoch, request: Request) -> Response:
-        col = await _collection(request, name, {"admin", "read"})
-        data = await run_in_threadpool(service.export_parquet, col, epoch)
+    async def export(name: Name, epoch: Epoch, request: Request, devices: bool = False) -> Response:
+        col = await _collection(request, name, {"admin"} if devices else {"admin", "read"})
+        data = await run_in_threadpool(service.export_parquet, col, epoch, devices)
         return Response(
             data,
             media_type="application/vnd.apache.parquet",
@@ -293,7 +371,7 @@ def create_app(service: Service) -> FastAPI:
     @app.get(
         "/collections/{name}/dashboard",
         tags=["dashboard"],
-        summary="Dashboard page (read token as Bearer or ?token=)",
+        summary="Dashboard page (read token as Bearer, or ?token= when there is no header)",
         response_class=HTMLResponse,
     )
     async def dashboard(
@@ -302,10 +380,15 @@ def create_app(service: Service) -> FastAPI:
         token: Annotated[str | None, Query(max_length=200)] = None,
         postprocess: PostprocessQuery = None,
     ) -> HTMLResponse:
-        col = await _collection(request, name, {"admin", "read"}, token=token or _bearer(request))
+        # The Authorization header, when present, alone authenticates: a ?token= in a shared
+        # link can never replace the credentials the client sends.
+        presented = _bearer(request) if "authorization" in request.headers else token
+        if presented is None and "authorization" in request.headers:
+            raise ClientError(401, "the Authorization header is not a bearer token.")
+        col = await _collection(request, name, {"admin", "read"}, token=presented)
         method = resolve_postprocess(col, postprocess)
-        rows = await run_in_threadpool(service.series, col, method, None, None)
-        page = render_dashboard(col.public(), rows, method)
+        view = await run_in_threadpool(service.dashboard_view, col, method)
+        page = render_dashboard(col.public(), view, method)
         return HTMLResponse(
             page,
             headers={
@@ -321,7 +404,8 @@ def create_app(service: Service) -> FastAPI:
 
 
 async def _read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes."""
+    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes; 400 if the
+    client goes away (or the server's body timeout closes the connection) before its end."""
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
@@ -332,9 +416,12 @@ async def _read_body(request: Request, limit: int) -> bytes:
             raise ClientError(413, f"the body has {size} bytes; at most {limit} allowed.")
     chunks: list[bytes] = []
     total = 0
-    async for chunk in request.stream():
-        total += len(chunk)
-        if total > limit:
-            raise ClientError(413, f"the body exceeds {limit} bytes.")
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            total += len(chunk)
+            if total > limit:
+                raise ClientError(413, f"the body exceeds {limit} bytes.")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise ClientError(400, "the connection closed before the end of the body.") from None
     return b"".join(chunks)

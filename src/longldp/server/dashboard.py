@@ -3,92 +3,206 @@
 The page carries its data inline (a JSON block) and draws its chart with inline JavaScript into
 an inline SVG; it references no file, font or script from anywhere (the server also sends a
 Content-Security-Policy that forbids fetching anything). Shown: the privacy parameters in
-words, the number of reports per epoch, the estimated frequency of the most frequent values
-over the epochs with their 95% intervals (chart, with a note saying which values it shows, an
-axis title and round ticks), and the latest epoch's estimates (table).
+words, the central privacy under shuffling (:mod:`longldp.server.central`), the number of
+reports per epoch, the estimated frequency of the most frequent values over the epochs with
+their 95% intervals (chart, with a note saying which values it shows, an axis title and round
+ticks), and the latest epoch's estimates (table). Bounded whatever the collection holds: it
+computes at most :func:`epochs_shown` epochs (the latest) and sends only the top values of
+each, and says so on the page when it shows fewer epochs than the collection has.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import math
 from typing import Any
 
 import numpy as np
 
-#: Values drawn in the chart (the largest mean estimates over the epochs).
+#: Values drawn in the chart (the largest mean estimates over the epochs shown).
 TOP_CHART = 6
 #: Values listed in the latest epoch's table.
 TOP_TABLE = 20
+#: Most epochs the page shows (the latest ones); fewer when the domain is large.
+MAX_EPOCHS_SHOWN = 100
+
+
+def epochs_shown(estimate_size: int, max_answer_values: int) -> int:
+    """How many of the latest epochs the dashboard computes: at most
+    :data:`MAX_EPOCHS_SHOWN`, and epochs × numbers within 20 answers' worth of numbers (the
+    page sends only the top positions, but computes every number of every epoch it shows);
+    ``estimate_size`` counts every number of one epoch's estimate."""
+    return max(1, min(MAX_EPOCHS_SHOWN, 20 * max_answer_values // max(1, estimate_size)))
+
+
+def position_label(shape: tuple[int, ...], position: int) -> str:
+    """What a position of a flattened estimate of ``shape`` is: "value v", or "cohort j, bit i"
+    for RAPPOR's (m, k) Bloom shares."""
+    if len(shape) == 1:
+        return f"value {position}"
+    j, i = divmod(int(position), int(shape[-1]))
+    return f"cohort {j}, bit {i}"
 
 
 def flat(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows whose estimate arrays are flat float lists (NaN for a missing number), and the label
-    of each position: "value v", or "cohort j, bit i" for RAPPOR's (m, k) Bloom shares."""
+    of each position (:func:`position_label`)."""
     if not rows:
         return rows, []
     shape = np.shape(np.array(rows[0]["estimate"], dtype=float))
-    if len(shape) == 1:
-        labels = [f"value {v}" for v in range(shape[0])]
-    else:
-        labels = [f"cohort {j}, bit {i}" for j in range(shape[0]) for i in range(shape[1])]
+    labels = [position_label(shape, v) for v in range(math.prod(shape))]
     keys = ("estimate", "se", "lower", "upper")
-    out = [
-        {**r, **{c: np.array(r[c], dtype=float).ravel().tolist() for c in keys}} for r in rows
-    ]
+    out = [{**r, **{c: np.array(r[c], dtype=float).ravel().tolist() for c in keys}} for r in rows]
     return out, labels
 
 
-def chart_data(rows: list[dict[str, Any]], top: int = TOP_CHART) -> dict[str, Any]:
-    """The chart's inline data: epochs, counts and, for the top values, estimate and interval
-    (positions with a number at every epoch only)."""
-    rows, labels = flat(rows)
-    if not rows:
-        return {"epochs": [], "n": [], "series": []}
-    est = np.array([r["estimate"] for r in rows])
-    mean = np.where(np.all(np.isfinite(est), axis=0), est.mean(axis=0), -np.inf)
-    order = [v for v in np.argsort(-mean, kind="stable")[:top] if np.isfinite(mean[v])]
+def chart_data(view: dict[str, Any]) -> dict[str, Any]:
+    """The chart's inline data: epochs, counts and, for the top positions, estimate and
+    interval."""
+    rows = view["chart"]
     return {
         "epochs": [r["epoch"] for r in rows],
         "n": [r["n"] for r in rows],
         "series": [
             {
                 "value": int(v),
-                "label": labels[v],
-                "estimate": [r["estimate"][v] for r in rows],
-                "lower": [r["lower"][v] for r in rows],
-                "upper": [r["upper"][v] for r in rows],
+                "label": view["chart_labels"][j],
+                "estimate": [r["estimate"][j] for r in rows],
+                "lower": [r["lower"][j] for r in rows],
+                "upper": [r["upper"][j] for r in rows],
             }
-            for v in order
+            for j, v in enumerate(view["chart_values"])
         ],
     }
 
 
-def render_dashboard(info: dict[str, Any], rows: list[dict[str, Any]], method: str | None) -> str:
-    """The dashboard HTML of a collection from its public info and its series."""
+def view_from_rows(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """A dashboard view of series rows that carry every value (each row as one epoch of
+    ``GET …/series``): the chart's positions are those with the largest mean estimate, among
+    those with a number at every epoch (:func:`flat`)."""
+    view: dict[str, Any] = {
+        "total_epochs": len(rows),
+        "total_reports": sum(r["n"] for r in rows),
+        "min_epoch_reports": min((r["n"] for r in rows), default=None),
+        "chart": [],
+        "chart_values": [],
+        "chart_labels": [],
+        "latest": None,
+    }
+    rows, labels = flat(rows)
+    if not rows:
+        return view
+    pick = ("estimate", "se", "lower", "upper")
+    est = np.array([r["estimate"] for r in rows])
+    with np.errstate(invalid="ignore"):
+        mean = np.where(np.all(np.isfinite(est), axis=0), est.mean(axis=0), -np.inf)
+    top = [int(v) for v in np.argsort(-mean, kind="stable")[:TOP_CHART] if np.isfinite(mean[v])]
+    view["chart"] = [
+        {"epoch": r["epoch"], "n": r["n"], **{f: [r[f][v] for v in top] for f in pick}}
+        for r in rows
+    ]
+    view["chart_values"] = top
+    view["chart_labels"] = [labels[v] for v in top]
+    last = rows[-1]
+    now = np.asarray(last["estimate"])
+    best = np.argsort(-np.nan_to_num(now, nan=-np.inf), kind="stable")[:TOP_TABLE]
+    best = [int(v) for v in best if np.isfinite(now[v])]
+    view["latest"] = {
+        "epoch": last["epoch"],
+        "values": best,
+        "labels": [labels[v] for v in best],
+        **{f: [last[f][v] for v in best] for f in pick},
+    }
+    return view
+
+
+def central_section(central: dict[str, Any] | None) -> str:
+    """The "Central privacy under shuffling" section (:mod:`longldp.server.central`): the local
+    and shuffled figures with what they assume, or why they are missing."""
+    if central is None:
+        return ""
     esc = html.escape
-    data = chart_data(rows)
+    head = (
+        f'<h2>Central privacy under shuffling</h2>\n<div id="central" '
+        f'data-status="{esc(central["status"])}">\n'
+    )
+    note = f'<p id="central-note">{esc(central["note"])}</p>'
+    s = central["summary"]
+    if s is None:
+        return head + note + "</div>"
+    d = f"{s['delta']:.3g}"
+    tau = s["epochs"]
+    rows = [
+        ("per-report", "one report", "local (LDP)", s["per_report"], None),
+        ("per-memo", "one memo", "local (LDP)", s["per_memo"], None),
+        (
+            "device-local",
+            f"one device over {tau} epochs (same change pattern)",
+            "local (LDP)",
+            s["collection_local"],
+            None,
+        ),
+        ("per-epoch", f"one epoch's {s['n']:,} reports", "shuffled", s["per_epoch"], d),
+        ("per-memo-shuffled", f"the {s['n']:,} memos", "shuffled", s["per_memo_shuffled"], d),
+        (
+            "collection",
+            f"the whole collection, {tau} epochs (route {esc(s['route'])})",
+            "shuffled",
+            s["collection"],
+            d,
+        ),
+    ]
+    body = "".join(
+        f'<tr data-figure="{key}"><td>{what}</td><td>{kind}</td>'
+        f'<td class="num" data-eps="{eps!r}">{eps:.4g}</td><td class="num">{delta or "0"}</td>'
+        "</tr>"
+        for key, what, kind, eps, delta in rows
+        if eps is not None
+    )
+    table = (
+        '<table id="central-figures"><tr><th>what</th><th>seen</th><th>ε</th><th>δ</th></tr>'
+        f"{body}</table>"
+    )
+    assumptions = "; ".join(esc(a) for a in s["assumptions"])
+    return (
+        head
+        + note
+        + table
+        + f'<p class="muted">{esc(central["pattern_note"])}</p>'
+        + f'<p class="muted">{esc(central["identity_note"])}</p>'
+        + f'<p class="muted">The shuffled figures assume: {assumptions}.</p></div>'
+    )
+
+
+def render_dashboard(
+    info: dict[str, Any], view: dict[str, Any] | list[dict[str, Any]], method: str | None
+) -> str:
+    """The dashboard HTML of a collection from its public info and its dashboard view
+    (:meth:`longldp.server.service.Service.dashboard_view`, or series rows: see
+    :func:`view_from_rows`)."""
+    if isinstance(view, list):
+        view = view_from_rows(view)
+    esc = html.escape
+    data = chart_data(view)
+    data["central"] = view.get("central")
     blob = json.dumps(data).replace("<", "\\u003c")
     counts = "".join(
         f'<tr><td>{r["epoch"]}</td><td class="num" data-n="{r["n"]}">{r["n"]:,}</td></tr>'
-        for r in rows
+        for r in view["chart"]
     )
     latest = ""
-    rows, labels = flat(rows)
-    if rows:
-        last = rows[-1]
-        est = np.asarray(last["estimate"])
-        top = [v for v in np.argsort(-np.nan_to_num(est, nan=-np.inf), kind="stable")[:TOP_TABLE]]
-        top = [v for v in top if np.isfinite(est[v])]
-        est_of = last["estimate"]
+    last = view.get("latest")
+    if last is not None:
+        est = last["estimate"]
         latest = "".join(
-            f'<tr data-value="{v}"><td>{esc(labels[v].removeprefix("value "))}</td>'
-            f'<td class="num" data-estimate="{est_of[v]!r}">{est_of[v]:.4f}</td>'
-            f'<td class="num">{last["se"][v]:.4f}</td>'
-            f'<td class="num">[{last["lower"][v]:.4f}, {last["upper"][v]:.4f}]</td></tr>'
-            for v in top
+            f'<tr data-value="{v}"><td>{esc(label.removeprefix("value "))}</td>'
+            f'<td class="num" data-estimate="{est[j]!r}">{est[j]:.4f}</td>'
+            f'<td class="num">{last["se"][j]:.4f}</td>'
+            f'<td class="num">[{last["lower"][j]:.4f}, {last["upper"][j]:.4f}]</td></tr>'
+            for j, (v, label) in enumerate(zip(last["values"], last["labels"], strict=True))
         )
-        latest_title = f"Epoch {last['epoch']}: the {len(top)} largest estimates"
+        latest_title = f"Epoch {last['epoch']}: the {len(last['values'])} largest estimates"
     else:
         latest_title = "No reports yet"
     pp_words = (
@@ -96,7 +210,12 @@ def render_dashboard(info: dict[str, Any], rows: list[dict[str, Any]], method: s
         if method is None
         else (f"post-processed with {esc(method)}; intervals are those of the unbiased estimates")
     )
-    total = sum(r["n"] for r in rows)
+    shown, total_epochs = len(view["chart"]), view["total_epochs"]
+    cap_words = (
+        ""
+        if shown == total_epochs
+        else f" The page shows the latest {shown} of them (the API pages through all)."
+    )
     return _PAGE.format(
         name=esc(info["name"]),
         description=esc(info.get("description") or ""),
@@ -104,14 +223,18 @@ def render_dashboard(info: dict[str, Any], rows: list[dict[str, Any]], method: s
         params=esc(", ".join(f"{k} = {v}" for k, v in info["protocol"]["params"].items())),
         words=esc(info["privacy"]["words"]),
         pp_words=pp_words,
-        total=f"{total:,}",
-        n_epochs=len(rows),
-        epochs_word="epoch" if len(rows) == 1 else "epochs",
-        top_chart=min(TOP_CHART, len(data["series"])) if rows else TOP_CHART,
+        total=f"{view['total_reports']:,}",
+        n_epochs=total_epochs,
+        epochs_word="epoch" if total_epochs == 1 else "epochs",
+        shown=shown,
+        cap_words=cap_words,
+        top_chart=min(TOP_CHART, len(data["series"])) if shown else TOP_CHART,
+        over="over the epochs shown" if shown < total_epochs else "over all epochs",
         counts=counts,
         latest_title=esc(latest_title),
         latest=latest,
         data=blob,
+        central=central_section(view.get("central")),
     )
 
 
@@ -135,10 +258,11 @@ td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 <p id="privacy"><b>{protocol}</b> ({params}). {words}</p>
 <p>Shown: {pp_words}. 95% intervals: estimate ± 1.96 standard errors.</p>
 <p id="summary"><span id="total">{total}</span> reports over
-<span id="n-epochs">{n_epochs}</span> {epochs_word}.</p>
+<span id="n-epochs">{n_epochs}</span> {epochs_word}.<span id="shown"
+data-shown="{shown}">{cap_words}</span></p>
 <h2>Estimated frequency over epochs</h2>
 <p id="chart-note" class="muted">Lines: the {top_chart} values with the largest mean estimate
-over all epochs (each value's estimated share of the epoch's reports); shaded: their 95%
+{over} (each value's estimated share of the epoch's reports); shaded: their 95%
 intervals.</p>
 <svg id="chart" width="760" height="320" role="img"
      aria-label="estimated frequencies over epochs"></svg>
@@ -149,6 +273,7 @@ intervals.</p>
 <table id="latest"><tr><th>value</th><th>estimate</th><th>SE</th><th>95% interval</th></tr>
 {latest}</table></div>
 </div>
+{central}
 <script id="data" type="application/json">{data}</script>
 <script>
 (function () {{

@@ -1,0 +1,140 @@
+"""Connection timeouts of the collection server: uvicorn's HTTP/1.1 protocol (h11) with a
+deadline for the request headers and one for the request body.
+
+uvicorn closes a keep-alive connection left idle after a response (``timeout_keep_alive``),
+but by itself it waits forever for a new connection's first bytes, for headers that trickle
+in, and for a body shorter than its ``Content-Length`` (a "slowloris" holds a connection, a
+task and a file descriptor that way). :class:`GuardedH11Protocol` adds:
+
+- **header deadline**: from the moment a connection opens, and again after each response, the
+  next request's complete headers must arrive within ``header_timeout`` seconds, else the
+  server answers ``408 Request Timeout`` and closes the connection;
+- **body deadline**: once the headers are in, the whole body must arrive within
+  ``body_timeout`` seconds, else ``408`` (if no answer has started) and the connection closes;
+  the application sees the client as gone.
+
+The timeouts are read from the uvicorn ``Config`` object (attributes ``header_timeout`` and
+``body_timeout``, set by :func:`longldp.server.serve`), so they reach every worker process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+#: Defaults (seconds), also the ``longldp serve`` options' defaults.
+HEADER_TIMEOUT = 10.0
+BODY_TIMEOUT = 60.0
+KEEP_ALIVE_TIMEOUT = 5
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with header and body deadlines (see the module docstring)."""
+
+    def __init__(self, config: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(config, *args, **kwargs)
+        self.header_timeout = float(getattr(config, "header_timeout", HEADER_TIMEOUT))
+        self.body_timeout = float(getattr(config, "body_timeout", BODY_TIMEOUT))
+        self._deadline: asyncio.TimerHandle | None = None
+        self._deadline_kind = ""
+
+    # -- when the deadlines start and stop
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        """A new connection: its first request's headers are due within the header timeout."""
+        super().connection_made(transport)
+        self._arm(self.header_timeout, self._headers_late)
+
+    def data_received(self, data: bytes) -> None:
+        """Bytes in: parse them (uvicorn), then arm the deadline of where the request is."""
+        super().data_received(data)
+        self._follow_state()
+
+    def on_response_complete(self) -> None:
+        """After a response: uvicorn's keep-alive timer, and the next headers' deadline."""
+        super().on_response_complete()
+        self._follow_state()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        """The connection is gone: no deadline is left armed."""
+        self._disarm()
+        super().connection_lost(exc)
+
+    def _follow_state(self) -> None:
+        """Arm the deadline that fits where the current request is."""
+        if self.transport.is_closing():
+            self._disarm()
+            return
+        state = self.conn.their_state
+        if state is h11.IDLE:  # waiting for the next request's headers
+            if self._deadline is None or self._deadline_kind != "headers":
+                self._arm(self.header_timeout, self._headers_late)
+        elif state is h11.SEND_BODY:  # headers in, body coming
+            if self._deadline is None or self._deadline_kind != "body":
+                self._arm(self.body_timeout, self._body_late)
+        else:  # the request is complete (or the connection is closing)
+            self._disarm()
+
+    def _arm(self, seconds: float, handler: Any) -> None:
+        self._disarm()
+        self._deadline_kind = "headers" if handler == self._headers_late else "body"
+        self._deadline = self.loop.call_later(seconds, handler)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    # -- what happens when one passes
+    def _headers_late(self) -> None:
+        self._deadline = None
+        if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+            return
+        if self.cycle is not None and not self.cycle.response_complete:
+            return  # a response is being written: the keep-alive logic takes over after it
+        self.transport.write(
+            _raw_408(f"request headers not received within {self.header_timeout:g} s")
+        )
+        self.transport.close()
+
+    def _body_late(self) -> None:
+        self._deadline = None
+        cycle = self.cycle
+        if self.transport.is_closing() or cycle is None or not cycle.more_body:
+            return
+        if not cycle.response_started:
+            message = f"request body not received within {self.body_timeout:g} s"
+            body = json.dumps({"error": message + "."}).encode()
+            try:
+                out = self.conn.send(
+                    h11.Response(
+                        status_code=408,
+                        reason=b"Request Timeout",
+                        headers=[
+                            (b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"),
+                        ],
+                    )
+                )
+                out = (out or b"") + (self.conn.send(h11.Data(data=body)) or b"")
+                out += self.conn.send(h11.EndOfMessage()) or b""
+                self.transport.write(out)
+            except h11.LocalProtocolError:
+                pass
+            cycle.response_started = True  # the application's own answer is dropped
+        cycle.disconnected = True
+        cycle.message_event.set()  # the application's receive() now reports a disconnect
+        self.transport.close()
+
+
+def _raw_408(message: str) -> bytes:
+    """A complete 408 answer, written before any request exists (h11 cannot send one then)."""
+    body = json.dumps({"error": message + "."}).encode()
+    return (
+        b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+        b"connection: close\r\ncontent-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
