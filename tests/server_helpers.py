@@ -21,6 +21,8 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from longldp.server import db
+from longldp.server.service import Service
 from real_parts import pg_bin
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,3 +197,20 @@ def wire_reports(proto, reports) -> list[bytes]:  # type: ignore[no-untyped-def]
     blob = proto.encode_reports(reports)
     size = proto.wire_size
     return [blob[i : i + size] for i in range(0, len(blob), size)]
+
+
+def audit(url: str, name: str) -> dict[int, int]:
+    """Per epoch: n, after checking that the counts equal a recount of the stored reports."""
+    engine = db.make_engine(url)
+    try:
+        service = Service(engine, ADMIN)
+        col = service.get_collection(name)
+        out = {}
+        for row in service.epochs(col)["epochs"]:
+            n, support = service.counts(col, row["epoch"])
+            rn, rsupport = service.recount(col, row["epoch"])
+            assert (n, support.tolist()) == (rn, rsupport.tolist()), row
+            out[row["epoch"]] = n
+        return out
+    finally:
+        engine.dispose()

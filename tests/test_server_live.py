@@ -22,11 +22,11 @@ from longldp.client import DeviceClient
 from longldp.client.upload import Uploader, fetch_protocol
 from longldp.server import db
 from longldp.server.app import RETRY_AFTER_S
-from longldp.server.service import Service
 from real_parts import CHROMIUM
 from server_helpers import (
     ADMIN,
     LiveServer,
+    audit,
     bearer,
     new_ids,
     records,
@@ -61,23 +61,6 @@ def reports(n: int, seed: int):
     values = np.minimum(rng.geometric(0.35, n) - 1, PROTO.k - 1)
     reps = PROTO.perturb(values, PROTO.new_memo(n), rng)
     return new_ids(n, rng), wire_reports(PROTO, reps), rng
-
-
-def audit(url: str, name: str) -> dict[int, int]:
-    """Per epoch: n from the support counts; asserts they equal a recount of stored reports."""
-    engine = db.make_engine(url)
-    try:
-        service = Service(engine, ADMIN)
-        col = service.get_collection(name)
-        out = {}
-        for row in service.epochs(col)["epochs"]:
-            n, support = service.counts(col, row["epoch"])
-            rn, rsupport = service.recount(col, row["epoch"])
-            assert (n, support.tolist()) == (rn, rsupport.tolist()), row
-            out[row["epoch"]] = n
-        return out
-    finally:
-        engine.dispose()
 
 
 def stored_ids(url: str, name: str) -> set[bytes]:

@@ -23,11 +23,11 @@ import sqlalchemy as sa
 
 import longldp as ll
 from longldp.server import db
-from longldp.server.service import Service
 from server_helpers import (
     ADMIN,
     ROOT,
     LiveServer,
+    audit,
     bearer,
     free_port,
     new_ids,
@@ -79,23 +79,6 @@ def read_until_closed(sock: socket.socket) -> bytes:
         if not chunk:
             return data
         data += chunk
-
-
-def audit(url: str, name: str) -> dict[int, int]:
-    """Per epoch: n, after checking that the counts equal a recount of the stored reports."""
-    engine = db.make_engine(url)
-    try:
-        service = Service(engine, ADMIN)
-        col = service.get_collection(name)
-        out = {}
-        for row in service.epochs(col)["epochs"]:
-            n, support = service.counts(col, row["epoch"])
-            rn, rsupport = service.recount(col, row["epoch"])
-            assert (n, support.tolist()) == (rn, rsupport.tolist()), row
-            out[row["epoch"]] = n
-        return out
-    finally:
-        engine.dispose()
 
 
 # ---------------------------------------------------------------------- D5: timeouts
