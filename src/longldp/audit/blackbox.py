@@ -237,16 +237,32 @@ def draw_reports(
         out = report_rows(
             _call(randomize, (chunk.copy(), gen), owner, "randomize"), chunk.size, owner
         )
-        if grouped is None:
-            grouped = np.empty((values.size, out.shape[1]), dtype=np.uint8)
-        elif out.shape[1] != grouped.shape[1]:
-            raise RandomizerError(
-                f"{owner}: 'randomize' changed its report width between calls: "
-                f"{grouped.shape[1]} bytes, then {out.shape[1]}."
-            )
-        _scatter_rows(grouped, place[start : start + chunk.size], out)
+        grouped = _place_rows(
+            grouped, values.size, place[start : start + chunk.size], out, owner, "'randomize'"
+        )
     assert grouped is not None
     return [grouped[i * trials : (i + 1) * trials] for i in range(len(inputs))]
+
+
+def _place_rows(
+    grouped: NDArray[np.uint8] | None,
+    total: int,
+    where: NDArray[np.int64],
+    rows: NDArray,
+    owner: str,
+    caller: str,
+) -> NDArray[np.uint8]:
+    """Scatter one call's report rows to their places in ``grouped`` (allocated for ``total``
+    rows on the first call); every call must give reports of the same width."""
+    if grouped is None:
+        grouped = np.empty((total, *rows.shape[1:]), dtype=np.uint8)
+    elif rows.shape[-1] != grouped.shape[-1]:
+        raise RandomizerError(
+            f"{owner}: {caller} changed its report width between calls: "
+            f"{grouped.shape[-1]} bytes, then {rows.shape[-1]}."
+        )
+    _scatter_rows(grouped, where, rows)
+    return grouped
 
 
 def _scatter_rows(dest: NDArray[np.uint8], where: NDArray[np.int64], rows: NDArray) -> None:
@@ -594,14 +610,9 @@ def draw_lifetimes(
         values = seqs[idx]
         got = _call(run, (values.copy(), gen), owner, "run")
         rows = _lifetime_rows(got, idx.size, tau, owner)
-        if grouped is None:
-            grouped = np.empty((which.size, tau, rows.shape[2]), dtype=np.uint8)
-        elif rows.shape[2] != grouped.shape[2]:
-            raise RandomizerError(
-                f"{owner}: the report width changed between calls: {grouped.shape[2]} bytes, "
-                f"then {rows.shape[2]}."
-            )
-        _scatter_rows(grouped, place[start : start + idx.size], rows)
+        grouped = _place_rows(
+            grouped, which.size, place[start : start + idx.size], rows, owner, "'run'"
+        )
     assert grouped is not None
     return [grouped[i * trials : (i + 1) * trials] for i in range(len(worlds))]
 
