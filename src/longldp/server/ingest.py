@@ -81,11 +81,6 @@ _UPDATE_COUNTS = (
     .where(_ec.c.collection_id == _p("cid"), _ec.c.epoch == _p("at"), _ec.c.shard == _p("row"))
     .values(n=_p("new_n"), support=_p("new_support"))
 )
-_STORED = sa.select(_r.c.report_id, _r.c.epoch, _r.c.wire, _r.c.cohort).where(
-    _r.c.collection_id == _p("cid"),
-    _r.c.device_id == _p("device"),
-    _r.c.report_id.in_(_p("ids", expanding=True)),
-)
 _HELD = (
     sa.select(_r.c.epoch, sa.func.count())
     .where(
@@ -99,7 +94,27 @@ _NEW_EPOCHS = {
     "postgresql": pg_insert(_ec).on_conflict_do_nothing(),
     "sqlite": sqlite_insert(_ec).on_conflict_do_nothing(),
 }
-_NEW_REPORTS_PG = pg_insert(_r).on_conflict_do_nothing().returning(_r.c.report_id)
+#: The row insert of the PostgreSQL path: the batch as four arrays sent in binary format, one
+#: statement whatever the batch size, rows inserted in the arrays' order (report-id order: the
+#: lock order). It answers one row: NULL when every row was new, else the ids inserted
+#: (possibly none). A multi-row VALUES list would be a new SQL text of 6 parameters per row,
+#: which the driver parses on every call, and a RETURNING row per report would be fetched one
+#: by one: together most of the server's CPU time at 1,000 reports a request (measured by
+#: benchmarks/bench_service.py's profile).
+PG_INSERT = (
+    "WITH new AS (INSERT INTO reports (collection_id, device_id, report_id, epoch, cohort, wire) "
+    "SELECT %(cid)s, %(device)s, r.id, r.epoch, r.cohort, r.wire FROM unnest("
+    "%(ids)b::bytea[], %(epochs)b::bigint[], %(cohorts)b::integer[], %(wires)b::bytea[]) "
+    "WITH ORDINALITY AS r(id, epoch, cohort, wire, at) ORDER BY r.at "
+    "ON CONFLICT DO NOTHING RETURNING report_id) "
+    "SELECT CASE WHEN count(*) = %(n)s THEN NULL "
+    "ELSE coalesce(array_agg(report_id), '{}'::bytea[]) END FROM new"
+)
+#: The stored reports among a list of ids (PostgreSQL): one array parameter, a constant text.
+PG_STORED = (
+    "SELECT report_id, epoch, wire, cohort FROM reports WHERE collection_id = %(cid)s AND "
+    "device_id = %(device)s AND report_id = ANY(%(ids)b::bytea[])"
+)
 
 
 def store(
@@ -328,8 +343,8 @@ def _stored(
     if not ids:
         return out
     if postgres:
-        rows = conn.execute(_STORED, {"cid": col.id, "device": device, "ids": ids})
-        return {bytes(x.report_id): (int(x.epoch), bytes(x.wire), x.cohort) for x in rows}
+        rows = conn.exec_driver_sql(PG_STORED, {"cid": col.id, "device": device, "ids": ids})
+        return {bytes(rid): (int(epoch), bytes(wire), cohort) for rid, epoch, wire, cohort in rows}
     for s in range(0, len(ids), SQLITE_IN_CHUNK):
         part = ids[s : s + SQLITE_IN_CHUNK]
         marks = ",".join("?" * len(part))
@@ -423,18 +438,17 @@ def _insert(
             return None
         savepoint.commit()
         return items
-    params = [
-        {
-            "collection_id": col.id,
-            "device_id": device,
-            "report_id": rows.ids[i],
-            "epoch": epochs[i],
-            "cohort": cohorts[i],
-            "wire": rows.wires[i],
-        }
-        for i in order
-    ]
-    new = {bytes(x) for x in conn.execute(_NEW_REPORTS_PG, params).scalars()}
-    if len(new) == len(order):
+    params = {
+        "cid": col.id,
+        "device": device,
+        "ids": [rows.ids[i] for i in order],
+        "epochs": [epochs[i] for i in order],
+        "cohorts": [cohorts[i] for i in order],
+        "wires": [rows.wires[i] for i in order],
+        "n": len(order),
+    }
+    inserted = conn.exec_driver_sql(PG_INSERT, params).scalar()
+    if inserted is None:
         return items
+    new = {bytes(x) for x in inserted}
     return np.asarray([i for i in order if rows.ids[i] in new], dtype=np.int64)
