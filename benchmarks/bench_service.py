@@ -12,7 +12,11 @@ Measured in one run (docs/server.md, "Performance"; benchmarks/README.md):
 3. PostgreSQL (a cluster of its own, default durability): ``--workers 1`` and ``--workers 2``
    alternately, each serving 8 concurrent clients that post 1,000-report batches for a fixed
    time; the ratio of the medians;
-4. a profile of the in-process ingest path (no HTTP), split into where the time goes.
+4. a profile of the in-process ingest path (no HTTP), split into where the time goes;
+5. the same path (in process) with random report ids, as clients send them, and with
+   sequential ids, each against raw inserts of its own kind of ids in one transaction, in a
+   table already holding twice ``--reports`` rows: what the ids' places in the primary-key
+   index cost a request's commit.
 
 The machine load (``os.getloadavg``) is recorded with every number: on a shared machine the
 ratios, measured alternately in the same run, mean more than the absolute rates.
@@ -248,6 +252,56 @@ def profile_part(proto, source: Reports) -> dict:  # type: ignore[no-untyped-def
     return out
 
 
+def index_part(source: Reports, prefill: int) -> dict:
+    """The report ids' share of the gap (in process, no HTTP): 1,000-report batches stored by
+    the service into a table that already holds ``prefill`` reports, against raw inserts in one
+    transaction, with random ids (what clients send) and with sequential ids (a control that
+    only changes where the rows land in the primary-key index)."""
+    out: dict = {"prefill": prefill}
+    for kind in ("random", "sequential"):
+        tmp = Path(tempfile.mkdtemp(prefix="longldp-bench-ids-"))
+        engine = make_engine(str(tmp / "ids.db"))
+        migrate(engine)
+        service = Service(engine, ADMIN, Limits())
+        for name in ("p", "raw"):
+            service.create_collection({"name": name, "protocol": SPEC, "auth": "shared"})
+        col, raw = service.get_collection("p"), service.get_collection("raw")
+        assert col is not None and raw is not None
+        counter = [0]
+
+        def take(n: int, kind: str = kind, counter: list[int] = counter) -> tuple[list, list]:
+            ids, wires = source.take(n)
+            if kind == "sequential":
+                ids = [(counter[0] + i).to_bytes(16, "big") for i in range(n)]
+                counter[0] += n
+            return ids, wires
+
+        for _ in range(0, prefill, 10_000):  # fill the table (10,000-report batches: fast)
+            service.ingest(col, service.parse_binary(col, body(*take(10_000))))
+        rounds = []
+        for _ in range(3):
+            bodies = [body(*take(1000)) for _ in range(20)]
+            t0 = time.perf_counter()
+            for b in bodies:
+                service.ingest(col, service.parse_binary(col, b))
+            server = 20_000 / (time.perf_counter() - t0)
+            ids, wires = take(20_000)
+            rows = [(raw.id, 0, i, 0, None, w) for i, w in zip(ids, wires, strict=True)]
+            t0 = time.perf_counter()
+            with db.transaction(engine, write=True) as conn:
+                conn.exec_driver_sql(SQLITE_INSERT, rows)
+            rounds.append((server, 20_000 / (time.perf_counter() - t0)))
+        server, raw_rate = (statistics.median(r[j] for r in rounds) for j in (0, 1))
+        out[kind] = {
+            "service_per_s": round(server),
+            "raw_per_s": round(raw_rate),
+            "ratio": round(server / raw_rate, 3),
+            "load": load(),
+        }
+        engine.dispose()
+    return out
+
+
 # ---------------------------------------------------------------------- PostgreSQL
 def pg_part(args: argparse.Namespace, proto, source: Reports) -> dict:  # type: ignore[no-untyped-def]
     from server_helpers import PgCluster, pg_bin
@@ -395,6 +449,14 @@ def main() -> None:
         out["profile"] = profile_part(proto, source)
         for label, share in out["profile"].items():
             print(f"  {label}: {share}")
+        print(f"random against sequential report ids (in process, after {2 * args.reports:,})")
+        out["ids"] = index_part(source, 2 * args.reports)
+        for kind in ("random", "sequential"):
+            r = out["ids"][kind]
+            print(
+                f"  {kind} ids: {r['service_per_s']:,} vs raw {r['raw_per_s']:,} reports/s, "
+                f"ratio {r['ratio']:.2f}"
+            )
     if not args.skip_pg:
         print("PostgreSQL: two server processes against one, alternately")
         out["postgresql"] = pg_part(args, proto, source)
