@@ -233,7 +233,11 @@ def profile_part(proto, source: Reports) -> dict:  # type: ignore[no-untyped-def
             "<method 'executemany' of 'sqlite3.Cursor' objects>",
             2,
         ),
-        "commit (fsync of the WAL)": ("~", "<method 'commit' of 'sqlite3.Connection' objects>", 2),
+        "commit (the touched pages written to the WAL, fsync)": (
+            "~",
+            "<method 'commit' of 'sqlite3.Connection' objects>",
+            2,
+        ),
         "other SQL statements": ("~", "<method 'execute' of 'sqlite3.Cursor' objects>", 2),
         "support counts of the new reports": ("", "support_counts", 3),
         "splitting and checking the batch": ("service.py", "parse_binary", 3),
