@@ -374,8 +374,24 @@ def test_serve_demo_cleans_up_on_sigterm(when, tmp_path):
         server_pid = int(_wait_for(proc, r"^server process: \d+", lines).split(":")[1])
         _wait_for(proc, "epoch 0: reported" if when == "uploading" else "server running", lines)
         assert all(f.is_dir() for f in folders)
+        # Keep reading the output, so that no process of the demo blocks on a full pipe while
+        # it shuts down, and keep it for the failure message.
+        assert proc.stdout is not None
+        drain = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        drain.start()
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            tree = subprocess.run(
+                ["ps", "-o", "pid,ppid,stat,etime,args", "--ppid", str(proc.pid)],
+                capture_output=True,
+                text=True,
+            ).stdout
+            pytest.fail(
+                f"{when}: the demo did not exit within 120 s of SIGTERM; its children:\n{tree}"
+                f"\nits output:\n{''.join(lines[-40:])}"
+            )
         assert _gone(server_pid), "the server outlived the demo"
         assert _eventually(lambda: not any(f.exists() for f in folders)), folders
     finally:
