@@ -16,7 +16,10 @@ Measured in one run (docs/server.md, "Performance"; benchmarks/README.md):
 5. the same path (in process) with random report ids, as clients send them, and with
    sequential ids, each against raw inserts of its own kind of ids in one transaction, in a
    table already holding twice ``--reports`` rows: what the ids' places in the primary-key
-   index cost a request's commit.
+   index cost a request's commit;
+6. a long collection in process (``--long-epochs`` epochs of ``--long-per-epoch`` reports
+   stored, then batches of the next epoch): random 16-byte ids against the ids longldp's
+   clients make (the epoch, then 12 random bytes).
 
 The machine load (``os.getloadavg``) is recorded with every number: on a shared machine the
 ratios, measured alternately in the same run, mean more than the absolute rates.
@@ -46,6 +49,7 @@ import numpy as np
 import sqlalchemy as sa
 
 import longldp as ll
+from longldp.protocols import wire
 from longldp.server import Limits, Service, db, make_engine, migrate
 from longldp.server.service import SQLITE_INSERT
 
@@ -306,6 +310,45 @@ def index_part(source: Reports, prefill: int) -> dict:
     return out
 
 
+def long_collection_part(source: Reports, epochs: int, per_epoch: int) -> dict:
+    """A long collection (in process, no HTTP): ``epochs`` epochs of ``per_epoch`` reports
+    stored, then 1,000-report batches of the next epoch, with ids of 16 random bytes against
+    the ids longldp's clients make (``wire.new_report_id``: the epoch, then 12 random bytes)."""
+    out: dict = {"epochs": epochs, "per_epoch": per_epoch}
+    rng = np.random.default_rng(11)
+    for kind in ("random", "epoch-prefixed"):
+        tmp = Path(tempfile.mkdtemp(prefix="longldp-bench-long-"))
+        engine = make_engine(str(tmp / "long.db"))
+        migrate(engine)
+        service = Service(engine, ADMIN, Limits())
+        service.create_collection({"name": "p", "protocol": SPEC, "auth": "shared"})
+        col = service.get_collection("p")
+        assert col is not None
+
+        def batch(n: int, epoch: int, kind: str = kind) -> bytes:
+            rows = rng.integers(0, 256, size=(n, 16), dtype=np.uint8)
+            if kind == "random":
+                ids = [bytes(r) for r in rows]
+            else:
+                ids = [wire.new_report_id(epoch, bytes(r[: wire.ID_ENTROPY])) for r in rows]
+            return body(ids, source.take(n)[1], epoch)
+
+        for e in range(epochs):
+            for _ in range(0, per_epoch, 10_000):
+                service.ingest(col, service.parse_binary(col, batch(10_000, e)))
+        rates = []
+        for _ in range(3):
+            bodies = [batch(1000, epochs) for _ in range(10)]
+            t0 = time.perf_counter()
+            for b in bodies:
+                service.ingest(col, service.parse_binary(col, b))
+            rates.append(10_000 / (time.perf_counter() - t0))
+        out[kind] = {"service_per_s": round(statistics.median(rates)), "load": load()}
+        engine.dispose()
+    out["ratio"] = round(out["epoch-prefixed"]["service_per_s"] / out["random"]["service_per_s"], 2)
+    return out
+
+
 # ---------------------------------------------------------------------- PostgreSQL
 def pg_part(args: argparse.Namespace, proto, source: Reports) -> dict:  # type: ignore[no-untyped-def]
     from server_helpers import PgCluster, pg_bin
@@ -438,6 +481,8 @@ def main() -> None:
     ap.add_argument("--pg-seconds", type=float, default=8.0)
     ap.add_argument("--pg-clients", type=int, default=8)
     ap.add_argument("--pg-batches", type=int, default=60, help="batches prepared per client")
+    ap.add_argument("--long-epochs", type=int, default=10, help="epochs of the long collection")
+    ap.add_argument("--long-per-epoch", type=int, default=50_000, help="its reports per epoch")
     ap.add_argument("--skip-pg", action="store_true")
     ap.add_argument("--skip-sqlite", action="store_true", help="only the PostgreSQL part")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "service.json")
@@ -461,6 +506,16 @@ def main() -> None:
                 f"  {kind} ids: {r['service_per_s']:,} vs raw {r['raw_per_s']:,} reports/s, "
                 f"ratio {r['ratio']:.2f}"
             )
+        e, n = args.long_epochs, args.long_per_epoch
+        print(
+            f"a long collection ({e} epochs of {n:,} reports, in process): random ids "
+            "against epoch-prefixed ones"
+        )
+        out["long_collection"] = lc = long_collection_part(source, e, n)
+        print(
+            f"  random ids {lc['random']['service_per_s']:,} reports/s, epoch-prefixed "
+            f"{lc['epoch-prefixed']['service_per_s']:,} ({lc['ratio']:.2f}x)"
+        )
     if not args.skip_pg:
         print("PostgreSQL: two server processes against one, alternately")
         out["postgresql"] = pg_part(args, proto, source)

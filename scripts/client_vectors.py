@@ -4,10 +4,11 @@ For every protocol (and the variants whose draws differ: hash pools, calibration
 fixed secret, collection and spec, and a sequence of (value, epoch) steps reported through
 :class:`longldp.client.DeviceClient`, with the CSPRNG replaced by a fixed byte stream
 (``HmacRandom(csprng_key, "longldp/test-vectors/csprng|" ‖ case name)``, read as the spec says:
-each report's round-2 draws, then its 16-byte id). Written: the header, the derived parameters,
-the per-device state, each step's memo key, memo, upload record and budget, refused steps, and
-the final state file. ``tests/test_client_vectors.py`` regenerates them and compares with the
-committed file; ``clients/js/test/vectors.test.js`` replays them through the JavaScript client.
+each report's round-2 draws, then the 12 random bytes of its id, which begins with its epoch).
+Written: the header, the derived parameters, the per-device state, each step's memo key, memo,
+upload record and budget, refused steps, and the final state file.
+``tests/test_client_vectors.py`` regenerates them and compares with the committed file;
+``clients/js/test/vectors.test.js`` replays them through the JavaScript client.
 
 Usage: ``python scripts/client_vectors.py [--out clients/js/test/vectors.json]``.
 """

@@ -44,6 +44,18 @@ def test_restart_keeps_memos_budget_and_queue(tmp_path):
     assert c.proto == proto and c.spent_budget == before
 
 
+def test_report_ids_are_the_epoch_then_fresh_random_bytes(tmp_path):
+    """docs/wire-format.md §4: a report's id is its epoch (u32 big-endian) then 12 CSPRNG
+    bytes; two reports of one epoch share the prefix and nothing else."""
+    client = DeviceClient(tmp_path / "state.json", make("L-OSUE"), "demo")
+    epochs = [0, 5, 5, 2**32 - 1]
+    ids = [client.report(1, epoch=e) for e in epochs]
+    assert all(len(i) == wire.ID_SIZE for i in ids)
+    assert [int.from_bytes(i[:4], "big") for i in ids] == epochs
+    tails = {i[4:] for i in ids}
+    assert len(tails) == len(ids) and all(len(t) == wire.ID_ENTROPY for t in tails)
+
+
 @pytest.mark.parametrize(("cls", "params"), cases(where=lambda cls: cls.longitudinal))
 def test_deleted_store_reproduces_round1(tmp_path, cls, params):
     proto = build(cls, params, K)

@@ -293,3 +293,23 @@ def test_merge_and_state_refuse_other_protocols():
         b.aggregator_from_state({"n": 3})
     empty = b.aggregator_from_state(b.aggregator().state())
     assert empty.n == 0
+
+
+def test_new_report_id_is_the_epoch_then_the_entropy():
+    rid = wire.new_report_id(7, bytes(range(12)))
+    assert rid == (7).to_bytes(4, "big") + bytes(range(12))
+    assert len(rid) == wire.ID_SIZE == wire.EPOCH_SIZE + wire.ID_ENTROPY
+
+
+@pytest.mark.parametrize(
+    ("epoch", "entropy", "match"),
+    [
+        (-1, bytes(12), "'epoch' must be in"),
+        (2**32, bytes(12), "'epoch' must be in"),
+        (0, bytes(11), "'entropy' must be 12 bytes; got 11"),
+        (0, bytes(16), "'entropy' must be 12 bytes; got 16"),
+    ],
+)
+def test_new_report_id_refuses_bad_input(epoch, entropy, match):
+    with pytest.raises(ValueError, match=match):
+        wire.new_report_id(epoch, entropy)

@@ -6,7 +6,7 @@ import { canonicalJson, PyFloat } from "./json.js";
 import { int } from "./check.js";
 import { protocolFromSpec } from "./protocols.js";
 import { CryptoSource, HmacStream, hmac, hmacKey } from "./random.js";
-import { batch, fingerprintHex, header, ID_SIZE, MAX_EPOCH } from "./wire.js";
+import { batch, fingerprintHex, header, ID_ENTROPY, MAX_EPOCH, reportId } from "./wire.js";
 
 export const STATE_FORMAT = "longldp.device-state";
 export const STATE_VERSION = 1;
@@ -234,7 +234,7 @@ export class DeviceClient {
         ? await o.round2(await this._round1(key), this._random)
         : await o.round1(this._input(key), this._state, this._random);
       const report = concat(this._header, o.body(payload, this._state));
-      const id = Uint8Array.from(await this._random.bytes(ID_SIZE));
+      const id = reportId(epoch, Uint8Array.from(await this._random.bytes(ID_ENTROPY)));
       const before = [this.reports, new Set(this._memoKeys), [...this._queue], this.dropped];
       if (o.memoizes) this._memoKeys.add(key);
       this.reports += 1;

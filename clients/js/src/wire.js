@@ -6,6 +6,15 @@ import { sha256 } from "./random.js";
 
 export const ID_SIZE = 16;
 export const MAX_EPOCH = 2 ** 32 - 1;
+/** Random bytes in a report id, after its 4-byte epoch. */
+export const ID_ENTROPY = 12;
+
+/**
+ * A report's id: its epoch (u32 big-endian) ‖ 12 CSPRNG bytes (docs/wire-format.md §4). The
+ * epoch is in the upload record anyway; the prefix keeps one epoch's reports together in the
+ * server's index.
+ */
+export const reportId = (epoch, entropy) => concat(uintBE(epoch, 4), entropy);
 
 /** The canonical JSON of a protocol's spec (the bytes its fingerprint hashes). */
 export const specJson = (proto) => canonicalJson(proto.spec);

@@ -13,7 +13,8 @@ secret (:class:`~longldp.protocols.client.DerivedRound1`) and round 2 from the O
 - a **budget**: the spent ε (``proto.budget_spent``: min(t·ε1, d·ε∞), or t·ε for a protocol
   that memoizes nothing) is persisted, so it stays truthful across restarts; with
   ``max_epsilon`` a report that would exceed it is refused (:class:`BudgetExceededError`);
-- an **upload queue**: every report gets a random 16-byte id when created; retries reuse it,
+- an **upload queue**: every report gets a 16-byte id when created (its epoch, then 12 random
+  bytes: :func:`longldp.protocols.wire.new_report_id`); retries reuse it,
   so the server counts it once (:mod:`longldp.client.upload`);
 - the **credentials** a server issued at enrollment (device id and secret per server URL, kept
   in the state file; :meth:`DeviceClient.credential`, docs/server.md), which the uploader uses.
@@ -210,7 +211,8 @@ class DeviceClient:
                 f"{self.spent_budget.epsilon:.6g}); the report was not made."
             )
         report = self._client.report_bytes(value)
-        item = QueuedReport(os.urandom(wire.ID_SIZE), int(epoch), report)
+        rid = wire.new_report_id(int(epoch), os.urandom(wire.ID_ENTROPY))
+        item = QueuedReport(rid, int(epoch), report)
         before = (self._reports, set(self._memo_keys), list(self._queue), self._dropped)
         if self.proto.longitudinal:
             self._memo_keys.add(key)

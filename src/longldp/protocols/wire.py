@@ -51,11 +51,14 @@ if TYPE_CHECKING:  # pragma: no cover
 ID_SIZE = 16
 EPOCH_SIZE = 4
 MAX_EPOCH = 2**32 - 1
+#: Random bytes in a report id made by longldp's clients (after the 4-byte epoch).
+ID_ENTROPY = ID_SIZE - EPOCH_SIZE
 
 __all__ = [
     "EPOCH_SIZE",
     "FINGERPRINT_SIZE",
     "HEADER_SIZE",
+    "ID_ENTROPY",
     "ID_SIZE",
     "MAGIC",
     "MAX_EPOCH",
@@ -73,6 +76,7 @@ __all__ = [
     "encode_records",
     "encode_reports",
     "json_batch_to_records",
+    "new_report_id",
     "record_size",
     "split_records",
     "split_reports",
@@ -80,6 +84,26 @@ __all__ = [
 
 
 # ---------------------------------------------------------------------- upload records
+
+
+def new_report_id(epoch: int, entropy: bytes) -> bytes:
+    """The id longldp's clients give a report of ``epoch``: the epoch (u32 big-endian), then
+    :data:`ID_ENTROPY` (12) bytes from the CSPRNG (docs/wire-format.md §4).
+
+    The epoch travels in the upload record anyway, so the prefix tells the server nothing new
+    and links no two reports; it places one epoch's reports next to each other in the server's
+    index of report ids, so that storing a batch rewrites pages of the current epoch only,
+    however long the collection has run (docs/server.md, "Performance"). 96 random bits keep
+    ids unique: among 10⁹ reports of one epoch, two share an id with probability below 10⁻¹¹.
+    The server accepts any 16 bytes.
+    """
+    if not 0 <= int(epoch) <= MAX_EPOCH:
+        raise ValueError(f"new_report_id: 'epoch' must be in [0, {MAX_EPOCH}]; got {epoch}.")
+    if len(entropy) != ID_ENTROPY:
+        raise ValueError(
+            f"new_report_id: 'entropy' must be {ID_ENTROPY} bytes; got {len(entropy)}."
+        )
+    return int(epoch).to_bytes(EPOCH_SIZE, "big") + bytes(entropy)
 
 
 def record_size(proto: FrequencyOracle) -> int:
