@@ -51,7 +51,7 @@ import sqlalchemy as sa
 import longldp as ll
 from longldp.protocols import wire
 from longldp.server import Limits, Service, db, make_engine, migrate
-from longldp.server.service import SQLITE_INSERT
+from longldp.server.service import SQLITE_INSERT, Collection
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -208,15 +208,25 @@ def sqlite_part(args: argparse.Namespace, proto, source: Reports) -> dict:  # ty
 
 
 # ---------------------------------------------------------------------- profile
-def profile_part(proto, source: Reports) -> dict:  # type: ignore[no-untyped-def]
-    """Where the time of the in-process ingest path goes, for 1,000-report batches."""
-    tmp = Path(tempfile.mkdtemp(prefix="longldp-bench-prof-"))
-    engine = make_engine(str(tmp / "prof.db"))
+def in_process(tag: str, *names: str) -> tuple[sa.Engine, Service, list[Collection]]:
+    """A fresh SQLite file with the server's schema, its Service, and shared-token collections
+    of the benchmark's protocol named ``names`` (the in-process parts: no HTTP)."""
+    tmp = Path(tempfile.mkdtemp(prefix=f"longldp-bench-{tag}-"))
+    engine = make_engine(str(tmp / f"{tag}.db"))
     migrate(engine)
     service = Service(engine, ADMIN, Limits())
-    service.create_collection({"name": "p", "protocol": SPEC, "auth": "shared"})
-    col = service.get_collection("p")
-    assert col is not None
+    cols = []
+    for name in names:
+        service.create_collection({"name": name, "protocol": SPEC, "auth": "shared"})
+        col = service.get_collection(name)
+        assert col is not None
+        cols.append(col)
+    return engine, service, cols
+
+
+def profile_part(proto, source: Reports) -> dict:  # type: ignore[no-untyped-def]
+    """Where the time of the in-process ingest path goes, for 1,000-report batches."""
+    engine, service, (col,) = in_process("prof", "p")
     batches = []
     for _ in range(20):
         ids, wires = source.take(1000)
@@ -267,14 +277,7 @@ def index_part(source: Reports, prefill: int) -> dict:
     only changes where the rows land in the primary-key index)."""
     out: dict = {"prefill": prefill}
     for kind in ("random", "sequential"):
-        tmp = Path(tempfile.mkdtemp(prefix="longldp-bench-ids-"))
-        engine = make_engine(str(tmp / "ids.db"))
-        migrate(engine)
-        service = Service(engine, ADMIN, Limits())
-        for name in ("p", "raw"):
-            service.create_collection({"name": name, "protocol": SPEC, "auth": "shared"})
-        col, raw = service.get_collection("p"), service.get_collection("raw")
-        assert col is not None and raw is not None
+        engine, service, (col, raw) = in_process("ids", "p", "raw")
         counter = [0]
 
         def take(n: int, kind: str = kind, counter: list[int] = counter) -> tuple[list, list]:
@@ -317,13 +320,7 @@ def long_collection_part(source: Reports, epochs: int, per_epoch: int) -> dict:
     out: dict = {"epochs": epochs, "per_epoch": per_epoch}
     rng = np.random.default_rng(11)
     for kind in ("random", "epoch-prefixed"):
-        tmp = Path(tempfile.mkdtemp(prefix="longldp-bench-long-"))
-        engine = make_engine(str(tmp / "long.db"))
-        migrate(engine)
-        service = Service(engine, ADMIN, Limits())
-        service.create_collection({"name": "p", "protocol": SPEC, "auth": "shared"})
-        col = service.get_collection("p")
-        assert col is not None
+        engine, service, (col,) = in_process("long", "p")
 
         def batch(n: int, epoch: int, kind: str = kind) -> bytes:
             rows = rng.integers(0, 256, size=(n, 16), dtype=np.uint8)
