@@ -473,3 +473,26 @@ def test_rappor_bloom_collection_estimates_series_and_dashboard(tmp_path):
         for key in ("raw", "se", "lower", "upper"):
             want = expected[key][j][i]
             assert (r[key] == want) if want is not None else np.isnan(r[key]), (key, j, i)
+
+
+def test_serve_defaults_are_the_servers_own():
+    """`longldp serve`'s option defaults and `server.serve`'s keyword defaults are copies (the
+    CLI must not import the server's extras to build its help): they must equal the values
+    the server defines, `Limits` and the timeouts module's constants."""
+    import dataclasses
+    import inspect
+
+    from longldp.cli.serve import serve_cmd
+    from longldp.server import serve, timeouts
+
+    cli = {n: p.default for n, p in inspect.signature(serve_cmd).parameters.items()}
+    fn = {n: p.default for n, p in inspect.signature(serve).parameters.items()}
+    for field in dataclasses.fields(Limits):
+        assert cli[field.name] == getattr(Limits(), field.name), field.name
+    own = {
+        "header_timeout": timeouts.HEADER_TIMEOUT,
+        "body_timeout": timeouts.BODY_TIMEOUT,
+        "keep_alive_timeout": timeouts.KEEP_ALIVE_TIMEOUT,
+    }
+    for name, value in own.items():
+        assert cli[name] == value and fn[name] == value, name
