@@ -591,11 +591,16 @@ class Sequence:
         model.closed.add(epoch)
         return None
 
-    def op_export(self, model: Model) -> None:
+    def stored_epoch(self, model: Model) -> int | None:
+        """One of the epochs with stored reports, drawn from the sequence's generator (None
+        before anything is stored: the caller uploads instead)."""
         epochs = sorted({e for e, _ in model.stored.values()})
-        if not epochs:
+        return epochs[int(self.rng.integers(len(epochs)))] if epochs else None
+
+    def op_export(self, model: Model) -> None:
+        epoch = self.stored_epoch(model)
+        if epoch is None:
             return self.op_upload(model)
-        epoch = epochs[int(self.rng.integers(len(epochs)))]
         srv = self.pool.pick(self.rng)
         r = self.pool.client(srv).get(
             f"/v1/collections/{model.name}/epochs/{epoch}/reports.parquet?devices=true",
@@ -617,10 +622,9 @@ class Sequence:
         return None
 
     def op_estimate(self, model: Model) -> None:
-        epochs = sorted({e for e, _ in model.stored.values()})
-        if not epochs:
+        epoch = self.stored_epoch(model)
+        if epoch is None:
             return self.op_upload(model)
-        epoch = epochs[int(self.rng.integers(len(epochs)))]
         srv = self.pool.pick(self.rng)
         r = self.pool.client(srv).get(
             f"/v1/collections/{model.name}/epochs/{epoch}/estimate?postprocess=none",
