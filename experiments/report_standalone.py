@@ -126,6 +126,14 @@ def main() -> None:
                 al = "-" if p == "1BitFlipPM" else 0.4
                 vals = [m[(d, a, p, e, al, "mle")][0] / m[(d, a, p, e, al, "none")][0] for e in eps]
                 print(f"| {d} · {a} | {p} | " + " | ".join(f"{x:.2g}" for x in vals) + " |")
+        settings = sorted({k[:5] for k in m if k[5] == "mle"}, key=str)
+        print(f"\nOver all {len(settings)} settings (every α), ratios of mean MSE_avg:\n")
+        for top, bottom in (("mle", "algorithm-1"), ("mle", "none"), ("algorithm-1", "none")):
+            r = np.array([m[(*k, top)][0] / m[(*k, bottom)][0] for k in settings])
+            print(
+                f"- {top} / {bottom}: {r.min():.3g}–{r.max():.3g}, median {np.median(r):.3g}, "
+                f"below 1 in {np.mean(r < 1):.0%} of the settings"
+            )
     if args.per_user is not None:
         pu = means(load(args.per_user))
         print("\n## Engines: per-user over count-level mean MSE_avg (Adult, no post-processing)\n")
