@@ -1,8 +1,8 @@
 """The registry: the one table of protocol classes, and everything derived from it.
 
 Each class declares its traits (``name``, ``aliases``, ``wire_id``, ``report_kind``,
-``budget_params``, ``test_params``; docs/design.md §2.1). This module lists the classes once,
-in :data:`PROTOCOL_CLASSES`, and derives the lookup by name, the wire ids
+``budget_params``, ``test_params``, ``linkage``; docs/design.md §2.1). This module lists the
+classes once, in :data:`PROTOCOL_CLASSES`, and derives the lookup by name, the wire ids
 (:data:`PROTOCOL_IDS`, re-exported by :mod:`longldp.protocols.wire`), the listing
 ``ll.protocols()``, and the one spec parser :func:`protocol_from_spec`. Names (with aliases,
 case-insensitively) and wire ids are checked unique at import, and every protocol class that
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from longldp import privacy
+from longldp.privacy.linkage import Linkage
 from longldp.protocols import _codec
 from longldp.protocols.base import Aggregator, FrequencyOracle, ReportKind
 from longldp.protocols.dbitflip import DBitFlipPM
@@ -89,6 +90,7 @@ def _check_table() -> None:
                 raise RuntimeError(f"protocol registry: {cls.name} does not declare {trait!r}.")
         if not isinstance(cls.report_kind, ReportKind):
             raise RuntimeError(f"protocol registry: {cls.name}.report_kind is not a ReportKind.")
+        _check_linkage(cls)
         if not cls.test_params:
             raise RuntimeError(f"protocol registry: {cls.name} has no test parameters.")
         unknown = set(cls.budget_params) - set(_init_parameters(cls))
@@ -104,9 +106,26 @@ def _check_table() -> None:
         )
 
 
+def _check_linkage(cls: type[FrequencyOracle]) -> None:
+    """The class declares its own ``linkage`` (never inherited: a one-time variant keeps none of
+    its parent's memos), a :class:`Linkage` with a memo exactly when the class memoizes."""
+    linkage = cls.__dict__.get("linkage")
+    if not isinstance(linkage, Linkage):
+        raise RuntimeError(
+            f"protocol registry: {cls.name} does not declare its own 'linkage' (a Linkage of "
+            "what persists per device; docs/design.md §2.1)."
+        )
+    if linkage.memoized != cls.longitudinal:
+        raise RuntimeError(
+            f"protocol registry: {cls.name}.linkage says memo = {linkage.memoized}, but "
+            f"longitudinal = {cls.longitudinal}."
+        )
+
+
 @dataclass(frozen=True)
 class ProtocolInfo:
-    """One registry row: the protocol's name, traits, constructor parameters and summary."""
+    """One registry row: the protocol's name, traits, constructor parameters and summary
+    (``linkage``: what persists per device, in words, :meth:`Linkage.describe`)."""
 
     name: str
     longitudinal: bool
@@ -115,6 +134,7 @@ class ProtocolInfo:
     wire_id: int
     report_kind: str
     budget_params: tuple[str, ...]
+    linkage: str
 
 
 def get_protocol_class(name: str) -> type[FrequencyOracle]:
@@ -190,6 +210,7 @@ def list_protocols() -> list[ProtocolInfo]:
             cls.wire_id,
             str(cls.report_kind),
             cls.budget_params,
+            cls.linkage.describe(),
         )
         for cls in PROTOCOL_CLASSES
     ]

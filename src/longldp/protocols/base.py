@@ -14,9 +14,9 @@ base class writes the public methods once; each family supplies a few private ho
   format is the wire report, header + body, :meth:`FrequencyOracle.encode_reports`).
 
 A protocol class also declares its traits as class variables (docs/design.md §2.1): ``name``,
-``wire_id``, ``report_kind``, ``budget_params``, ``test_params`` (and ``aliases``); the
-registry (:mod:`longldp.protocols._registry`), the wire codec, the audit's dispatch, budget
-parsing and the common tests are derived from them.
+``wire_id``, ``report_kind``, ``budget_params``, ``test_params``, ``linkage`` (and
+``aliases``); the registry (:mod:`longldp.protocols._registry`), the wire codec, the audit's
+dispatch, budget parsing, the shuffle routes and the common tests are derived from them.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
+from longldp.privacy.linkage import Linkage
 from longldp.protocols import _codec
 from longldp.protocols._bitcount import BYTE_BITS, packed_column_sums  # noqa: F401  (re-exported)
 from longldp.protocols._estimate import Estimate, estimate_with_se
@@ -85,7 +86,10 @@ class FrequencyOracle(ABC):
       one-shot oracle, ``("eps_perm", "eps_1")`` for a chain, or its own (dBitFlipPM:
       ``("eps_perm",)``; RAPPOR: ``("f", "p", "q")``);
     - ``test_params``: a few constructor dicts (``k`` supplied by the test unless given) with
-      which the common tests enroll it (as scipy.stats's ``_distr_params``).
+      which the common tests enroll it (as scipy.stats's ``_distr_params``);
+    - ``linkage``: what persists per device and rides in its reports
+      (:class:`longldp.privacy.linkage.Linkage`), from which the shuffle accounting picks its
+      valid routes (docs/math.md §17.4); each registered class declares its own.
     """
 
     name: ClassVar[str]
@@ -98,6 +102,7 @@ class FrequencyOracle(ABC):
     #: Appended to a budget error, e.g. which protocol takes the budget that was given.
     budget_note: ClassVar[str] = ""
     test_params: ClassVar[tuple[dict[str, Any], ...]]
+    linkage: ClassVar[Linkage]
     #: True when the estimate is a vector of value frequencies (false for RAPPOR's per-cohort
     #: shares of set Bloom bits): the frequency tests (unbiasedness against the true
     #: distribution, engines, post-processing) apply to it.

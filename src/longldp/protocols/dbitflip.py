@@ -25,6 +25,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
@@ -57,6 +58,8 @@ class DBitFlipPM(FrequencyOracle):
     p2: float = field(init=False, default=1.0)
     q2: float = field(init=False, default=0.0)
     name: ClassVar[str] = "dBitFlipPM"
+    #: The sampled buckets, kept for life and sent in every report, and a memo per bucket.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.BUCKET_MAP, Persistent.MEMO)
     aliases: ClassVar[tuple[str, ...]] = ("dBitFlip",)
     longitudinal: ClassVar[bool] = True
     wire_id: ClassVar[int] = 13

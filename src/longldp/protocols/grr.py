@@ -18,6 +18,7 @@ from numpy.typing import NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
@@ -86,6 +87,8 @@ class GRR(OneShot, _SymbolReports):
     p2: float = field(init=False, default=1.0)
     q2: float = field(init=False, default=0.0)
     name: ClassVar[str] = "GRR"
+    #: Nothing persists: every report is a fresh draw.
+    linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 1
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
@@ -124,6 +127,8 @@ class LGRR(_SymbolReports):
     p2: float = field(init=False)
     q2: float = field(init=False)
     name: ClassVar[str] = "L-GRR"
+    #: One memo per value, never sent; reports carry nothing per device.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     longitudinal: ClassVar[bool] = True
     wire_id: ClassVar[int] = 6
     budget_params: ClassVar[tuple[str, ...]] = ("eps_perm", "eps_1")

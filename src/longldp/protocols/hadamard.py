@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp import privacy
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import OneShot, ReportKind, bytes_to_uint, min_bytes, uint_to_bytes
@@ -170,6 +171,8 @@ class SH(OneShot, _Hadamard):
     k: int
     eps: float
     name: ClassVar[str] = "SH"
+    #: The device's row, kept for life and sent in every report.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HADAMARD_ROW)
     wire_id: ClassVar[int] = 15
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
     g: int = field(init=False)
@@ -197,6 +200,7 @@ class LSH(_Hadamard, _LOLOHA):
     the Hadamard family (docs/gfim.md, longitudinal GFIM); at most two memos per user."""
 
     name: ClassVar[str] = "L-SH"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HADAMARD_ROW, Persistent.MEMO)
     wire_id: ClassVar[int] = 16
     test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
     m: int = field(init=False)

@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp import privacy
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
@@ -261,6 +262,8 @@ class BLH(_OneShotLH):
     """Binary local hashing: g = 2, GRR over the two buckets at ε ([WAN17] §4.4)."""
 
     name: ClassVar[str] = "BLH"
+    #: The device's hash seed (or pool index), kept for life and sent in every report.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED)
     wire_id: ClassVar[int] = 4
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
@@ -274,6 +277,8 @@ class OLH(_OneShotLH):
     """Optimized local hashing: g = the integer minimising V* (≈ e^ε + 1) ([WAN17] §4.4)."""
 
     name: ClassVar[str] = "OLH"
+    #: The device's hash seed (or pool index), kept for life and sent in every report.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED)
     wire_id: ClassVar[int] = 5
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
@@ -361,6 +366,7 @@ class BiLOLOHA(_LOLOHA):
     """LOLOHA with g = 2: L-GRR over two hash buckets, at most two memos per user ([ARC23])."""
 
     name: ClassVar[str] = "BiLOLOHA"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED, Persistent.MEMO)
     wire_id: ClassVar[int] = 11
     test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
 
@@ -373,6 +379,7 @@ class OLOLOHA(_LOLOHA):
     """LOLOHA with g the integer argmin of V* (:func:`longldp.privacy.loloha_optimal_g`)."""
 
     name: ClassVar[str] = "OLOLOHA"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED, Persistent.MEMO)
     wire_id: ClassVar[int] = 12
     test_params: ClassVar[tuple[dict, ...]] = (
         {"eps_perm": 2.0, "eps_1": 1.0},

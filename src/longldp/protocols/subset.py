@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from longldp import _validate as check
 from longldp import privacy
+from longldp.privacy.linkage import Linkage
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
@@ -54,6 +55,7 @@ class SubsetSelection(OneShot, FrequencyOracle):
     q2: float = field(init=False, default=0.0)
     not_p1: float = field(init=False, repr=False)
     name: ClassVar[str] = "SS"
+    linkage: ClassVar[Linkage] = Linkage()
     aliases: ClassVar[tuple[str, ...]] = ("subset-selection",)
     wire_id: ClassVar[int] = 22
     report_kind: ClassVar[ReportKind] = ReportKind.ENUMERATED

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import privacy
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
@@ -139,6 +140,7 @@ class SUE(_OneShotUE):
     """Symmetric UE (basic one-time RAPPOR): p = e^{ε/2}/(e^{ε/2}+1), q = 1 − p ([WAN17] §4.2)."""
 
     name: ClassVar[str] = "SUE"
+    linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 2
 
     def __post_init__(self) -> None:
@@ -151,6 +153,7 @@ class OUE(_OneShotUE):
     """Optimized UE: p = 1/2, q = 1/(e^ε+1) ([WAN17] §4.2, eq. 11)."""
 
     name: ClassVar[str] = "OUE"
+    linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 3
 
     def __post_init__(self) -> None:
@@ -177,6 +180,7 @@ class LSUE(_UEChain):
     """L-SUE (RAPPOR): SUE(ε∞) memoized, symmetric round 2 with 2p2−1 = tanh(ε1/4)/tanh(ε∞/4)."""
 
     name: ClassVar[str] = "L-SUE"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 7
 
     def __post_init__(self) -> None:
@@ -193,6 +197,7 @@ class LOSUE(_UEChain):
     """
 
     name: ClassVar[str] = "L-OSUE"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 10
 
     def __post_init__(self) -> None:
@@ -209,6 +214,7 @@ class LOUE(_UEChain):
     """
 
     name: ClassVar[str] = "L-OUE"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 8
 
     @classmethod
@@ -227,6 +233,7 @@ class LSOUE(_UEChain):
     """L-SOUE: SUE(ε∞) memoized, round 2 with p2 = 1/2 and q2 solving the ε1 quadratic."""
 
     name: ClassVar[str] = "L-SOUE"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 9
 
     @classmethod

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._rng import as_random_source
 from longldp.protocols.rappor._chain import CohortShares, OneTime
 from longldp.protocols.rappor._hashing import (
@@ -56,6 +57,9 @@ class RAPPOR(CohortShares):
     p2: float = field(init=False)
     q2: float = field(init=False)
     name: ClassVar[str] = "RAPPOR"
+    #: The cohort, kept for life and sent in every report (shared by about n/m devices; with
+    #: m = 1 it links nothing, which the class-level trait does not distinguish), and memos.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT, Persistent.MEMO)
     wire_id: ClassVar[int] = 14
     test_params: ClassVar[tuple[dict, ...]] = (
         {"k": 8, "h": 2, "m": 2, "f": 0.5, "p": 0.25, "q": 0.75},
@@ -209,6 +213,7 @@ class RapporOneTime(OneTime, RAPPOR):
     afresh (f = 0 allowed: a single randomized response with (p, q))."""
 
     name: ClassVar[str] = "RAPPOR-one-time"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT)
     wire_id: ClassVar[int] = 19
     test_params: ClassVar[tuple[dict, ...]] = (
         {"k": 8, "h": 2, "m": 2, "f": 0.0, "p": 0.25, "q": 0.75},

@@ -9,6 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols.rappor._chain import CohortShares, OneTime
 
 
@@ -28,6 +29,7 @@ class RapporBoolean(CohortShares):
     h: ClassVar[int] = 1
     differing_bits: ClassVar[tuple[int, int]] = (1, 0)
     name: ClassVar[str] = "RAPPOR-boolean"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT, Persistent.MEMO)
     wire_id: ClassVar[int] = 18
     test_params: ClassVar[tuple[dict, ...]] = ({"m": 2, "f": 0.5, "p": 0.25, "q": 0.75},)
 
@@ -80,5 +82,6 @@ class RapporBooleanOneTime(OneTime, RapporBoolean):
     """One-time boolean RAPPOR: one report per client, f = 0 allowed."""
 
     name: ClassVar[str] = "RAPPOR-boolean-one-time"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT)
     wire_id: ClassVar[int] = 21
     test_params: ClassVar[tuple[dict, ...]] = ({"m": 2, "f": 0.0, "p": 0.25, "q": 0.75},)
