@@ -280,7 +280,7 @@ class EnumeratedReports(ReportKind):
 
 
 class ContinuousReport(ReportKind):
-    """Base of continuous reports (a float, docs/math.md §20): no exact channel and no finite
+    """Base of continuous reports (a float, the numeric mechanisms): no exact channel and no finite
     output space, so the audit refuses the exact check and bins the reports for its black-box
     game (:meth:`bin_edges`). A numeric family subclasses it with its codec."""
 
