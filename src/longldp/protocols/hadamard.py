@@ -38,6 +38,7 @@ from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import OneShot, ReportKind, bytes_to_uint, min_bytes, uint_to_bytes
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.lh import _LOLOHA, REPORT_DTYPE, HashedReports, _LocalHashing, _set_chain
 from longldp.protocols.report_kinds import HashFamily
 
@@ -193,6 +194,21 @@ class SH(OneShot, _Hadamard):
     #: The device's row, kept for life and sent in every report.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HADAMARD_ROW)
     wire_id: ClassVar[int] = 15
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="lh",
+        chain="GRR over 2 at ε",
+        round2="1, 0",
+        eps_1="ρ(ln(P1(g − 1)/N1))",
+        eps_perm="ρ(ln(p1/q1))",
+        state="row j: an integer in [0, 2^⌈log₂k⌉)",
+        memo_key="popcount(j AND v) mod 2",
+        round1="y = GRR(key, 2, p1)",
+        draws2="none (one-shot)",
+        derived=("g",),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 20, "eps": 1.0}, (19, 0, 5)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
     g: int = field(init=False)
     m: int = field(init=False)
@@ -221,6 +237,21 @@ class LSH(_Hadamard, _LOLOHA):
     name: ClassVar[str] = "L-SH"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HADAMARD_ROW, Persistent.MEMO)
     wire_id: ClassVar[int] = 16
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="lh",
+        chain="GRR over g at a",
+        round2="p2 = P_cal(g, a, b), q2 = (1 − p2)/(g − 1)",
+        eps_1="ρ(ln(P1(g − 1)/N1))",
+        eps_perm="ρ(ln(p1/q1))",
+        state="row j: an integer in [0, 2^⌈log₂k⌉)",
+        memo_key="popcount(j AND v) mod 2",
+        round1="y = GRR(key, 2, p1)",
+        draws2="GRR(y, 2, p2)",
+        derived=("g",),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 20, "eps_perm": 2.0, "eps_1": 1.0}, (3, 4, 3)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
     m: int = field(init=False)
 

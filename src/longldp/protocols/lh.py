@@ -51,6 +51,7 @@ from longldp.protocols.base import (
     set_derived,
     uint_to_bytes,
 )
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.report_kinds import ExactChannel, HashFamily, hash_channel
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
@@ -327,6 +328,24 @@ class BLH(_OneShotLH):
     #: The device's hash seed (or pool index), kept for life and sent in every report.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED)
     wire_id: ClassVar[int] = 4
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="lh",
+        chain="GRR over g buckets at ε (BLH: g = 2; OLH: g = G_OLH(ε))",
+        round2="1, 0",
+        eps_1="ρ(ln(P1(g − 1)/N1))",
+        eps_perm="ρ(ln(p1/q1))",
+        state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
+        memo_key=(
+            "H_s(v) over g buckets (wire-format §3), s = the hash id, or pool seed[id] (appendix "
+            "A)"
+        ),
+        round1="y = GRR(key, g, p1)",
+        draws2="none (one-shot)",
+        derived=("g",),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 50, "eps": 1.0}, (7, 7, 49)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
     def __post_init__(self) -> None:
@@ -342,6 +361,27 @@ class OLH(_OneShotLH):
     #: The device's hash seed (or pool index), kept for life and sent in every report.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED)
     wire_id: ClassVar[int] = 5
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="lh",
+        chain="GRR over g buckets at ε (BLH: g = 2; OLH: g = G_OLH(ε))",
+        round2="1, 0",
+        eps_1="ρ(ln(P1(g − 1)/N1))",
+        eps_perm="ρ(ln(p1/q1))",
+        state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
+        memo_key=(
+            "H_s(v) over g buckets (wire-format §3), s = the hash id, or pool seed[id] (appendix "
+            "A)"
+        ),
+        round1="y = GRR(key, g, p1)",
+        draws2="none (one-shot)",
+        derived=("g",),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 50, "eps": 3.0}, (1, 2, 1)),
+        VectorCase(
+            {"k": 50, "eps": 3.0, "hash_pool": 16, "pool_seed": 3}, (4, 4, 30), suffix="pool"
+        ),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
     def __post_init__(self) -> None:
@@ -423,6 +463,24 @@ class BiLOLOHA(_LOLOHA):
     name: ClassVar[str] = "BiLOLOHA"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED, Persistent.MEMO)
     wire_id: ClassVar[int] = 11
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="lh",
+        chain="GRR over g at a",
+        round2="p2 = P_cal(g, a, b), q2 = (1 − p2)/(g − 1)",
+        eps_1="ρ(ln(P1(g − 1)/N1))",
+        eps_perm="ρ(ln(p1/q1))",
+        state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
+        memo_key=(
+            "H_s(v) over g buckets (wire-format §3), s = the hash id, or pool seed[id] (appendix "
+            "A)"
+        ),
+        round1="y = GRR(key, g, p1)",
+        draws2="GRR(y, g, p2)",
+        derived=("g",),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 100, "eps_perm": 2.0, "eps_1": 1.0}, (10, 11, 12, 10)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
 
     def __post_init__(self) -> None:
@@ -436,6 +494,36 @@ class OLOLOHA(_LOLOHA):
     name: ClassVar[str] = "OLOLOHA"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED, Persistent.MEMO)
     wire_id: ClassVar[int] = 12
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="lh",
+        chain="GRR over g at a",
+        round2="p2 = P_cal(g, a, b), q2 = (1 − p2)/(g − 1)",
+        eps_1="ρ(ln(P1(g − 1)/N1))",
+        eps_perm="ρ(ln(p1/q1))",
+        state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
+        memo_key=(
+            "H_s(v) over g buckets (wire-format §3), s = the hash id, or pool seed[id] (appendix "
+            "A)"
+        ),
+        round1="y = GRR(key, g, p1)",
+        draws2="GRR(y, g, p2)",
+        derived=("g",),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 1000, "eps_perm": 3.0, "eps_1": 1.5}, (999, 0, 999, 500)),
+        VectorCase(
+            {
+                "k": 1000,
+                "eps_perm": 4.0,
+                "eps_1": 2.0,
+                "calibration": "paper",
+                "hash_pool": 256,
+                "pool_seed": 12345678901,
+            },
+            (1, 2, 3, 1),
+            suffix="paper-pool",
+        ),
+    )
     test_params: ClassVar[tuple[dict, ...]] = (
         {"eps_perm": 2.0, "eps_1": 1.0},
         {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"},

@@ -44,6 +44,7 @@ from longldp.protocols import _codec
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource, as_random_source
 from longldp.protocols.client import Client, Round1Source
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.report_kinds import ReportKind
 from longldp.protocols.traits import Categorical, Domain, Estimand, Rounds
 
@@ -109,6 +110,11 @@ class Mechanism(ABC):
     #: What a device of a planned mechanism needs from the server before each epoch or round
     #: (the keys of its plan); empty when nothing is planned.
     plan_keys: ClassVar[tuple[str, ...]] = ()
+    #: How devices of other languages run it (docs/client-spec.md's tables, the JavaScript
+    #: family module); None: no device client outside Python (:mod:`.clientspec`).
+    client_spec: ClassVar[ClientSpec | None] = None
+    #: The device test vectors' cases of this protocol (docs/client-spec.md §9).
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = ()
     k: int
     p1: float
     q1: float

@@ -31,6 +31,7 @@ from longldp.protocols.base import (
     row_slices,
     set_derived,
 )
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.report_kinds import BitReports
 
 #: The report kind of the unary encodings: k independent bits.
@@ -140,6 +141,20 @@ class SUE(_OneShotUE):
     name: ClassVar[str] = "SUE"
     linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 2
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="ue",
+        chain="p1 = 1/(1 + e^(−ε/2)), q1 = 1 − p1",
+        round2="1, 0",
+        eps_1="ρ(ln(P1·N0/(P0·N1)))",
+        eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
+        state="none",
+        memo_key="v",
+        round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
+        draws2="none (one-shot)",
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 12, "eps": 2.0}, (0, 11, 11)),
+    )
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -153,6 +168,20 @@ class OUE(_OneShotUE):
     name: ClassVar[str] = "OUE"
     linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 3
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="ue",
+        chain="p1 = 0.5, q1 = 1/(e^ε + 1)",
+        round2="1, 0",
+        eps_1="ρ(ln(P1·N0/(P0·N1)))",
+        eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
+        state="none",
+        memo_key="v",
+        round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
+        draws2="none (one-shot)",
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 12, "eps": 1.5}, (5, 5, 2)),
+    )
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -180,6 +209,23 @@ class LSUE(_UEChain):
     name: ClassVar[str] = "L-SUE"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 7
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="ue",
+        chain="SUE at a",
+        round2="p2 = 0.5·(1 + tanh(b/4)/tanh(a/4)), q2 = 1 − p2",
+        eps_1="ρ(ln(P1·N0/(P0·N1)))",
+        eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
+        state="none",
+        memo_key="v",
+        round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
+        draws2=(
+            "k floats u_i: if abs(p2 + q2 − 1) < 10⁻¹⁵, bit_i = memo_i XOR (u_i < q2), else bit_i "
+            "= u_i < (memo_i ? p2 : q2)"
+        ),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 16, "eps_perm": 3.0, "eps_1": 1.0}, (2, 2, 15)),
+    )
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -197,6 +243,23 @@ class LOSUE(_UEChain):
     name: ClassVar[str] = "L-OSUE"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 10
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="ue",
+        chain="OUE at a",
+        round2="p2 = expm1(a + b)/((e^b + 1)·expm1(a)), q2 = 1 − p2",
+        eps_1="ρ(ln(P1·N0/(P0·N1)))",
+        eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
+        state="none",
+        memo_key="v",
+        round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
+        draws2=(
+            "k floats u_i: if abs(p2 + q2 − 1) < 10⁻¹⁵, bit_i = memo_i XOR (u_i < q2), else bit_i "
+            "= u_i < (memo_i ? p2 : q2)"
+        ),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 100, "eps_perm": 2.0, "eps_1": 0.8}, (42, 42, 99, 0, 42)),
+    )
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -214,6 +277,23 @@ class LOUE(_UEChain):
     name: ClassVar[str] = "L-OUE"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 8
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="ue",
+        chain="OUE at a",
+        round2="p2 = 0.5, q2 = Q(p1, q1, b)",
+        eps_1="ρ(ln(P1·N0/(P0·N1)))",
+        eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
+        state="none",
+        memo_key="v",
+        round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
+        draws2=(
+            "k floats u_i: if abs(p2 + q2 − 1) < 10⁻¹⁵, bit_i = memo_i XOR (u_i < q2), else bit_i "
+            "= u_i < (memo_i ? p2 : q2)"
+        ),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 16, "eps_perm": 2.0, "eps_1": 0.5}, (0, 9, 0)),
+    )
 
     @classmethod
     def max_alpha(cls, eps_perm: float) -> float:
@@ -233,6 +313,23 @@ class LSOUE(_UEChain):
     name: ClassVar[str] = "L-SOUE"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 9
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="ue",
+        chain="SUE at a",
+        round2="p2 = 0.5, q2 = Q(p1, q1, b)",
+        eps_1="ρ(ln(P1·N0/(P0·N1)))",
+        eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
+        state="none",
+        memo_key="v",
+        round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
+        draws2=(
+            "k floats u_i: if abs(p2 + q2 − 1) < 10⁻¹⁵, bit_i = memo_i XOR (u_i < q2), else bit_i "
+            "= u_i < (memo_i ? p2 : q2)"
+        ),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 16, "eps_perm": 2.0, "eps_1": 0.5}, (8, 8, 1)),
+    )
 
     @classmethod
     def max_alpha(cls, eps_perm: float) -> float:
