@@ -8,6 +8,7 @@ export const F = 1, I = 2, OPT = 3, S = 4;
 export const FAMILIES = {
   "dbitflip": () => import("./dbitflip.js"),
   "grr": () => import("./grr.js"),
+  "hr": () => import("./hr.js"),
   "lh": () => import("./lh.js"),
   "rappor": () => import("./rappor.js"),
   "ss": () => import("./ss.js"),
@@ -23,6 +24,7 @@ export const TABLE = {
   "OLH": [5, 0, "lh", { k: [I], eps: [F], hash_pool: [OPT, null], pool_seed: [I, 0] }],
   "SH": [15, 0, "lh", { k: [I], eps: [F] }],
   "SS": [22, 0, "ss", { k: [I], eps: [F], omega: [OPT, null] }],
+  "HR": [23, 0, "hr", { k: [I], eps: [F] }],
   "L-GRR": [6, 1, "grr", { k: [I], eps_perm: [F], eps_1: [F], calibration: [S, "exact"] }],
   "L-SUE": [7, 1, "ue", { k: [I], eps_perm: [F], eps_1: [F] }],
   "L-OUE": [8, 1, "ue", { k: [I], eps_perm: [F], eps_1: [F] }],
@@ -43,5 +45,6 @@ export const TABLE = {
 /** Lower-case alias → canonical name. */
 export const ALIASES = {
   "subset-selection": "SS",
+  "hadamard-response": "HR",
   "dbitflip": "dBitFlipPM",
 };

@@ -34,20 +34,8 @@ from longldp.protocols._rng import HmacRandom, SecureRandom
 from longldp.protocols.base import Aggregator, Estimate, FrequencyOracle, OneShot
 from longldp.protocols.client import Client, DerivedRound1, DrawnRound1, Round1Source
 from longldp.protocols.codec import ReportCodec
-from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.estimator import Estimator, SupportEstimator
-from longldp.protocols.grr import GRR, LGRR
-from longldp.protocols.hadamard import LSH, SH
-from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
 from longldp.protocols.mechanism import Mechanism, PopulationStep
-from longldp.protocols.rappor import (
-    RAPPOR,
-    RapporBoolean,
-    RapporBooleanOneTime,
-    RapporOneHot,
-    RapporOneHotOneTime,
-    RapporOneTime,
-)
 from longldp.protocols.report_kinds import (
     BitReports,
     ContinuousReport,
@@ -57,7 +45,6 @@ from longldp.protocols.report_kinds import (
     ReportKind,
     SymbolReports,
 )
-from longldp.protocols.subset import SubsetSelection
 from longldp.protocols.traits import (
     Categorical,
     Domain,
@@ -67,7 +54,6 @@ from longldp.protocols.traits import (
     Rounds,
     Strings,
 )
-from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
 #: The package's API besides the protocol classes (which follow the registry, below).
 API = [
@@ -115,7 +101,8 @@ API = [
     "wire",
 ]
 
-# Protocols of other packages (entry points), then the names that follow the registry.
+# Protocols of other packages (entry points); then every registered class is a name of this
+# package (``from longldp.protocols import GRR``), and ``__all__`` follows the registry.
 _registry.load_entry_points()
 NAMES = _registry.NAMES
 PROTOCOL_CLASSES = _registry.PROTOCOL_CLASSES

@@ -26,6 +26,7 @@ from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.estimator import Estimator
 from longldp.protocols.grr import GRR, LGRR
 from longldp.protocols.hadamard import LSH, SH
+from longldp.protocols.hr import HR
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
 from longldp.protocols.mechanism import Mechanism
 from longldp.protocols.rappor import (
@@ -56,6 +57,7 @@ BUILTIN_CLASSES: tuple[type[FrequencyOracle], ...] = (
     OLH,
     SH,
     SubsetSelection,
+    HR,
     LGRR,
     LSUE,
     LOUE,
