@@ -33,22 +33,21 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import privacy
-from longldp.protocols import RAPPOR, FrequencyOracle, RapporBoolean
+from longldp.protocols import FrequencyOracle
 
 # ------------------------------------------------------------------------------ wrappers
 
 
 def protocol_inputs(proto: FrequencyOracle, values: NDArray[np.int64]) -> Any:
-    """The protocol's inputs for integer values: Bloom-filter RAPPOR takes the strings
-    ``str(v)``; every other protocol the integers."""
-    if isinstance(proto, RAPPOR):  # Bloom filters of strings
-        return np.array([str(v) for v in range(int(values.max()) + 1)])[values]
-    return values
+    """The protocol's inputs for integer values (its domain's ``as_inputs``: the codes
+    themselves, or the strings Bloom-filter RAPPOR hashes)."""
+    return proto.as_inputs(values)
 
 
 def audit_domain(proto: FrequencyOracle) -> int:
-    """Number of distinct inputs to audit: k (boolean RAPPOR: 2)."""
-    return 2 if isinstance(proto, RapporBoolean) else proto.k
+    """Number of distinct inputs to audit: the domain's size (boolean RAPPOR: 2), or k for a
+    domain that cannot be listed (Bloom RAPPOR's strings of codes 0..k−1)."""
+    return proto.domain_size or proto.k
 
 
 def _wire_rows(proto: FrequencyOracle, reports: NDArray, n: int) -> NDArray[np.uint8]:

@@ -240,9 +240,8 @@ def _check_audit_memory(
     pair of values, two for the alternating pattern); the τ values of the sequences.
     """
     from longldp.audit.game import CHUNK
-    from longldp.protocols import DBitFlipPM
 
-    width = proto.d if isinstance(proto, DBitFlipPM) else getattr(proto, "g", proto.k)
+    width = proto.report_kind.width(proto)  # what the game tallies per report
     fixed, per_client = client_memory(proto)
     games = [(trials, 1, "--trials"), *((lifetime_trials, t, "--taus") for t in taus)]
     for clients, tau, option in games:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -71,7 +71,7 @@ def protocols_cmd(
             info.name,
             "longitudinal" if info.longitudinal else "one-shot",
             proto.linkage.describe(short=True),
-            str(getattr(proto, "g", "")),
+            _hash_range(proto),
             *(f"{x:.4g}" for x in (proto.p1, proto.q1, proto.p2, proto.q2)),
             f"{proto.single_report_epsilon():.4g}",
             f"{proto.first_round_epsilon():.4g}" if info.longitudinal else "-",
@@ -105,3 +105,9 @@ def register(app: typer.Typer) -> None:
     """Add ``protocols`` and ``datasets`` to ``app``."""
     app.command("protocols")(protocols_cmd)
     app.command("datasets")(datasets_cmd)
+
+
+def _hash_range(proto: Any) -> str:
+    """g, the buckets of the hash family a report names ("" when it names none)."""
+    family = proto.report_kind.hash_family(proto)
+    return "" if family is None else str(family.range)

@@ -662,3 +662,8 @@ def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float | None)
         steps = math.ceil(total * (1 - 1e-12) / 10.0**exponent - 1e-3)
         total = float(f"{steps}e{exponent}")
     return SpentBudget(int(reports), held, total)
+
+
+# The accounting trait type of every mechanism (docs/math.md §4, docs/design.md §2.5): a value
+# of this layer, so that what sits below the protocols can read a protocol's rule.
+from longldp.privacy.accounting import Accounting as Accounting  # noqa: E402

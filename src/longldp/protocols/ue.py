@@ -20,22 +20,27 @@ from numpy.typing import NDArray
 
 from longldp import privacy
 from longldp.privacy.linkage import Linkage, Persistent
-from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
+from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
     OneShot,
+    PopulationStep,
     ReportKind,
     packed_column_sums,
     row_slices,
     set_derived,
 )
+from longldp.protocols.report_kinds import BitReports
+
+#: The report kind of the unary encodings: k independent bits.
+BITS = BitReports()
 
 
 class _UnaryEncoding(FrequencyOracle):
     """Shared machinery: packed bit vectors, bitwise rounds, column sums."""
 
-    report_kind: ClassVar[ReportKind] = ReportKind.BITS
+    report_kind: ClassVar[ReportKind] = BITS
 
     @property
     def nbytes(self) -> int:
@@ -75,19 +80,12 @@ class _UnaryEncoding(FrequencyOracle):
                 out[rows] = np.packbits(np.where(memo, u < self.p2, u < self.q2), axis=1)
         return out
 
-    def _support_from_memos(
-        self,
-        payload: NDArray,
-        values: NDArray[np.int64],
-        keys: NDArray[np.int64],
-        state: dict,
-        rng: RandomSource,
-        memo: PopulationMemo,
-        who: NDArray[np.int64],
+    def support_from_memos(
+        self, memos: NDArray, step: PopulationStep, rng: RandomSource
     ) -> NDArray[np.int64]:
         """Bit i of the reports sums to Bin(#memos with bit i set, p2) + Bin(the rest, q2)."""
-        ones = packed_column_sums(payload, self.k)
-        return rng.binomial(ones, self.p2) + rng.binomial(payload.shape[0] - ones, self.q2)
+        ones = packed_column_sums(memos, self.k)
+        return rng.binomial(ones, self.p2) + rng.binomial(memos.shape[0] - ones, self.q2)
 
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
         """Column sums of the packed bit vectors."""
@@ -113,10 +111,10 @@ class _UnaryEncoding(FrequencyOracle):
             raise ValueError(f"{self.name}: 'reports' has bits set beyond position k = {self.k}.")
         return rows
 
-    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+    def encode_bodies(self, reports: NDArray) -> NDArray[np.uint8]:
         return self._check_rows(reports)
 
-    def _decode(self, rows: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray[np.uint8]:
         return self._check_rows(rows)
 
 

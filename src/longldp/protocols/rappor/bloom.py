@@ -29,6 +29,7 @@ from longldp.protocols.rappor._hashing import (
     candidate_map,
     pack_indices,
 )
+from longldp.protocols.traits import Strings
 
 BLOOM_HASHES = ("rappor-md5-1byte",)
 
@@ -61,6 +62,7 @@ class RAPPOR(CohortShares):
     #: m = 1 it links nothing, which the class-level trait does not distinguish), and memos.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT, Persistent.MEMO)
     wire_id: ClassVar[int] = 14
+    input_domain: ClassVar[type[Strings]] = Strings
     test_params: ClassVar[tuple[dict, ...]] = (
         {"k": 8, "h": 2, "m": 2, "f": 0.5, "p": 0.25, "q": 0.75},
     )
@@ -79,13 +81,9 @@ class RAPPOR(CohortShares):
         return (self.h, self.h)
 
     @property
-    def domain_size(self) -> int | None:
-        """None: the inputs are strings (str or bytes), not codes."""
-        return None
-
-    def as_inputs(self, codes: ArrayLike) -> list[str]:
-        """The strings ``"value-<code>"`` that integer codes stand for (tests, audits)."""
-        return [f"value-{int(c)}" for c in np.asarray(codes).ravel()]
+    def domain(self) -> Strings:
+        """Strings (str or bytes); codes stand for the strings ``"value-<code>"``."""
+        return Strings()
 
     def encode(self, values: Any, cohorts: ArrayLike) -> NDArray[np.uint8]:
         """Packed Bloom filters (n, ⌈k/8⌉) of ``values`` for clients in ``cohorts``."""

@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols.rappor._chain import CohortShares, OneTime
+from longldp.protocols.traits import Categorical
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,9 @@ class RapporBoolean(CohortShares):
         self._set_chain()
 
     @property
-    def domain_size(self) -> int | None:
+    def domain(self) -> Categorical:
         """Two inputs: 0 (False) and 1 (True)."""
-        return 2
-
-    def as_inputs(self, codes: ArrayLike) -> NDArray[np.int64]:
-        return np.asarray(codes, dtype=np.int64) % 2
+        return Categorical(2, booleans=True)
 
     def _ints(self, values: Any, name: str = "values") -> NDArray[np.int64]:
         arr = np.asarray(values)
