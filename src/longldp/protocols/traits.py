@@ -170,8 +170,8 @@ class Interval(Domain):
 
 @dataclass(frozen=True)
 class ItemSpace(Domain):
-    """An open domain: strings or bytes (``bits`` None) or b-bit unsigned integers (docs/math.md
-    §21), too large to list; the estimate is for queried items, never a full vector."""
+    """An open domain: strings or bytes (``bits`` None) or b-bit unsigned integers (docs/design.md
+    §2), too large to list; the estimate is for queried items, never a full vector."""
 
     bits: int | None = None
     kind: ClassVar[str] = "items"
