@@ -318,9 +318,11 @@ class BytePairEvent:
     cells: NDArray[np.int64]
 
     def count(self, f: Features, layout: Layout) -> int:
+        """Trials of ``f`` whose joint value of the two bytes is in ``cells``."""
         return int(np.count_nonzero(_member(self.cells, _pair_code(f.cat, self.i, self.j))))
 
     def describe(self, layout: Layout) -> str:
+        """The event in words (the two bytes and the size of the set)."""
         names = layout.column_names
         return (
             f"({names[self.i]}, {names[self.j]}) in a set of {self.cells.size} of their "
