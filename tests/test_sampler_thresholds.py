@@ -27,7 +27,6 @@ import pytest
 
 import longldp as ll
 from longldp import privacy
-from longldp.protocols import ReportKind
 from registry_cases import CLASSES
 
 GRID = 2**53
@@ -114,20 +113,20 @@ def _bits_epsilon(hi: Fraction, lo: Fraction, x: int, y: int) -> float:
 def realized_epsilons(proto: ll.FrequencyOracle) -> tuple[float, float]:
     """(ε of one report, ε of round 1) of the channel the sampler realizes."""
     t = thresholds(proto)
-    kind = proto.report_kind
-    if kind in (ReportKind.SYMBOL, ReportKind.HASHED, ReportKind.HADAMARD):
-        m = proto.g if kind is not ReportKind.SYMBOL else proto.k  # type: ignore[attr-defined]
+    kind = str(proto.report_kind)  # the kind's name (docs/design.md §2)
+    if kind in ("symbol", "hashed", "hadamard"):
+        m = proto.k if kind == "symbol" else proto.g  # type: ignore[attr-defined]
         k1 = t["p1"]  # keep, else a uniform other symbol of m
         k2 = t.get("p2", Fraction(1))
         o1, o2 = (1 - k1) / (m - 1), (1 - k2) / (m - 1)
         same = k1 * k2 + (m - 1) * o1 * o2  # report = value
         other = k1 * o2 + o1 * k2 + (m - 2) * o1 * o2  # report = a given other symbol
         return _log(same / other), _log(k1 / o1)
-    if kind is ReportKind.SAMPLED_BITS:
+    if kind == "sampled-bits":
         keep = t["p1"]
         per_bit = _log(keep / (1 - keep))
         return min(proto.d, 2) * per_bit, min(proto.d, 2) * per_bit  # type: ignore[attr-defined]
-    if kind is ReportKind.ENUMERATED:  # subset selection: v ∈ Y w.p. p1, the rest uniform
+    if kind == "enumerated":  # subset selection: v ∈ Y w.p. p1, the rest uniform
         held, omega = t["p1"], proto.omega  # type: ignore[attr-defined]
         eps = _log(held * (proto.k - omega) / ((1 - held) * omega))
         return eps, eps
