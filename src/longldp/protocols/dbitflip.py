@@ -122,7 +122,7 @@ class DBitFlipPM(FrequencyOracle):
         b = k if self.b is None else check.integer(self.name, "b", self.b, minimum=2, maximum=k)
         set_derived(self, b=b)
         check.integer(self.name, "d", self.d, minimum=1, maximum=b)
-        p = 1.0 / (1.0 + math.exp(-eps / 2))
+        p = privacy.drawn(1.0 / (1.0 + math.exp(-eps / 2)))  # as the sampler draws it
         set_derived(self, p1=p, q1=1.0 - p)
 
     @property

@@ -67,10 +67,11 @@ class _UnaryEncoding(FrequencyOracle):
         return out
 
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
-        """Bit i of the report is 1 w.p. p2 if the memo bit is set, else q2. With p2 + q2 = 1
-        (L-SUE, L-OSUE) that is the memo XOR flips of probability q2, on packed bytes."""
+        """Bit i of the report is 1 w.p. p2 if the memo bit is set, else q2. With p2 = 1 − q2
+        exactly (L-SUE, L-OSUE; both on the sampler's grid, so the complement is exact) that is
+        the memo XOR flips of probability q2, on packed bytes."""
         out = np.empty_like(payload)
-        symmetric = abs(self.p2 + self.q2 - 1.0) < 1e-15
+        symmetric = self.p2 == 1.0 - self.q2
         for rows in row_slices(payload.shape[0], self.k):
             u = rng.random((rows.stop - rows.start, self.k))
             if symmetric:

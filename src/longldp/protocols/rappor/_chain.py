@@ -189,11 +189,14 @@ class RapporChain(_UnaryEncoding):
         return f, p, q
 
     def _set_chain(self) -> None:
+        """(p1, q1, p2, q2) = (1 − f/2, f/2, q, p), each as its sampler draws it
+        (:func:`longldp.privacy.drawn`; p1 the exact complement of q1)."""
         f, p, q = self._check_rates()
-        object.__setattr__(self, "p1", 1 - f / 2)
-        object.__setattr__(self, "q1", f / 2)
-        object.__setattr__(self, "p2", q)
-        object.__setattr__(self, "q2", p)
+        q1 = privacy.drawn(f / 2)
+        object.__setattr__(self, "p1", 1.0 - q1)
+        object.__setattr__(self, "q1", q1)
+        object.__setattr__(self, "p2", privacy.drawn(q))
+        object.__setattr__(self, "q2", privacy.drawn(p))
 
     # ------------------------------------------------------------------ privacy
     @property
@@ -208,15 +211,20 @@ class RapporChain(_UnaryEncoding):
 
     def single_report_epsilon(self) -> float:
         """ε1 = h·ln[q*(1−p*)/(p*(1−q*))] ([ERL14] Theorem 2) for encodings that differ in h
-        bits each way; in general :func:`longldp.privacy.rappor_report_epsilon` of
-        ``differing_bits`` (boolean RAPPOR: one bit, one way)."""
-        eps = privacy.rappor_report_epsilon(self.p, self.q, self.f, self.differing_bits)
+        bits each way; in general :func:`longldp.privacy.rappor_bits_epsilon` of
+        ``differing_bits`` (boolean RAPPOR: one bit, one way), at (q*, p*) = (P1, P0) of the
+        stored chain, the probabilities its samplers draw with, and their complements summed
+        per round (:func:`longldp.privacy.chain_nonsupport`)."""
+        n1, n0 = privacy.chain_nonsupport(self.p1, self.q1, self.p2, self.q2)
+        eps = privacy.rappor_bits_epsilon(self.P1, self.P0, *self.differing_bits, n1, n0)
         return privacy.round_up(eps)
 
     def first_round_epsilon(self) -> float:
         """ε∞ = 2h·ln((1−f/2)/(f/2)) ([ERL14] Theorem 1); in general
-        :func:`longldp.privacy.rappor_prr_epsilon` of ``differing_bits``."""
-        return privacy.round_up(privacy.rappor_prr_epsilon(self.f, self.differing_bits))
+        :func:`longldp.privacy.rappor_bits_epsilon` of ``differing_bits`` at the PRR's stored
+        (p1, q1) (:func:`longldp.privacy.rappor_prr_epsilon` is the same from f)."""
+        eps = privacy.rappor_bits_epsilon(self.p1, self.q1, *self.differing_bits)
+        return privacy.round_up(eps)
 
     @property
     def effective(self) -> tuple[float, float]:
@@ -490,8 +498,8 @@ class OneTime:
     def _set_chain(self) -> None:
         f, p, q = self._check_rates(allow_f0=True)  # type: ignore[attr-defined]
         q_star, p_star = privacy.rappor_effective(p, q, f)
-        object.__setattr__(self, "p1", q_star)
-        object.__setattr__(self, "q1", p_star)
+        object.__setattr__(self, "p1", privacy.drawn(q_star))  # as the one draw realizes them
+        object.__setattr__(self, "q1", privacy.drawn(p_star))
         object.__setattr__(self, "p2", 1.0)
         object.__setattr__(self, "q2", 0.0)
 
