@@ -40,6 +40,14 @@ def _records(reports: list) -> np.ndarray:
     return np.array(reports) if np.ndim(reports[0]) == 0 else np.stack(reports)
 
 
+def _carries_a_device_field(wire: np.ndarray) -> bool:
+    """(devices, reports, bytes): is some byte the same in all of each device's reports and
+    different between devices?"""
+    constant_per_device = np.all(wire == wire[:, :1, :], axis=1).all(axis=0)
+    varies_across = np.any(wire[:, 0, :] != wire[0, 0, :], axis=0)
+    return bool(np.any(constant_per_device & varies_across))
+
+
 # ----------------------------------------------------------------------------- the trait
 
 
@@ -63,10 +71,7 @@ def test_declared_linkage_covers_what_the_reports_carry(cls, params):
         value = proto.as_inputs(np.array([d % domain]))[0]
         blob = proto.encode_reports(_records([client.report(value) for _ in range(reports)]))
         rows.append(np.frombuffer(blob, dtype=np.uint8).reshape(reports, proto.wire_size))
-    wire = np.stack(rows)  # (devices, reports, bytes)
-    constant_per_device = np.all(wire == wire[:, :1, :], axis=1).all(axis=0)
-    varies_across = np.any(wire[:, 0, :] != wire[0, 0, :], axis=0)
-    carried = bool(np.any(constant_per_device & varies_across))
+    carried = _carries_a_device_field(np.stack(rows))  # (devices, reports, bytes)
     if not proto.linkage.linkable:
         assert not carried, f"{proto.name} sends a per-device field its linkage does not declare"
     elif not carried:
@@ -85,10 +90,7 @@ def test_a_client_that_sends_its_seed_is_caught():
         client = proto.client(np.random.default_rng(d))
         blobs = [proto.encode_reports(np.array([client.report(d % 4)])) for _ in range(6)]
         wire.append([np.concatenate([np.frombuffer(b, np.uint8), seed]) for b in blobs])
-    wire = np.array(wire)
-    constant = np.all(wire == wire[:, :1, :], axis=1).all(axis=0)
-    varies = np.any(wire[:, 0, :] != wire[0, 0, :], axis=0)
-    assert np.any(constant & varies) and not proto.linkage.linkable
+    assert _carries_a_device_field(np.array(wire)) and not proto.linkage.linkable
 
 
 @pytest.mark.parametrize(
@@ -244,3 +246,22 @@ def test_linking_by_the_seed_recovers_every_device_tuple():
     relinked = _multiset_log_lr(log_likelihoods(proto, linked, memoized=False), 1, 1, n)
     assert relinked == pytest.approx(direct, rel=1e-12)
     assert math.isfinite(float(world_scores(proto, "tuples", n, tau, 1, 1, rng)[0]))
+
+
+def test_the_registry_refuses_a_class_without_its_own_linkage():
+    """Each registered class declares its linkage itself (inherited is refused: a one-time
+    variant must not keep its parent's memo), with a memo exactly when it memoizes."""
+    from longldp.protocols import _registry
+
+    inherited = type("NoLinkage", (ll.protocols.GRR,), {"name": "NoLinkage"})
+    with pytest.raises(RuntimeError, match="does not declare its own 'linkage'"):
+        _registry._check_linkage(inherited)
+    wrong = type(
+        "WrongMemo",
+        (ll.protocols.GRR,),
+        {"name": "WrongMemo", "linkage": Linkage.of(Persistent.MEMO)},
+    )
+    with pytest.raises(RuntimeError, match="memo = True, but longitudinal = False"):
+        _registry._check_linkage(wrong)
+    for cls in ll.protocols.PROTOCOL_CLASSES:
+        _registry._check_linkage(cls)

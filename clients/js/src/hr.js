@@ -4,7 +4,7 @@
 
 import { minBytes, uintBE } from "./bytes.js";
 import { int } from "./check.js";
-import { exp, floats, integers, log } from "./common.js";
+import { drawn, exp, floats, integers, log } from "./common.js";
 
 /** popcount(a AND b) mod 2 (K < 2³¹: 32-bit words). */
 function parity(a, b) {
@@ -34,5 +34,5 @@ export const methods = {
 export function derive(name, P) {
   int(name, "k", P.k, 2, 2 ** 26 - 1);
   const K = 2 ** (32 - Math.clz32(P.k)); // the smallest power of two above k
-  return [1 / (1 + exp(-P.eps)), 0.5, 1, 0, { K }];
+  return [drawn(1 / (1 + exp(-P.eps))), 0.5, 1, 0, { K }];
 }

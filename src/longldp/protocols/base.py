@@ -11,6 +11,10 @@ A protocol class combines three roles (docs/design.md §2), each a public API wr
 - the **codec** (:class:`~longldp.protocols.codec.ReportCodec`): spec, fingerprint, header and
   report bodies.
 
+Traits live on the mechanism role, ``linkage`` among them (what persists per device and rides
+in its reports, :class:`longldp.privacy.linkage.Linkage`, from which the shuffle accounting picks
+its valid routes, docs/math.md §17.4).
+
 :class:`FrequencyOracle` is the three for a frequency oracle (estimand ``frequencies``, the
 support estimator of docs/math.md §1); every registered protocol of this package subclasses it.
 A family whose estimate is something else (a mean, queried items) combines the mechanism and

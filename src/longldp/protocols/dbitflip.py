@@ -109,7 +109,7 @@ class DBitFlipPM(FrequencyOracle):
     wire_id: ClassVar[int] = 13
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="dbitflip",
-        chain="p1 = 1/(1 + e^(−a/2)), q1 = 1 − p1",
+        chain="p1 = D(1/(1 + e^(−a/2))), q1 = 1 − p1",
         round2="1, 0",
         eps_1="ρ(min(d, 2)·ln(p1/q1))",
         eps_perm="the same",
@@ -141,7 +141,7 @@ class DBitFlipPM(FrequencyOracle):
         b = k if self.b is None else check.integer(self.name, "b", self.b, minimum=2, maximum=k)
         set_derived(self, b=b)
         check.integer(self.name, "d", self.d, minimum=1, maximum=b)
-        p = 1.0 / (1.0 + math.exp(-eps / 2))
+        p = privacy.drawn(1.0 / (1.0 + math.exp(-eps / 2)))  # as the sampler draws it
         set_derived(self, p1=p, q1=1.0 - p)
 
     @property

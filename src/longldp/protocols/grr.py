@@ -97,7 +97,7 @@ class GRR(OneShot, _SymbolReports):
     wire_id: ClassVar[int] = 1
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="grr",
-        chain="p1 = 1/(1 + (k−1)·e^(−ε)), q1 = (1 − p1)/(k − 1)",
+        chain="p1 = D(1/(1 + (k−1)·e^(−ε))), q1 = (1 − p1)/(k − 1)",
         round2="1, 0",
         eps_1="ρ(ln(P1/P0))",
         eps_perm="ρ(ln(p1/q1))",
@@ -153,7 +153,7 @@ class LGRR(_SymbolReports):
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="grr",
         chain="GRR over k at a",
-        round2="p2 = P_cal(k, a, b), q2 = (1 − p2)/(k − 1)",
+        round2="p2 = D(P_cal(k, a, b)), q2 = (1 − p2)/(k − 1)",
         eps_1="ρ(ln(P1/P0))",
         eps_perm="ρ(ln(p1/q1))",
         state="none",

@@ -240,7 +240,7 @@ class LSH(_Hadamard, _LOLOHA):
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="lh",
         chain="GRR over g at a",
-        round2="p2 = P_cal(g, a, b), q2 = (1 − p2)/(g − 1)",
+        round2="p2 = D(P_cal(g, a, b)), q2 = (1 − p2)/(g − 1)",
         eps_1="ρ(ln(P1(g − 1)/N1))",
         eps_perm="ρ(ln(p1/q1))",
         state="row j: an integer in [0, 2^⌈log₂k⌉)",

@@ -91,7 +91,7 @@ class HR(OneShot, FrequencyOracle):
     report_kind: ClassVar[ReportKind] = HADAMARD_RESPONSE
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="hr",
-        chain="p1 = 1/(1 + e^(−ε)), q1 = 0.5; K = 2^⌈log₂(k + 1)⌉",
+        chain="p1 = D(1/(1 + e^(−ε))), q1 = 0.5; K = 2^⌈log₂(k + 1)⌉",
         round2="1, 0",
         eps_1="ρ(ln(p1/(1 − p1)))",
         eps_perm="the same",

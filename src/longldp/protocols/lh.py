@@ -466,7 +466,7 @@ class BiLOLOHA(_LOLOHA):
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="lh",
         chain="GRR over g at a",
-        round2="p2 = P_cal(g, a, b), q2 = (1 − p2)/(g − 1)",
+        round2="p2 = D(P_cal(g, a, b)), q2 = (1 − p2)/(g − 1)",
         eps_1="ρ(ln(P1(g − 1)/N1))",
         eps_perm="ρ(ln(p1/q1))",
         state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
@@ -497,7 +497,7 @@ class OLOLOHA(_LOLOHA):
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="lh",
         chain="GRR over g at a",
-        round2="p2 = P_cal(g, a, b), q2 = (1 − p2)/(g − 1)",
+        round2="p2 = D(P_cal(g, a, b)), q2 = (1 − p2)/(g − 1)",
         eps_1="ρ(ln(P1(g − 1)/N1))",
         eps_perm="ρ(ln(p1/q1))",
         state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",

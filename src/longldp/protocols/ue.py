@@ -68,10 +68,11 @@ class _UnaryEncoding(FrequencyOracle):
         return out
 
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
-        """Bit i of the report is 1 w.p. p2 if the memo bit is set, else q2. With p2 + q2 = 1
-        (L-SUE, L-OSUE) that is the memo XOR flips of probability q2, on packed bytes."""
+        """Bit i of the report is 1 w.p. p2 if the memo bit is set, else q2. With p2 = 1 − q2
+        exactly (L-SUE, L-OSUE; both on the sampler's grid, so the complement is exact) that is
+        the memo XOR flips of probability q2, on packed bytes."""
         out = np.empty_like(payload)
-        symmetric = abs(self.p2 + self.q2 - 1.0) < 1e-15
+        symmetric = self.p2 == 1.0 - self.q2
         for rows in row_slices(payload.shape[0], self.k):
             u = rng.random((rows.stop - rows.start, self.k))
             if symmetric:
@@ -143,7 +144,7 @@ class SUE(_OneShotUE):
     wire_id: ClassVar[int] = 2
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="ue",
-        chain="p1 = 1/(1 + e^(−ε/2)), q1 = 1 − p1",
+        chain="p1 = D(1/(1 + e^(−ε/2))), q1 = 1 − p1",
         round2="1, 0",
         eps_1="ρ(ln(P1·N0/(P0·N1)))",
         eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
@@ -170,7 +171,7 @@ class OUE(_OneShotUE):
     wire_id: ClassVar[int] = 3
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="ue",
-        chain="p1 = 0.5, q1 = 1/(e^ε + 1)",
+        chain="p1 = 0.5, q1 = D(1/(e^ε + 1))",
         round2="1, 0",
         eps_1="ρ(ln(P1·N0/(P0·N1)))",
         eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
@@ -212,15 +213,15 @@ class LSUE(_UEChain):
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="ue",
         chain="SUE at a",
-        round2="p2 = 0.5·(1 + tanh(b/4)/tanh(a/4)), q2 = 1 − p2",
+        round2="p2 = D(0.5·(1 + tanh(b/4)/tanh(a/4))), q2 = 1 − p2",
         eps_1="ρ(ln(P1·N0/(P0·N1)))",
         eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
         state="none",
         memo_key="v",
         round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
         draws2=(
-            "k floats u_i: if abs(p2 + q2 − 1) < 10⁻¹⁵, bit_i = memo_i XOR (u_i < q2), else bit_i "
-            "= u_i < (memo_i ? p2 : q2)"
+            "k floats u_i: if p2 = 1 − q2 exactly, bit_i = memo_i XOR (u_i < q2), else bit_i = "
+            "u_i < (memo_i ? p2 : q2)"
         ),
     )
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
@@ -246,15 +247,15 @@ class LOSUE(_UEChain):
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="ue",
         chain="OUE at a",
-        round2="p2 = expm1(a + b)/((e^b + 1)·expm1(a)), q2 = 1 − p2",
+        round2="p2 = D(expm1(a + b)/((e^b + 1)·expm1(a))), q2 = 1 − p2",
         eps_1="ρ(ln(P1·N0/(P0·N1)))",
         eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
         state="none",
         memo_key="v",
         round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
         draws2=(
-            "k floats u_i: if abs(p2 + q2 − 1) < 10⁻¹⁵, bit_i = memo_i XOR (u_i < q2), else bit_i "
-            "= u_i < (memo_i ? p2 : q2)"
+            "k floats u_i: if p2 = 1 − q2 exactly, bit_i = memo_i XOR (u_i < q2), else bit_i = "
+            "u_i < (memo_i ? p2 : q2)"
         ),
     )
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
@@ -280,15 +281,15 @@ class LOUE(_UEChain):
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="ue",
         chain="OUE at a",
-        round2="p2 = 0.5, q2 = Q(p1, q1, b)",
+        round2="p2 = 0.5, q2 = D(Q(p1, q1, b))",
         eps_1="ρ(ln(P1·N0/(P0·N1)))",
         eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
         state="none",
         memo_key="v",
         round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
         draws2=(
-            "k floats u_i: if abs(p2 + q2 − 1) < 10⁻¹⁵, bit_i = memo_i XOR (u_i < q2), else bit_i "
-            "= u_i < (memo_i ? p2 : q2)"
+            "k floats u_i: if p2 = 1 − q2 exactly, bit_i = memo_i XOR (u_i < q2), else bit_i = "
+            "u_i < (memo_i ? p2 : q2)"
         ),
     )
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
@@ -316,15 +317,15 @@ class LSOUE(_UEChain):
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="ue",
         chain="SUE at a",
-        round2="p2 = 0.5, q2 = Q(p1, q1, b)",
+        round2="p2 = 0.5, q2 = D(Q(p1, q1, b))",
         eps_1="ρ(ln(P1·N0/(P0·N1)))",
         eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
         state="none",
         memo_key="v",
         round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
         draws2=(
-            "k floats u_i: if abs(p2 + q2 − 1) < 10⁻¹⁵, bit_i = memo_i XOR (u_i < q2), else bit_i "
-            "= u_i < (memo_i ? p2 : q2)"
+            "k floats u_i: if p2 = 1 − q2 exactly, bit_i = memo_i XOR (u_i < q2), else bit_i = "
+            "u_i < (memo_i ? p2 : q2)"
         ),
     )
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (

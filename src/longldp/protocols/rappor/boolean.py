@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols.clientspec import ClientSpec, VectorCase
-from longldp.protocols.rappor._chain import CohortShares, OneTime
+from longldp.protocols.rappor._chain import CLIENT, ONE_TIME_CLIENT, CohortShares, OneTime
 from longldp.protocols.traits import Categorical
 
 
@@ -33,25 +33,7 @@ class RapporBoolean(CohortShares):
     name: ClassVar[str] = "RAPPOR-boolean"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT, Persistent.MEMO)
     wire_id: ClassVar[int] = 18
-    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
-        family="rappor",
-        chain="p1 = 1 − f/2, q1 = f/2",
-        round2="p2 = q, q2 = p",
-        eps_1=(
-            "encodings differ in (x, y) bits (Bloom (h, h), one-hot (1, 1), boolean (1, 0)); with "
-            "(q*, p*) = (P1, P0) of (1 − f/2, f/2, q, p): if x = y, ρ(x·|ln(q*(1 − p*)/(p*(1 − "
-            "q*)))|); else ρ(max(x·U + y·D, y·U + x·D)) with U = max(ln(q*/p*), ln((1 − q*)/(1 − "
-            "p*))), D = max(ln(p*/q*), ln((1 − p*)/(1 − q*))) (∞ if q* or p* is 0 or 1)"
-        ),
-        eps_perm="ρ(2x·ln((1 − f/2)/(f/2))) if x = y, else ρ(max(x, y)·ln((1 − f/2)/(f/2)))",
-        state="cohort: an integer in [0, m) when m > 1; 0 (no draw) when m = 1",
-        memo_key="the packed encoding E (§4.3)",
-        round1=(
-            "k floats u_i: bit_i = u_i < (E_i ? p1 : q1) (PRR; one-time: PRR and IRR in one draw, "
-            "(p1, q1) = (q*, p*))"
-        ),
-        draws2="UE round 2 (p2 = q, q2 = p)",
-    )
+    client_spec: ClassVar[ClientSpec | None] = CLIENT
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
         VectorCase({"m": 3, "f": 0.5, "p": 0.25, "q": 0.75}, (1, 0, 1, 1)),
     )
@@ -105,25 +87,7 @@ class RapporBooleanOneTime(OneTime, RapporBoolean):
     name: ClassVar[str] = "RAPPOR-boolean-one-time"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT)
     wire_id: ClassVar[int] = 21
-    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
-        family="rappor",
-        chain="(q*, p*) = (P1, P0) of the chain above (§3.3)",
-        round2="1, 0",
-        eps_1=(
-            "encodings differ in (x, y) bits (Bloom (h, h), one-hot (1, 1), boolean (1, 0)); with "
-            "(q*, p*) = (P1, P0) of (1 − f/2, f/2, q, p): if x = y, ρ(x·|ln(q*(1 − p*)/(p*(1 − "
-            "q*)))|); else ρ(max(x·U + y·D, y·U + x·D)) with U = max(ln(q*/p*), ln((1 − q*)/(1 − "
-            "p*))), D = max(ln(p*/q*), ln((1 − p*)/(1 − q*))) (∞ if q* or p* is 0 or 1)"
-        ),
-        eps_perm="ε1",
-        state="cohort: an integer in [0, m) when m > 1; 0 (no draw) when m = 1",
-        memo_key="the packed encoding E (§4.3)",
-        round1=(
-            "k floats u_i: bit_i = u_i < (E_i ? p1 : q1) (PRR; one-time: PRR and IRR in one draw, "
-            "(p1, q1) = (q*, p*))"
-        ),
-        draws2="none (one-shot)",
-    )
+    client_spec: ClassVar[ClientSpec | None] = ONE_TIME_CLIENT
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
         VectorCase({"f": 0.0, "p": 0.25, "q": 0.75}, (0, 1)),
     )

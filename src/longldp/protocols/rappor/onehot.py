@@ -17,7 +17,7 @@ from longldp import _validate as check
 from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.clientspec import ClientSpec, VectorCase
-from longldp.protocols.rappor._chain import OneTime, RapporChain
+from longldp.protocols.rappor._chain import CLIENT, ONE_TIME_CLIENT, OneTime, RapporChain
 from longldp.protocols.ue import _UnaryEncoding
 
 
@@ -39,25 +39,7 @@ class RapporOneHot(RapporChain):
     #: No cohorts (m = 1): reports carry nothing per device; a memo per value.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 17
-    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
-        family="rappor",
-        chain="p1 = 1 − f/2, q1 = f/2",
-        round2="p2 = q, q2 = p",
-        eps_1=(
-            "encodings differ in (x, y) bits (Bloom (h, h), one-hot (1, 1), boolean (1, 0)); with "
-            "(q*, p*) = (P1, P0) of (1 − f/2, f/2, q, p): if x = y, ρ(x·|ln(q*(1 − p*)/(p*(1 − "
-            "q*)))|); else ρ(max(x·U + y·D, y·U + x·D)) with U = max(ln(q*/p*), ln((1 − q*)/(1 − "
-            "p*))), D = max(ln(p*/q*), ln((1 − p*)/(1 − q*))) (∞ if q* or p* is 0 or 1)"
-        ),
-        eps_perm="ρ(2x·ln((1 − f/2)/(f/2))) if x = y, else ρ(max(x, y)·ln((1 − f/2)/(f/2)))",
-        state="cohort: an integer in [0, m) when m > 1; 0 (no draw) when m = 1",
-        memo_key="the packed encoding E (§4.3)",
-        round1=(
-            "k floats u_i: bit_i = u_i < (E_i ? p1 : q1) (PRR; one-time: PRR and IRR in one draw, "
-            "(p1, q1) = (q*, p*))"
-        ),
-        draws2="UE round 2 (p2 = q, q2 = p)",
-    )
+    client_spec: ClassVar[ClientSpec | None] = CLIENT
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
         VectorCase({"k": 10, "f": 0.5, "p": 0.25, "q": 0.75}, (2, 9, 2, 0)),
     )
@@ -106,25 +88,7 @@ class RapporOneHotOneTime(OneTime, RapporOneHot):
     name: ClassVar[str] = "RAPPOR-onehot-one-time"
     linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 20
-    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
-        family="rappor",
-        chain="(q*, p*) = (P1, P0) of the chain above (§3.3)",
-        round2="1, 0",
-        eps_1=(
-            "encodings differ in (x, y) bits (Bloom (h, h), one-hot (1, 1), boolean (1, 0)); with "
-            "(q*, p*) = (P1, P0) of (1 − f/2, f/2, q, p): if x = y, ρ(x·|ln(q*(1 − p*)/(p*(1 − "
-            "q*)))|); else ρ(max(x·U + y·D, y·U + x·D)) with U = max(ln(q*/p*), ln((1 − q*)/(1 − "
-            "p*))), D = max(ln(p*/q*), ln((1 − p*)/(1 − q*))) (∞ if q* or p* is 0 or 1)"
-        ),
-        eps_perm="ε1",
-        state="cohort: an integer in [0, m) when m > 1; 0 (no draw) when m = 1",
-        memo_key="the packed encoding E (§4.3)",
-        round1=(
-            "k floats u_i: bit_i = u_i < (E_i ? p1 : q1) (PRR; one-time: PRR and IRR in one draw, "
-            "(p1, q1) = (q*, p*))"
-        ),
-        draws2="none (one-shot)",
-    )
+    client_spec: ClassVar[ClientSpec | None] = ONE_TIME_CLIENT
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
         VectorCase({"k": 10, "f": 0.25, "p": 0.5, "q": 0.75}, (4, 4)),
     )
