@@ -24,6 +24,7 @@ References: [WAN17] §4.4 (BLH, OLH); [ARC23] (LOLOHA); docs/math.md §2.3–§2
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -82,6 +83,30 @@ def mix_hash(seed: NDArray, x: NDArray, g: int) -> NDArray[np.int64]:
         z *= np.uint64(g)
         z >>= np.uint64(32)
     return z.astype(np.int64)
+
+
+#: BLH's and OLH's rows of docs/client-spec.md (their JavaScript family is lh.js).
+ONE_SHOT_CLIENT = ClientSpec(
+    family="lh",
+    chain="GRR over g buckets at ε (BLH: g = 2; OLH: g = G_OLH(ε))",
+    round2="1, 0",
+    eps_1="ρ(ln(P1(g − 1)/N1))",
+    eps_perm="ρ(ln(p1/q1))",
+    state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
+    memo_key=(
+        "H_s(v) over g buckets (wire-format §3), s = the hash id, or pool seed[id] (appendix A)"
+    ),
+    round1="y = GRR(key, g, p1)",
+    draws2="none (one-shot)",
+    derived=("g",),
+)
+#: LOLOHA's rows: L-GRR over the g buckets.
+CHAIN_CLIENT = dataclasses.replace(
+    ONE_SHOT_CLIENT,
+    chain="GRR over g at a",
+    round2="p2 = D(P_cal(g, a, b)), q2 = (1 − p2)/(g − 1)",
+    draws2="GRR(y, g, p2)",
+)
 
 
 class HashedReports(ReportKind):
@@ -328,21 +353,7 @@ class BLH(_OneShotLH):
     #: The device's hash seed (or pool index), kept for life and sent in every report.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED)
     wire_id: ClassVar[int] = 4
-    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
-        family="lh",
-        chain="GRR over g buckets at ε (BLH: g = 2; OLH: g = G_OLH(ε))",
-        round2="1, 0",
-        eps_1="ρ(ln(P1(g − 1)/N1))",
-        eps_perm="ρ(ln(p1/q1))",
-        state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
-        memo_key=(
-            "H_s(v) over g buckets (wire-format §3), s = the hash id, or pool seed[id] (appendix "
-            "A)"
-        ),
-        round1="y = GRR(key, g, p1)",
-        draws2="none (one-shot)",
-        derived=("g",),
-    )
+    client_spec: ClassVar[ClientSpec | None] = ONE_SHOT_CLIENT
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
         VectorCase({"k": 50, "eps": 1.0}, (7, 7, 49)),
     )
@@ -361,21 +372,7 @@ class OLH(_OneShotLH):
     #: The device's hash seed (or pool index), kept for life and sent in every report.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED)
     wire_id: ClassVar[int] = 5
-    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
-        family="lh",
-        chain="GRR over g buckets at ε (BLH: g = 2; OLH: g = G_OLH(ε))",
-        round2="1, 0",
-        eps_1="ρ(ln(P1(g − 1)/N1))",
-        eps_perm="ρ(ln(p1/q1))",
-        state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
-        memo_key=(
-            "H_s(v) over g buckets (wire-format §3), s = the hash id, or pool seed[id] (appendix "
-            "A)"
-        ),
-        round1="y = GRR(key, g, p1)",
-        draws2="none (one-shot)",
-        derived=("g",),
-    )
+    client_spec: ClassVar[ClientSpec | None] = ONE_SHOT_CLIENT
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
         VectorCase({"k": 50, "eps": 3.0}, (1, 2, 1)),
         VectorCase(
@@ -463,21 +460,7 @@ class BiLOLOHA(_LOLOHA):
     name: ClassVar[str] = "BiLOLOHA"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED, Persistent.MEMO)
     wire_id: ClassVar[int] = 11
-    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
-        family="lh",
-        chain="GRR over g at a",
-        round2="p2 = D(P_cal(g, a, b)), q2 = (1 − p2)/(g − 1)",
-        eps_1="ρ(ln(P1(g − 1)/N1))",
-        eps_perm="ρ(ln(p1/q1))",
-        state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
-        memo_key=(
-            "H_s(v) over g buckets (wire-format §3), s = the hash id, or pool seed[id] (appendix "
-            "A)"
-        ),
-        round1="y = GRR(key, g, p1)",
-        draws2="GRR(y, g, p2)",
-        derived=("g",),
-    )
+    client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
         VectorCase({"k": 100, "eps_perm": 2.0, "eps_1": 1.0}, (10, 11, 12, 10)),
     )
@@ -494,21 +477,7 @@ class OLOLOHA(_LOLOHA):
     name: ClassVar[str] = "OLOLOHA"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED, Persistent.MEMO)
     wire_id: ClassVar[int] = 12
-    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
-        family="lh",
-        chain="GRR over g at a",
-        round2="p2 = D(P_cal(g, a, b)), q2 = (1 − p2)/(g − 1)",
-        eps_1="ρ(ln(P1(g − 1)/N1))",
-        eps_perm="ρ(ln(p1/q1))",
-        state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
-        memo_key=(
-            "H_s(v) over g buckets (wire-format §3), s = the hash id, or pool seed[id] (appendix "
-            "A)"
-        ),
-        round1="y = GRR(key, g, p1)",
-        draws2="GRR(y, g, p2)",
-        derived=("g",),
-    )
+    client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
         VectorCase({"k": 1000, "eps_perm": 3.0, "eps_1": 1.5}, (999, 0, 999, 500)),
         VectorCase(
