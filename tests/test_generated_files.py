@@ -6,28 +6,18 @@ are checked by tests/test_client_vectors.py, their cases read from the registry.
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import re
 
 import pytest
 
 from longldp.protocols._registry import BUILTIN_CLASSES
 from server_helpers import ROOT
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location(
-        "registry_tables", ROOT / "scripts" / "registry_tables.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from test_docs_links import load_script
 
 
 @pytest.fixture(scope="module")
 def tables():
-    return _script()
+    return load_script("registry_tables")
 
 
 def test_generated_files_are_current(tables):
