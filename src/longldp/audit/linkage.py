@@ -54,7 +54,7 @@ from longldp.audit.likelihood import domain_size, log_likelihoods
 from longldp.audit.randomizers import protocol_inputs
 from longldp.protocols import FrequencyOracle
 
-VIEWS = ("tuples", "epochs")
+VIEWS = ("tuples", "linked", "epochs")
 #: Devices perturbed per ``perturb`` call (bounds the memory of one epoch's reports).
 CHUNK_DEVICES = 1 << 17
 
@@ -87,6 +87,70 @@ class LinkageAttack:
         return self.delta_lower <= self.claim_delta and self.epsilon_lower <= self.claim_epsilon
 
 
+@dataclass(frozen=True)
+class WorldScores:
+    """ln LR (x1 against x0) of ``trials`` worlds of each kind, for one protocol, view and size.
+
+    The scores do not depend on the claim, so one set of worlds tests several claims
+    (:meth:`attack`). ``exact``: the score is the exact ln LR of the view, so the worlds where
+    the target holds x1 alone predict the attack's power (:func:`predicted_delta_lower`); it
+    is not for a memoizing chain in the ``"linked"`` view when several devices share a field
+    (their reports are then scored as if their epochs were independent, a valid but not
+    optimal statistic). ``alone``: in the ``"linked"`` view, the share of worlds in which no
+    other device shares the target's field (its reports regroup into exactly its tuple); 1
+    in the ``"tuples"`` view, 0 in ``"epochs"``.
+    """
+
+    protocol: str
+    view: str
+    n: int
+    epochs: int
+    world1: NDArray[np.float64]
+    world0: NDArray[np.float64]
+    exact: bool
+    alone: float
+
+    @property
+    def trials(self) -> int:
+        """Worlds of each kind."""
+        return int(self.world1.size)
+
+    def attack(
+        self, claim_epsilon: float, claim_delta: float, alpha: float = 0.01
+    ) -> LinkageAttack:
+        """The likelihood-ratio test of the claim (ε, δ) on these worlds (module docstring)."""
+        owner = "WorldScores.attack"
+        eps = check.positive_float(owner, "claim_epsilon", claim_epsilon, upper=700.0)
+        delta = check.positive_float(owner, "claim_delta", claim_delta, upper=1.0)
+        alpha = check.positive_float(owner, "alpha", alpha, upper=1.0)
+        w1, w0, trials = self.world1, self.world0, self.trials
+        hits = (
+            int(np.sum(w1 > eps)),
+            int(np.sum(w0 > eps)),
+            int(np.sum(w0 < -eps)),
+            int(np.sum(w1 < -eps)),
+        )
+        level = alpha / 4  # two directions, two Clopper–Pearson bounds each
+        lows = stats.cp_lower(np.array([hits[0], hits[2]]), trials, level)
+        highs = stats.cp_upper(np.array([hits[1], hits[3]]), trials, level)
+        delta_lower = float(max(0.0, np.max(lows - math.exp(eps) * highs)))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eps_lb = np.where(lows > delta, np.log((lows - delta) / highs), 0.0)
+        return LinkageAttack(
+            protocol=self.protocol,
+            view=self.view,
+            n=self.n,
+            epochs=self.epochs,
+            trials=trials,
+            claim_epsilon=eps,
+            claim_delta=delta,
+            alpha=alpha,
+            hits=hits,
+            delta_lower=delta_lower,
+            epsilon_lower=float(max(0.0, np.max(eps_lb))),
+        )
+
+
 def trials_for(claim_epsilon: float, alpha: float = 0.01) -> int:
     """Worlds of each kind that let a clear violation of (ε, ·) show: ⌈4·e^ε·ln(4/α)⌉.
 
@@ -98,6 +162,69 @@ def trials_for(claim_epsilon: float, alpha: float = 0.01) -> int:
     return math.ceil(4.0 * math.exp(eps) * math.log(4.0 / alpha))
 
 
+@dataclass(frozen=True)
+class AttackPower:
+    """The power of the attack on one claim, predicted from world-1 scores alone: the δ lower
+    bound it is expected to measure (``expected``) and that bound's standard deviation over the
+    worlds (``sd``), for ``trials`` worlds of each kind (:func:`attack_power`)."""
+
+    claim_epsilon: float
+    claim_delta: float
+    trials: int
+    expected: float
+    sd: float
+
+    @property
+    def should_refute(self) -> bool:
+        """The expected bound exceeds the claimed δ by more than 5 standard deviations."""
+        return self.expected - 5.0 * self.sd > self.claim_delta
+
+
+def attack_power(
+    world1: NDArray[np.float64],
+    claim_epsilon: float,
+    claim_delta: float,
+    trials: int,
+    alpha: float = 0.01,
+) -> AttackPower:
+    """The power of the likelihood-ratio test of (ε, δ) with ``trials`` worlds of each kind,
+    predicted from scores of worlds where the target holds x1 (docs/math.md §17.7).
+
+    When the score is the view's exact ln LR, Pr0[A] = E1[1_A·e^{−score}] for every event A,
+    so world-1 scores estimate both worlds' hit rates in both directions:
+    p1 = Pr1[score > ε], p0 = E1[e^{−score}; score > ε] (and Pr0[score < −ε] =
+    E1[e^{−score}; score < −ε] against Pr1[score < −ε]); the expected bound is (17.7) at the
+    expected hit counts trials·p, of the direction that gives more, and its standard deviation
+    that of p̂1 − e^ε·p̂0 over ``trials`` worlds, √(p1(1 − p1) + e^{2ε}·p0(1 − p0))/√trials.
+    Each weight e^{−score} on the first event is below e^{−ε}, so a few hundred worlds
+    estimate p0 well. Scores that are not the exact ln LR (:attr:`WorldScores.exact`) give no
+    prediction.
+    """
+    owner = "attack_power"
+    eps = check.positive_float(owner, "claim_epsilon", claim_epsilon, upper=700.0)
+    delta = check.positive_float(owner, "claim_delta", claim_delta, upper=1.0)
+    trials = check.integer(owner, "trials", trials, minimum=1)
+    s = np.asarray(world1, dtype=np.float64)
+    up, down = s > eps, s < -eps
+    weight = np.exp(-s)
+    # World 1 above and world 0 below; world 0 above and world 1 below (rates, capped at 1).
+    p_high = np.minimum(np.array([np.mean(up), np.mean(weight * down)]), 1.0)
+    p_low = np.minimum(np.array([np.mean(weight * up), np.mean(down)]), 1.0)
+    level = alpha / 4
+    lows = stats.cp_lower(trials * p_high, trials, level)
+    highs = stats.cp_upper(trials * p_low, trials, level)
+    bounds = lows - math.exp(eps) * highs
+    best = int(np.argmax(bounds))
+    var = p_high[best] * (1 - p_high[best]) + math.exp(2 * eps) * p_low[best] * (1 - p_low[best])
+    return AttackPower(
+        claim_epsilon=eps,
+        claim_delta=delta,
+        trials=trials,
+        expected=float(max(0.0, bounds[best])),
+        sd=math.sqrt(var / trials),
+    )
+
+
 def world_scores(
     proto: FrequencyOracle, view: str, n: int, epochs: int, trials: int, target: int, rng: Any
 ) -> NDArray[np.float64]:
@@ -107,12 +234,21 @@ def world_scores(
     The worlds are blocks of n devices of one population, so each epoch is one ``perturb``
     call per :data:`CHUNK_DEVICES` devices.
     """
+    return _world_scores(proto, view, n, epochs, trials, target, rng)[0]
+
+
+def _world_scores(
+    proto: FrequencyOracle, view: str, n: int, epochs: int, trials: int, target: int, rng: Any
+) -> tuple[NDArray[np.float64], bool, int]:
+    """(scores, exact, worlds in which the target's field is its own): see :func:`world_scores`
+    and :class:`WorldScores`."""
     owner = "linkage_attack"
     view = check.choice(owner, "view", view, VIEWS)
     x1 = domain_size(proto) - 1
     codes = np.zeros(trials * n, dtype=np.int64)
     codes[::n] = target
     scores = np.zeros(trials)
+    exact, alone = True, 0
     per_chunk = max(1, CHUNK_DEVICES // n)  # whole worlds per chunk
     for start in range(0, trials, per_chunk):
         count = min(per_chunk, trials - start)
@@ -121,19 +257,146 @@ def world_scores(
         memo = proto.new_memo(block.size)
         reports = [proto.perturb(inputs, memo, rng) for _ in range(epochs)]
         if view == "tuples":
-            ll = log_likelihoods(proto, reports, memoized=proto.longitudinal)
-            scores[start : start + count] = _multiset_log_lr(ll, x1, count, n)
+            llr = log_ratios(proto, reports, x1, memoized=proto.longitudinal)
+            scores[start : start + count] = _multiset_log_lr(llr, count, n)
+            alone += count
+        elif view == "linked":
+            got, chunk_exact, chunk_alone = _linked_log_lr(proto, reports, x1, count, n, rng)
+            scores[start : start + count] = got
+            exact, alone = exact and chunk_exact, alone + chunk_alone
         else:
-            for rep in reports:
-                ll = log_likelihoods(proto, [rep], memoized=False)
-                scores[start : start + count] += _multiset_log_lr(ll, x1, count, n)
-    return scores
+            per_report = _per_report(proto, reports, x1)
+            for llr in per_report:
+                scores[start : start + count] += _multiset_log_lr(llr, count, n)
+            exact = exact and not (proto.longitudinal and epochs > 1)
+    return scores, exact, alone
 
 
-def _multiset_log_lr(ll: NDArray, x1: int, worlds: int, n: int) -> NDArray[np.float64]:
-    """ln[(1/n)·Σ_u Pr[T_u | x1]/Pr[T_u | x0]] per world (x0 = 0)."""
-    llr = (ll[:, x1] - ll[:, 0]).reshape(worlds, n)
-    return logsumexp(llr, axis=1) - math.log(n)
+def log_ratios(
+    proto: FrequencyOracle, reports: list[NDArray], x1: int, memoized: bool
+) -> NDArray[np.float64]:
+    """ln Pr[T_u | x1] − ln Pr[T_u | 0] of each client's reports (:func:`log_likelihoods` of
+    the two values only)."""
+    ll = log_likelihoods(proto, reports, memoized=memoized, codes=(0, x1))
+    return ll[:, 1] - ll[:, 0]
+
+
+def _per_report(proto: FrequencyOracle, reports: list[NDArray], x1: int) -> NDArray[np.float64]:
+    """(τ, n): the log ratio of every report alone (one likelihood call for all epochs)."""
+    n = reports[0].shape[0]
+    return log_ratios(proto, [np.concatenate(reports)], x1, memoized=False).reshape(-1, n)
+
+
+def _multiset_log_lr(llr: NDArray, worlds: int, n: int) -> NDArray[np.float64]:
+    """ln[(1/n)·Σ_u Pr[T_u | x1]/Pr[T_u | x0]] per world (x0 = 0), from the clients' log
+    ratios in world order."""
+    return logsumexp(np.asarray(llr).reshape(worlds, n), axis=1) - math.log(n)
+
+
+def _field_columns(records: NDArray, fields: tuple[str, ...]) -> list[NDArray]:
+    """The persistent fields of the records as int64 columns (a bucket map: one per bucket)."""
+    cols: list[NDArray] = []
+    for name in fields:
+        col = np.asarray(records[name]).astype(np.int64)
+        cols.extend([col] if col.ndim == 1 else list(col.reshape(col.shape[0], -1).T))
+    return cols
+
+
+def _linked_log_lr(
+    proto: FrequencyOracle, reports: list[NDArray], x1: int, worlds: int, n: int, rng: Any
+) -> tuple[NDArray[np.float64], bool, int]:
+    """The real analyst behind a per-epoch shuffler (docs/math.md §17.7): each world's epoch
+    is shuffled, the records are regrouped by the persistent fields they carry
+    (``proto.linkage.record_fields``), and the multiset is scored by its likelihood ratio.
+
+    Group g holds the c_g devices sharing a field value (the same c_g in every epoch: the
+    field persists); given the fields the target is in g with probability c_g/n, so
+    LR = Σ_g (c_g/n)·LR_g with LR_g the ratio of g's reports, the other groups' factors
+    cancelling. One-shot clients draw every epoch afresh given the field, so LR_g =
+    Π_t (1/c_g)·Σ_{y ∈ O_t^g} r(y) (exact; a group of one is the device's tuple, one group of
+    n, when nothing is carried, the independent epochs); a chain's group of one is scored by
+    its memoized tuple likelihood, a chain's larger group as if its epochs were independent.
+    Returns (ln LR per world, whether every score is exact, worlds whose target is alone).
+    """
+    fields = proto.linkage.record_fields
+    size = worlds * n
+    world = np.repeat(np.arange(worlds, dtype=np.int64), n)
+    offset = (np.arange(worlds, dtype=np.int64) * n)[:, None]
+    aligned, positions = [], []
+    for rep in reports:
+        # The shuffler: a uniform order within each world (the worlds stay in their blocks).
+        shuffled = rng.permuted(np.broadcast_to(np.arange(n), (worlds, n)), axis=1) + offset
+        # The analyst: a stable sort of each world's shuffled records by their fields.
+        cols = _field_columns(rep[shuffled.ravel()], fields)
+        if cols:
+            key = (
+                cols[0]
+                if len(cols) == 1
+                else np.unique(np.stack(cols, 1), axis=0, return_inverse=True)[1]
+            )
+            within = np.argsort(key.reshape(worlds, n), axis=1, kind="stable")
+            shuffled = np.take_along_axis(shuffled, within, axis=1)
+        order = shuffled.ravel()
+        aligned.append(rep[order])
+        positions.append(order)
+    keys = np.stack([world, *_field_columns(aligned[0], fields)])
+    for rep in aligned[1:]:
+        again = _field_columns(rep, fields)
+        if any(not np.array_equal(a, b) for a, b in zip(keys[1:], again, strict=True)):
+            raise ValueError(f"{proto.name}: a field its linkage declares changed between reports.")
+    change = np.ones(size, dtype=bool)
+    change[1:] = np.any(keys[:, 1:] != keys[:, :-1], axis=0)
+    starts = np.flatnonzero(change)
+    sizes = np.diff(np.append(starts, size))
+    log_size = np.log(sizes)
+    ln_group = np.zeros(starts.size)
+    for llr in _per_report(proto, aligned, x1):
+        ln_group += np.logaddexp.reduceat(llr, starts) - log_size
+    exact = True
+    if proto.longitudinal and len(reports) > 1:
+        single = sizes == 1
+        ln_group[single] = log_ratios(proto, aligned, x1, memoized=True)[starts[single]]
+        exact = bool(np.all(single))
+    group_world = keys[0, starts]
+    world_starts = np.flatnonzero(np.append(True, group_world[1:] != group_world[:-1]))
+    scores = np.logaddexp.reduceat(log_size - math.log(n) + ln_group, world_starts)
+    # Where the target (device 0 of each world) landed, and how many share its field.
+    group_of = np.repeat(np.arange(starts.size), sizes)
+    at = np.empty(size, dtype=np.int64)
+    at[positions[0]] = np.arange(size)
+    target_group = group_of[at[::n]]
+    return scores, exact, int(np.sum(sizes[target_group] == 1))
+
+
+def linkage_scores(
+    proto: FrequencyOracle,
+    n: int,
+    epochs: int,
+    trials: int,
+    view: str = "tuples",
+    rng: Any = None,
+) -> WorldScores:
+    """``trials`` worlds of each kind (the target holding x1, then x0) scored on ``view``; see
+    the module docstring."""
+    owner = "linkage_attack"
+    n = check.integer(owner, "n", n, minimum=1)
+    epochs = check.integer(owner, "epochs", epochs, minimum=1)
+    trials = check.integer(owner, "trials", trials, minimum=1)
+    rng = np.random.default_rng(rng)
+    world1, exact1, alone = _world_scores(
+        proto, view, n, epochs, trials, domain_size(proto) - 1, rng
+    )
+    world0, exact0, _ = _world_scores(proto, view, n, epochs, trials, 0, rng)
+    return WorldScores(
+        protocol=proto.name,
+        view=view,
+        n=n,
+        epochs=epochs,
+        world1=world1,
+        world0=world0,
+        exact=exact1 and exact0,
+        alone=alone / trials,
+    )
 
 
 def linkage_attack(
@@ -154,38 +417,8 @@ def linkage_attack(
     docstring for the worlds, the views and the bounds.
     """
     owner = "linkage_attack"
-    n = check.integer(owner, "n", n, minimum=1)
-    epochs = check.integer(owner, "epochs", epochs, minimum=1)
     eps = check.positive_float(owner, "claim_epsilon", claim_epsilon, upper=700.0)
-    delta = check.positive_float(owner, "claim_delta", claim_delta, upper=1.0)
     alpha = check.positive_float(owner, "alpha", alpha, upper=1.0)
     trials = trials_for(eps, alpha) if trials is None else trials
-    trials = check.integer(owner, "trials", trials, minimum=1)
-    rng = np.random.default_rng(rng)
-    world1 = world_scores(proto, view, n, epochs, trials, domain_size(proto) - 1, rng)
-    world0 = world_scores(proto, view, n, epochs, trials, 0, rng)
-    hits = (
-        int(np.sum(world1 > eps)),
-        int(np.sum(world0 > eps)),
-        int(np.sum(world0 < -eps)),
-        int(np.sum(world1 < -eps)),
-    )
-    level = alpha / 4  # two directions, two Clopper–Pearson bounds each
-    lows = stats.cp_lower(np.array([hits[0], hits[2]]), trials, level)
-    highs = stats.cp_upper(np.array([hits[1], hits[3]]), trials, level)
-    delta_lower = float(max(0.0, np.max(lows - math.exp(eps) * highs)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        eps_lb = np.where(lows > delta, np.log((lows - delta) / highs), 0.0)
-    return LinkageAttack(
-        protocol=proto.name,
-        view=view,
-        n=n,
-        epochs=epochs,
-        trials=trials,
-        claim_epsilon=eps,
-        claim_delta=delta,
-        alpha=alpha,
-        hits=hits,
-        delta_lower=delta_lower,
-        epsilon_lower=float(max(0.0, np.max(eps_lb))),
-    )
+    scores = linkage_scores(proto, n, epochs, trials, view, rng)
+    return scores.attack(eps, claim_delta, alpha)
