@@ -21,6 +21,7 @@ Three sets of sizes, each from a stated rule (docs/math.md §17.7):
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
 import numpy as np
@@ -28,6 +29,7 @@ import pytest
 
 import longldp as ll
 from longldp import shuffle as sh
+from longldp.audit.likelihood import domain_size
 from longldp.audit.linkage import (
     _linked_log_lr,
     _multiset_log_lr,
@@ -36,9 +38,10 @@ from longldp.audit.linkage import (
     linkage_scores,
     log_ratios,
     trials_for,
+    world_scores,
 )
 from longldp.privacy.linkage import Linkage, Persistent
-from registry_cases import build, triples
+from registry_cases import all_ids, build, case_id, triples
 
 #: A claim the attack can refute with ⌈4·e^1.5·ln(400)⌉ = 108 worlds per kind.
 CLAIM_TARGET = 1.5
@@ -215,6 +218,70 @@ def test_every_central_claim_survives_the_linkage_attack(cls, params, route):
     view = "epochs" if route == "epochs" else "tuples"
     got = linkage_attack(proto, n, EPOCHS, claim, DELTA, view=view, trials=trials, rng=17)
     assert got.within_claim, got
+
+
+# ------------------------------------------------------------ the tight sizes: a mutation
+#: n, τ and worlds of each kind of the tight sizes (module docstring): a world is n·τ = 4
+#: reports, so 10,000 worlds cost little and leave a slack e^ε·ln(4/α)/N below 0.005.
+TIGHT_N, TIGHT_EPOCHS, TIGHT_TRIALS = 2, 2, 10_000
+ROUTE_CASES = [
+    pytest.param(c, p, r, id=f"{i}-{r}") for c, p, i in triples() for r in c.linkage.routes(1)
+]
+
+
+@functools.cache
+def _tight(case: str, route: str):
+    """(claim, the attack's worlds, the attack's power against half the claim) of one kept
+    route at the tight sizes; the power comes from an independent set of world-1 worlds, so
+    it is computed before, and apart from, the worlds that test the claims."""
+    cls, params = all_ids()[case]
+    proto = build(cls, params, 3)
+    routes = sh.central_summary(proto, TIGHT_N, TIGHT_EPOCHS, DELTA).routes
+    claim = {r.name: r.epsilon for r in routes}[route]
+    view = "epochs" if route == "epochs" else "tuples"
+    x1 = domain_size(proto) - 1
+    pilot = world_scores(
+        proto, view, TIGHT_N, TIGHT_EPOCHS, TIGHT_TRIALS, x1, np.random.default_rng(31)
+    )
+    power = attack_power(pilot, claim / 2, DELTA, TIGHT_TRIALS, ALPHA)
+    scores = linkage_scores(proto, TIGHT_N, TIGHT_EPOCHS, TIGHT_TRIALS, view, rng=32)
+    return claim, scores, power
+
+
+@pytest.mark.parametrize(("cls", "params", "route"), ROUTE_CASES)
+def test_a_halved_claim_is_refuted_where_the_attack_has_power(cls, params, route):
+    """The mutation check: at the tight sizes (two devices, two epochs, where the shuffled
+    figures are nearly the local ones) every kept route's claim holds against the strongest
+    analyst, and the same claim halved, a deliberately wrong figure, is refuted wherever the
+    power computation (:func:`~longldp.audit.linkage.attack_power`, from other worlds) expects
+    a δ bound more than 5 standard deviations above the claimed δ. So the registry-wide
+    attack can fail: it does for GRR, BLH, SH, L-GRR, dBitFlipPM, boolean RAPPOR and more
+    (docs/audit.md §14 lists them; a halved claim is refuted for 43 of the 47 routes, the power
+    computation requiring 16)."""
+    claim, scores, power = _tight(case_id(cls, cls.test_params.index(params)), route)
+    assert scores.exact
+    assert scores.attack(claim, DELTA, ALPHA).within_claim
+    halved = scores.attack(claim / 2, DELTA, ALPHA)
+    if power.should_refute:
+        assert not halved.within_claim and halved.delta_lower > DELTA, (halved, power)
+
+
+def test_the_mutation_check_bites():
+    """The power computation predicts a refutation of the halved claim for at least a quarter
+    of the (protocol, route) pairs, in at least five protocol families (the check is not
+    vacuous), and never predicts one that the attack's own worlds then miss by more than
+    their statistical width (7 standard deviations)."""
+    predicted = []
+    for param in ROUTE_CASES:
+        cls, params, route = param.values
+        case = case_id(cls, cls.test_params.index(params))
+        claim, scores, power = _tight(case, route)
+        halved = scores.attack(claim / 2, DELTA, ALPHA)
+        assert abs(halved.delta_lower - power.expected) < 7 * power.sd + 1e-3, (case, route)
+        if power.should_refute:
+            predicted.append(cls)
+    assert 4 * len(predicted) >= len(ROUTE_CASES)
+    assert len({c.report_kind.name for c in predicted}) >= 5
 
 
 # ------------------------------------------------------------------ the real analyst links
