@@ -29,7 +29,6 @@ import pytest
 
 import longldp as ll
 from longldp import shuffle as sh
-from longldp.audit.likelihood import domain_size
 from longldp.audit.linkage import (
     _linked_log_lr,
     _multiset_log_lr,
@@ -37,6 +36,7 @@ from longldp.audit.linkage import (
     linkage_attack,
     linkage_scores,
     log_ratios,
+    trajectories,
     trials_for,
     world_scores,
 )
@@ -239,9 +239,8 @@ def _tight(case: str, route: str):
     routes = sh.central_summary(proto, TIGHT_N, TIGHT_EPOCHS, DELTA).routes
     claim = {r.name: r.epsilon for r in routes}[route]
     view = "epochs" if route == "epochs" else "tuples"
-    x1 = domain_size(proto) - 1
     pilot = world_scores(
-        proto, view, TIGHT_N, TIGHT_EPOCHS, TIGHT_TRIALS, x1, np.random.default_rng(31)
+        proto, view, TIGHT_N, TIGHT_EPOCHS, TIGHT_TRIALS, 1, np.random.default_rng(31)
     )
     power = attack_power(pilot, claim / 2, DELTA, TIGHT_TRIALS, ALPHA)
     scores = linkage_scores(proto, TIGHT_N, TIGHT_EPOCHS, TIGHT_TRIALS, view, rng=32)
@@ -300,12 +299,13 @@ def test_regrouping_by_the_field_gives_the_tuples_or_the_epochs():
         codes[::n] = 2
         memo = proto.new_memo(codes.size)
         epochs = [proto.perturb(codes, memo, rng) for _ in range(tau)]
-        tuples = _multiset_log_lr(log_ratios(proto, epochs, 2, memoized=False), worlds, n)
+        tuples = _multiset_log_lr(log_ratios(proto, epochs, (0, 2), memoized=False), worlds, n)
         apart = sum(
-            _multiset_log_lr(log_ratios(proto, [rep], 2, memoized=False), worlds, n)
+            _multiset_log_lr(log_ratios(proto, [rep], (0, 2), memoized=False), worlds, n)
             for rep in epochs
         )
-        linked, exact, alone = _linked_log_lr(proto, epochs, 2, worlds, n, rng)
+        path = trajectories(proto, tau)
+        linked, exact, alone = _linked_log_lr(proto, epochs, path, worlds, n, rng, False)
         assert exact
         if name == "OLH":
             assert linked == pytest.approx(tuples, rel=1e-12) and alone == worlds

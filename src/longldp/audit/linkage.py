@@ -6,21 +6,28 @@ the strongest analyst the reports allow, through the protocol's own client path
 (:meth:`~longldp.protocols.FrequencyOracle.perturb` on a persistent population memo, so hash
 seeds, rows, cohorts, sampled buckets and memos persist exactly as on a device).
 
-Setting: n devices and τ epochs; the target device holds x1 (world 1) or x0 (world 0) at every
-epoch, the n − 1 others hold x0 (x0 = 0 and x1 = the last input, so that the two differ in
-every memo key). The analyst knows the protocol and sees one of two views:
+Setting: n devices and τ epochs; the target device follows trajectory x1 (world 1) or x0
+(world 0), the n − 1 others follow x0. By default x0 = 0 and x1 = the last input at every
+epoch (the two differ in every memo key); a trajectory of distinct values gives every device a
+memo per epoch (the multi-memo route, docs/math.md §17.4). The analyst knows the protocol and
+sees one of three views:
 
-- ``"tuples"``: the shuffled multiset of the devices' whole τ-tuples of reports. It is what an
-  analyst behind a per-epoch shuffler obtains when the reports carry a per-device field that
-  persists (a hash seed, a Hadamard row, a cohort, a bucket map: it groups each device's
-  reports by that field), and what routes "tuple" and, for one memo per device, "memo" bound
-  (both views are post-processings of what those routes shuffle, docs/math.md §17.4);
+- ``"tuples"``: the shuffled multiset of the devices' whole τ-tuples of reports, as if an
+  oracle handed over each device's tuple. It is what routes "tuple" and, for one memo per
+  device, "memo" bound (both views are post-processings of what those routes shuffle,
+  docs/math.md §17.4), the strongest analyst for them;
+- ``"linked"``: what the real analyst behind a per-epoch shuffler gets: each epoch's records
+  in a uniformly random order, regrouped by the persistent fields they carry
+  (``proto.linkage.record_fields``: a hash seed, a Hadamard row, a cohort, a bucket map). A
+  field unique to the device gives back its tuple; a shared one (a cohort, one of few rows)
+  only groups the devices that share it; no field leaves the independent epochs;
 - ``"epochs"``: τ independent per-epoch multisets, what route "epochs" bounds, for clients
   where nothing persists.
 
-With every other device holding x0, the likelihood ratio of a multiset of n tuples is
-(1/n)·Σ_u Pr[T_u | x1]/Pr[T_u | x0] (the target is any of the n tuples, the rest are x0's), and
-of independent epochs the product of the epochs' ratios; the per-device ratios come from
+With every other device following x0, the likelihood ratio of a multiset of n tuples is
+(1/n)·Σ_u Pr[T_u | x1]/Pr[T_u | x0] (the target is any of the n tuples, the rest are x0's), of
+independent epochs the product of the epochs' ratios, and of the linked view the mixture of
+the two over the groups (:func:`_linked_log_lr`); the per-device ratios come from
 :func:`longldp.audit.likelihood.log_likelihoods` (the protocol's public parameters and per-
 device fields, a memo per value for a chain). By Neyman–Pearson the event T = {ln LR > ε}
 maximizes Pr[T | x1] − e^ε·Pr[T | x0] over all events, so it is the most powerful test of a
@@ -93,7 +100,7 @@ class WorldScores:
 
     The scores do not depend on the claim, so one set of worlds tests several claims
     (:meth:`attack`). ``exact``: the score is the exact ln LR of the view, so the worlds where
-    the target holds x1 alone predict the attack's power (:func:`predicted_delta_lower`); it
+    the target holds x1 alone predict the attack's power (:func:`attack_power`); it
     is not for a memoizing chain in the ``"linked"`` view when several devices share a field
     (their reports are then scored as if their epochs were independent, a valid but not
     optimal statistic). ``alone``: in the ``"linked"`` view, the share of worlds in which no
@@ -225,66 +232,125 @@ def attack_power(
     )
 
 
+def trajectories(
+    proto: FrequencyOracle, epochs: int, x0: Any = None, x1: Any = None
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """The two trajectories of the worlds as τ codes each: x0 (the others', and the target's in
+    world 0; default 0 at every epoch) and x1 (the target's in world 1; default the last
+    value, :func:`~longldp.audit.likelihood.domain_size` − 1). A scalar holds at every
+    epoch."""
+    owner = "linkage_attack"
+    size = domain_size(proto)
+    out = []
+    for name, given, default in (("x0", x0, 0), ("x1", x1, size - 1)):
+        codes = np.broadcast_to(np.asarray(default if given is None else given), (epochs,))
+        if not np.issubdtype(codes.dtype, np.integer) or np.any((codes < 0) | (codes >= size)):
+            raise ValueError(
+                f"{owner}: '{name}' must be a value code in [0, {size}) or {epochs} of them; "
+                f"got {given!r}."
+            )
+        out.append(codes.astype(np.int64))
+    return out[0], out[1]
+
+
 def world_scores(
-    proto: FrequencyOracle, view: str, n: int, epochs: int, trials: int, target: int, rng: Any
+    proto: FrequencyOracle,
+    view: str,
+    n: int,
+    epochs: int,
+    trials: int,
+    world: int,
+    rng: Any,
+    x0: Any = None,
+    x1: Any = None,
 ) -> NDArray[np.float64]:
-    """ln LR (x1 against x0) of ``trials`` independent worlds in which the target device holds
-    ``target`` (x0 = 0 or x1) at every epoch and the n − 1 others hold 0.
+    """ln LR (x1 against x0) of ``trials`` independent worlds in which the target device
+    follows trajectory x1 (``world`` = 1) or x0 (``world`` = 0) and the n − 1 others follow x0
+    (:func:`trajectories`).
 
     The worlds are blocks of n devices of one population, so each epoch is one ``perturb``
     call per :data:`CHUNK_DEVICES` devices.
     """
-    return _world_scores(proto, view, n, epochs, trials, target, rng)[0]
+    path = trajectories(proto, epochs, x0, x1)
+    return _world_scores(proto, view, n, epochs, trials, world, rng, path)[0]
 
 
 def _world_scores(
-    proto: FrequencyOracle, view: str, n: int, epochs: int, trials: int, target: int, rng: Any
+    proto: FrequencyOracle,
+    view: str,
+    n: int,
+    epochs: int,
+    trials: int,
+    world: int,
+    rng: Any,
+    path: tuple[NDArray[np.int64], NDArray[np.int64]],
 ) -> tuple[NDArray[np.float64], bool, int]:
     """(scores, exact, worlds in which the target's field is its own): see :func:`world_scores`
-    and :class:`WorldScores`."""
+    and :class:`WorldScores`. A chain whose trajectories change value is scored report by
+    report (exact when each memo is reported once: distinct values, no shared memo key)."""
     owner = "linkage_attack"
     view = check.choice(owner, "view", view, VIEWS)
-    x1 = domain_size(proto) - 1
-    codes = np.zeros(trials * n, dtype=np.int64)
-    codes[::n] = target
+    if world not in (0, 1) or isinstance(world, bool):
+        raise ValueError(f"{owner}: 'world' must be 0 or 1; got {world!r}.")
+    x0, x1 = path
+    steady = bool(np.all(x0 == x0[0]) and np.all(x1 == x1[0]))
+    memoized = proto.longitudinal and steady
     scores = np.zeros(trials)
-    exact, alone = True, 0
+    exact, alone = not proto.longitudinal or steady, 0
     per_chunk = max(1, CHUNK_DEVICES // n)  # whole worlds per chunk
     for start in range(0, trials, per_chunk):
         count = min(per_chunk, trials - start)
-        block = codes[: count * n]
-        inputs = protocol_inputs(proto, block)
-        memo = proto.new_memo(block.size)
-        reports = [proto.perturb(inputs, memo, rng) for _ in range(epochs)]
+        memo = proto.new_memo(count * n)
+        reports = []
+        for t in range(epochs):
+            codes = np.full(count * n, x0[t], dtype=np.int64)
+            codes[::n] = (x1 if world == 1 else x0)[t]
+            reports.append(proto.perturb(protocol_inputs(proto, codes), memo, rng))
         if view == "tuples":
-            llr = log_ratios(proto, reports, x1, memoized=proto.longitudinal)
+            if memoized:
+                llr = log_ratios(proto, reports, (x0[0], x1[0]), memoized=True)
+            else:
+                llr = _per_report(proto, reports, path).sum(axis=0)
             scores[start : start + count] = _multiset_log_lr(llr, count, n)
             alone += count
         elif view == "linked":
-            got, chunk_exact, chunk_alone = _linked_log_lr(proto, reports, x1, count, n, rng)
+            got, chunk_exact, chunk_alone = _linked_log_lr(
+                proto, reports, path, count, n, rng, memoized
+            )
             scores[start : start + count] = got
             exact, alone = exact and chunk_exact, alone + chunk_alone
         else:
-            per_report = _per_report(proto, reports, x1)
-            for llr in per_report:
+            for llr in _per_report(proto, reports, path):
                 scores[start : start + count] += _multiset_log_lr(llr, count, n)
             exact = exact and not (proto.longitudinal and epochs > 1)
     return scores, exact, alone
 
 
 def log_ratios(
-    proto: FrequencyOracle, reports: list[NDArray], x1: int, memoized: bool
+    proto: FrequencyOracle, reports: list[NDArray], pair: tuple[int, int], memoized: bool
 ) -> NDArray[np.float64]:
-    """ln Pr[T_u | x1] − ln Pr[T_u | 0] of each client's reports (:func:`log_likelihoods` of
-    the two values only)."""
-    ll = log_likelihoods(proto, reports, memoized=memoized, codes=(0, x1))
+    """ln Pr[T_u | x1] − ln Pr[T_u | x0] of each client's reports for one pair of values
+    (x0, x1) (:func:`~longldp.audit.likelihood.log_likelihoods` of the two only)."""
+    ll = log_likelihoods(proto, reports, memoized=memoized, codes=(int(pair[0]), int(pair[1])))
     return ll[:, 1] - ll[:, 0]
 
 
-def _per_report(proto: FrequencyOracle, reports: list[NDArray], x1: int) -> NDArray[np.float64]:
-    """(τ, n): the log ratio of every report alone (one likelihood call for all epochs)."""
+def _per_report(
+    proto: FrequencyOracle,
+    reports: list[NDArray],
+    path: tuple[NDArray[np.int64], NDArray[np.int64]],
+) -> NDArray[np.float64]:
+    """(τ, n): the log ratio of every report alone, at its epoch's pair of values (one
+    likelihood call for the epochs that share a pair)."""
+    x0, x1 = path
     n = reports[0].shape[0]
-    return log_ratios(proto, [np.concatenate(reports)], x1, memoized=False).reshape(-1, n)
+    out = np.empty((len(reports), n))
+    pairs = np.stack([x0, x1], axis=1)
+    for pair in np.unique(pairs, axis=0):
+        at = np.flatnonzero(np.all(pairs == pair, axis=1))
+        joined = np.concatenate([reports[t] for t in at])
+        out[at] = log_ratios(proto, [joined], (pair[0], pair[1]), memoized=False).reshape(-1, n)
+    return out
 
 
 def _multiset_log_lr(llr: NDArray, worlds: int, n: int) -> NDArray[np.float64]:
@@ -303,7 +369,13 @@ def _field_columns(records: NDArray, fields: tuple[str, ...]) -> list[NDArray]:
 
 
 def _linked_log_lr(
-    proto: FrequencyOracle, reports: list[NDArray], x1: int, worlds: int, n: int, rng: Any
+    proto: FrequencyOracle,
+    reports: list[NDArray],
+    path: tuple[NDArray[np.int64], NDArray[np.int64]],
+    worlds: int,
+    n: int,
+    rng: Any,
+    memoized: bool,
 ) -> tuple[NDArray[np.float64], bool, int]:
     """The real analyst behind a per-epoch shuffler (docs/math.md §17.7): each world's epoch
     is shuffled, the records are regrouped by the persistent fields they carry
@@ -315,8 +387,9 @@ def _linked_log_lr(
     cancelling. One-shot clients draw every epoch afresh given the field, so LR_g =
     Π_t (1/c_g)·Σ_{y ∈ O_t^g} r(y) (exact; a group of one is the device's tuple, one group of
     n, when nothing is carried, the independent epochs); a chain's group of one is scored by
-    its memoized tuple likelihood, a chain's larger group as if its epochs were independent.
-    Returns (ln LR per world, whether every score is exact, worlds whose target is alone).
+    its memoized tuple likelihood (``memoized``: one value per trajectory), a chain's larger
+    group as if its epochs were independent. Returns (ln LR per world, whether every score is
+    exact, worlds whose target is alone).
     """
     fields = proto.linkage.record_fields
     size = worlds * n
@@ -350,12 +423,13 @@ def _linked_log_lr(
     sizes = np.diff(np.append(starts, size))
     log_size = np.log(sizes)
     ln_group = np.zeros(starts.size)
-    for llr in _per_report(proto, aligned, x1):
+    for llr in _per_report(proto, aligned, path):
         ln_group += np.logaddexp.reduceat(llr, starts) - log_size
     exact = True
-    if proto.longitudinal and len(reports) > 1:
+    if memoized and len(reports) > 1:
         single = sizes == 1
-        ln_group[single] = log_ratios(proto, aligned, x1, memoized=True)[starts[single]]
+        pair = (path[0][0], path[1][0])
+        ln_group[single] = log_ratios(proto, aligned, pair, memoized=True)[starts[single]]
         exact = bool(np.all(single))
     group_world = keys[0, starts]
     world_starts = np.flatnonzero(np.append(True, group_world[1:] != group_world[:-1]))
@@ -375,18 +449,19 @@ def linkage_scores(
     trials: int,
     view: str = "tuples",
     rng: Any = None,
+    x0: Any = None,
+    x1: Any = None,
 ) -> WorldScores:
-    """``trials`` worlds of each kind (the target holding x1, then x0) scored on ``view``; see
-    the module docstring."""
+    """``trials`` worlds of each kind (the target following x1, then x0; :func:`trajectories`)
+    scored on ``view``; see the module docstring."""
     owner = "linkage_attack"
     n = check.integer(owner, "n", n, minimum=1)
     epochs = check.integer(owner, "epochs", epochs, minimum=1)
     trials = check.integer(owner, "trials", trials, minimum=1)
+    path = trajectories(proto, epochs, x0, x1)
     rng = np.random.default_rng(rng)
-    world1, exact1, alone = _world_scores(
-        proto, view, n, epochs, trials, domain_size(proto) - 1, rng
-    )
-    world0, exact0, _ = _world_scores(proto, view, n, epochs, trials, 0, rng)
+    world1, exact1, alone = _world_scores(proto, view, n, epochs, trials, 1, rng, path)
+    world0, exact0, _ = _world_scores(proto, view, n, epochs, trials, 0, rng, path)
     return WorldScores(
         protocol=proto.name,
         view=view,
