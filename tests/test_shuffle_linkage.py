@@ -38,6 +38,7 @@ from longldp.audit.linkage import (
     log_ratios,
     trajectories,
     trials_for,
+    view_delta,
     world_scores,
 )
 from longldp.privacy.linkage import Linkage, Persistent
@@ -163,7 +164,9 @@ def test_the_attack_measures_shuffled_randomized_response_exactly():
     randomized response with the others at 0, whose exact δ(ε) is known in closed form
     (shuffle.shuffled_rr_delta, docs/math.md §17.2). The likelihood-ratio test at ε must
     measure a lower bound at most that δ (it is valid) and within its statistical width of it
-    (it is the optimal test), and refute a claim of half that δ."""
+    (it is the optimal test), and refute a claim of half that δ; and the world-1 estimate of
+    δ (``view_delta``, the importance weighting behind the power computation) must be within
+    5 standard errors of it."""
     proto = ll.protocol("GRR", k=2, eps=2.0)
     eps0 = proto.single_report_epsilon()
     n, eps, trials = 10, 0.5, 4000
@@ -179,6 +182,9 @@ def test_the_attack_measures_shuffled_randomized_response_exactly():
     assert got.delta_lower >= exact - width
     false = linkage_attack(proto, n, 1, eps, exact / 2, trials=trials, rng=6)
     assert not false.within_claim and false.delta_lower > exact / 2
+    # The world-1 estimate of the view's own δ (what attack_power and view_epsilon rest on).
+    est, se = view_delta(linkage_scores(proto, n, 1, trials, rng=5).world1, eps)
+    assert abs(est - exact) < 5 * se
 
 
 def _sizes(proto, route: str) -> tuple[int, float]:

@@ -232,6 +232,38 @@ def attack_power(
     )
 
 
+def view_delta(world1: NDArray[np.float64], epsilon: float) -> tuple[float, float]:
+    """(δ(ε), its standard error): the view's own δ at ``epsilon``, estimated from world-1
+    scores that are its exact ln LR s, as max(E1[(1 − e^{ε − s})⁺], E1[(e^{−s} − e^{ε})⁺]) (the
+    hockey-stick divergences of the two worlds in either order, each written as a world-1
+    expectation, docs/math.md §17.7). What the attack measures with enough worlds."""
+    eps = float(epsilon) if isinstance(epsilon, (int, float, np.floating)) else math.nan
+    if not (math.isfinite(eps) and 0.0 <= eps <= 700.0):
+        raise check._fail("view_delta", "epsilon", "a finite number in [0, 700]", epsilon)
+    s = np.asarray(world1, dtype=np.float64)
+    terms = (
+        np.clip(1.0 - np.exp(eps - s), 0.0, None),
+        np.clip(np.exp(-s) - math.exp(eps), 0.0, None),
+    )
+    best = max(terms, key=lambda t: float(np.mean(t)))
+    return float(np.mean(best)), float(np.std(best) / math.sqrt(best.size))
+
+
+def view_epsilon(world1: NDArray[np.float64], delta: float) -> float:
+    """The view's own ε at ``delta`` (:func:`view_delta`, world-1 scores that are its exact
+    ln LR): the smallest ε with δ(ε) ≤ ``delta``, by bisection to 10⁻⁶. A valid claim is at
+    least this; a claim far above it can be refuted only by a violation larger than their gap."""
+    delta = check.positive_float("view_epsilon", "delta", delta, upper=1.0)
+    s = np.asarray(world1, dtype=np.float64)
+    if view_delta(s, 0.0)[0] <= delta:
+        return 0.0
+    lo, hi = 0.0, float(np.max(np.abs(s))) + 1.0
+    while hi - lo > 1e-6:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if view_delta(s, mid)[0] > delta else (lo, mid)
+    return hi
+
+
 def trajectories(
     proto: FrequencyOracle, epochs: int, x0: Any = None, x1: Any = None
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
