@@ -77,8 +77,12 @@ def run(
     eps_0: float,
     rng: np.random.Generator,
     oracle_name: str = "adaptive",
+    levels: NDArray | None = None,
 ) -> TreeRun:
-    """Run CHANGES-TREE over ``values[τ, n]`` (per-user engine; docs/math.md §19.4)."""
+    """Run CHANGES-TREE over ``values[τ, n]`` (per-user engine; docs/math.md §19.4).
+
+    ``levels``: each user's level if already drawn (a device keeps hers); None draws them.
+    """
     k = check.integer("CHANGES-TREE", "k", k, minimum=2)
     values = np.asarray(values)
     if values.ndim != 2 or values.shape[0] < 1:
@@ -91,7 +95,18 @@ def run(
     p, q = tree_node_probabilities(eps_node)
     tau, n = values.shape
     n_levels = tree_levels(tau - 1) if tau > 1 else 1
-    levels = rng.integers(0, n_levels, size=n)
+    if levels is None:
+        levels = rng.integers(0, n_levels, size=n)
+    else:
+        levels = np.asarray(levels)
+        if levels.shape != (n,) or not np.issubdtype(levels.dtype, np.integer):
+            raise ValueError(
+                f"CHANGES-TREE: 'levels' must be an integer vector of length {n}; got shape "
+                f"{levels.shape}."
+            )
+        if n and (levels.min() < 0 or levels.max() >= n_levels):
+            raise ValueError(f"CHANGES-TREE: 'levels' must lie in [0, {n_levels}).")
+        levels = levels.astype(np.int64)
     node_users = np.bincount(levels, minlength=n_levels).astype(np.int64)
 
     kind = fo_kind(oracle_name, k, eps_0)

@@ -38,16 +38,25 @@ class DDRMRun:
 
     ``estimates[τ, k]``: f̂ at every epoch; ``items[n]``: each user's item; ``coefficients``:
     per item j a (τ + 1, N) matrix expressing F̂_j(s) as a combination of the N node estimates
-    of that item (rows s = 0..τ), with ``node_variance[j]`` their exact variances; ``changed``:
-    each user's epochs with a non-zero candidate node.
+    of that item (rows s = 0..τ), with ``node_variance[j]`` their exact variances and
+    ``node_truth[j]`` the true mean Δ of each node's reporters (so, given who reported which
+    node, E[F̂_j(s)] = coefficients[j][s] @ node_truth[j]); ``changed``: each user's epochs
+    with a non-zero candidate node.
     """
 
     estimates: NDArray[np.float64]
     items: NDArray[np.int64]
     coefficients: list[NDArray[np.float64]]
     node_variance: list[NDArray[np.float64]]
+    node_truth: list[NDArray[np.float64]]
     changed: NDArray[np.int64]
     eps: float
+
+    def conditional_mean(self, t: int) -> NDArray[np.float64]:
+        """E[f̂(t)] given the items and who reported which node, per value."""
+        return np.array(
+            [float(c[t + 1] @ d) for c, d in zip(self.coefficients, self.node_truth, strict=True)]
+        )
 
     def estimate_variance(self, t: int) -> NDArray[np.float64]:
         """Exact variance of f̂(t) given the items and the sampled levels, per value."""
@@ -59,8 +68,17 @@ class DDRMRun:
         )
 
 
-def run(values: NDArray, k: int, eps: float, rng: np.random.Generator) -> DDRMRun:
-    """Run DDRM over ``values[τ, n]`` (per-user engine; docs/math.md §19.5)."""
+def run(
+    values: NDArray,
+    k: int,
+    eps: float,
+    rng: np.random.Generator,
+    items: NDArray | None = None,
+) -> DDRMRun:
+    """Run DDRM over ``values[τ, n]`` (per-user engine; docs/math.md §19.5).
+
+    ``items``: each user's item if already drawn (a device keeps hers); None draws them.
+    """
     k = check.integer("DDRM", "k", k, minimum=2)
     values = np.asarray(values)
     if values.ndim != 2 or values.shape[0] < 1:
@@ -71,7 +89,12 @@ def run(values: NDArray, k: int, eps: float, rng: np.random.Generator) -> DDRMRu
     down, _, up = ddrm_plus_probabilities(eps)
     c = ddrm_scale(eps)
     tau, n = values.shape
-    items = rng.integers(0, k, size=n)
+    if items is None:
+        items = rng.integers(0, k, size=n)
+    else:
+        items = check.domain_values("DDRM", items, k, name="items")
+        if items.shape != (n,):
+            raise ValueError(f"DDRM: 'items' must have length {n}; got shape {items.shape}.")
     bits = np.zeros((tau + 1, n), dtype=np.int8)
     bits[1:] = values == items[None, :]
     changed = np.zeros(n, dtype=np.int64)
@@ -83,6 +106,7 @@ def run(values: NDArray, k: int, eps: float, rng: np.random.Generator) -> DDRMRu
     plan = np.zeros((tau + 1, k))
     node_var: list[list[float]] = [[] for _ in range(k)]
     node_est: list[list[float]] = [[] for _ in range(k)]
+    node_truth: list[list[float]] = [[] for _ in range(k)]
     F = np.zeros((tau + 1, k))
 
     for s in range(1, tau + 1):
@@ -103,15 +127,17 @@ def run(values: NDArray, k: int, eps: float, rng: np.random.Generator) -> DDRMRu
             m = np.bincount(items[chosen], minlength=k)
             total = np.bincount(items[chosen], weights=y[chosen], minlength=k)
             d2 = np.bincount(items[chosen], weights=delta[chosen] ** 2.0, minlength=k)
-            branches.append((m, total, d2, back))
+            d1 = np.bincount(items[chosen], weights=delta[chosen] * 1.0, minlength=k)
+            branches.append((m, total, d1, d2, back))
         for j in range(k):
             options = []
-            for m, total, d2, back in branches:
+            for m, total, d1, d2, back in branches:
                 mj = int(m[j])
                 if mj == 0:
                     continue
                 node_est[j].append(c * total[j] / mj)
                 node_var[j].append((c * c - d2[j] / mj) / mj)
+                node_truth[j].append(d1[j] / mj)
                 prev = coef[j][s - back]
                 row = np.zeros(len(node_est[j]))
                 row[: prev.size] = prev
@@ -141,6 +167,7 @@ def run(values: NDArray, k: int, eps: float, rng: np.random.Generator) -> DDRMRu
         items=items,
         coefficients=coefficients,
         node_variance=[np.asarray(v) for v in node_var],
+        node_truth=[np.asarray(v) for v in node_truth],
         changed=changed,
         eps=eps,
     )
