@@ -40,7 +40,8 @@ class DDRMRun:
     per item j a (τ + 1, N) matrix expressing F̂_j(s) as a combination of the N node estimates
     of that item (rows s = 0..τ), with ``node_variance[j]`` their exact variances and
     ``node_truth[j]`` the true mean Δ of each node's reporters (so, given who reported which
-    node, E[F̂_j(s)] = coefficients[j][s] @ node_truth[j]); ``changed``: each user's epochs
+    node, E[F̂_j(s)] = coefficients[j][s] @ node_truth[j]), ``node_estimates[j]`` the node
+    estimates themselves; ``changed``: each user's epochs
     with a non-zero candidate node.
     """
 
@@ -49,6 +50,7 @@ class DDRMRun:
     coefficients: list[NDArray[np.float64]]
     node_variance: list[NDArray[np.float64]]
     node_truth: list[NDArray[np.float64]]
+    node_estimates: list[NDArray[np.float64]]
     changed: NDArray[np.int64]
     eps: float
 
@@ -168,6 +170,7 @@ def run(
         coefficients=coefficients,
         node_variance=[np.asarray(v) for v in node_var],
         node_truth=[np.asarray(v) for v in node_truth],
+        node_estimates=[np.asarray(v) for v in node_est],
         changed=changed,
         eps=eps,
     )
