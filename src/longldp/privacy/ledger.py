@@ -109,7 +109,7 @@ def window_spent(spend: ArrayLike, w: int) -> NDArray[np.float64] | float:
     exceeds ε (docs/math.md §19.2).
     """
     w = check_window("window_spent", w)
-    arr = np.asarray(spend, dtype=np.float64)
+    arr = np.asarray(spend)
     if arr.ndim not in (1, 2) or arr.shape[-1] < 1:
         raise ValueError(
             f"window_spent: 'spend' must be a (tau,) or (n, tau) array with tau >= 1; got shape "
@@ -118,8 +118,8 @@ def window_spent(spend: ArrayLike, w: int) -> NDArray[np.float64] | float:
     if arr.ndim == 1:
         return float(window_spent(arr[None, :], w)[0])
     out = np.empty(arr.shape[0])
-    for b in _blocks(arr.shape[0]):
-        c = np.cumsum(arr[b], axis=1)
+    for b in _blocks(arr.shape[0]):  # converted block by block: a bool (n, τ) stays small
+        c = np.cumsum(arr[b], axis=1, dtype=np.float64)
         sums = c.copy()
         if c.shape[1] > w:
             sums[:, w:] -= c[:, :-w]
