@@ -49,7 +49,7 @@ def test_count_level_support_has_the_per_user_law(kind):
 def test_wevent_fresh_publications_are_unbiased_with_their_variance(method):
     """Every fresh publication, over τ = 6 epochs of a changing stream (count level)."""
     rng = np.random.default_rng(12)
-    k, n, tau, w = 3, 2000, 6, 3
+    n, w = 2000, 3
     counts = np.array(
         [
             [1200, 500, 300],

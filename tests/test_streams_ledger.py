@@ -4,6 +4,8 @@ with the epochs, every ledger figure recomputed by a second route, and bad input
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -113,7 +115,9 @@ def test_memo_ledger_against_rows():
     assert np.allclose(got, [spent_epsilon(9, len(set(r)), 0.4, 1.0) for r in traj.tolist()])
     assert np.allclose(ledger.memo_spent(traj, 6, 0.4, None), 9 * 0.4)
     changes = ledger.change_counts(traj)
-    assert changes.tolist() == [sum(a != b for a, b in zip(r, r[1:])) for r in traj.tolist()]
+    assert changes.tolist() == [
+        sum(a != b for a, b in itertools.pairwise(r)) for r in traj.tolist()
+    ]
 
 
 def _with_changes(rng, n, tau, c, k=4):

@@ -59,10 +59,12 @@ class Panel:
 
     @property
     def n(self) -> int:
+        """Number of units (users)."""
         return len(self.ids)
 
     @property
     def tau(self) -> int:
+        """Number of epochs."""
         return len(self.epochs)
 
     def values(self, attribute: str) -> NDArray[np.int64]:

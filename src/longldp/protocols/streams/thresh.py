@@ -19,8 +19,9 @@ Adaptation to one categorical value per epoch (ours): the paper's users hold bit
 each round and compare local means over epochs of ℓ rounds at ⌊log T⌋ urgency levels; with one
 value per epoch a user's local statistic either equals its value at the last update or not, so
 the levels collapse to one (every changed user votes at every epoch) and the epoch length is 1.
-The update rule is a z-score on the vote estimate (:func:`longldp.privacy.streams.
-thresh_vote_threshold`). Per-user engine only: the votes need each user's own change history.
+The update rule is a z-score on the vote estimate
+(:func:`longldp.privacy.streams.thresh_vote_threshold`). Per-user engine only: the votes need
+each user's own change history.
 """
 
 from __future__ import annotations

@@ -71,11 +71,17 @@ class Collector(Protocol):
     k: int
     tau: int
 
-    def everyone(self, t: int, kind: str, eps: float) -> NDArray[np.int64]: ...
+    def everyone(self, t: int, kind: str, eps: float) -> NDArray[np.int64]:
+        """Support counts of every user's report at epoch t."""
+        ...
 
-    def fresh(self, t: int, m: int, kind: str, eps: float) -> NDArray[np.int64]: ...
+    def fresh(self, t: int, m: int, kind: str, eps: float) -> NDArray[np.int64]:
+        """Support counts of m users who did not report in the last w − 1 epochs."""
+        ...
 
-    def group(self, t: int, g: int, w: int, kind: str, eps: float) -> tuple[NDArray, int]: ...
+    def group(self, t: int, g: int, w: int, kind: str, eps: float) -> tuple[NDArray, int]:
+        """Support counts of LPU's group g (one of w fixed groups) and its size."""
+        ...
 
 
 class CountCollector:
@@ -105,9 +111,11 @@ class CountCollector:
         self._groups: NDArray[np.int64] | None = None
 
     def everyone(self, t: int, kind: str, eps: float) -> NDArray[np.int64]:
+        """Support counts of all n users at epoch t, drawn from the epoch's counts."""
         return oracle.sample_support(self.counts[t], kind, self.k, eps, self.rng)
 
     def fresh(self, t: int, m: int, kind: str, eps: float) -> NDArray[np.int64]:
+        """Support counts of m users drawn (hypergeometric) from those left at epoch t."""
         # Users drawn in one epoch are disjoint: draw from what this epoch has left.
         if self._taken_t != t:
             self._taken, self._taken_t = np.zeros(self.k, dtype=np.int64), t
@@ -117,6 +125,7 @@ class CountCollector:
         return oracle.sample_support(drawn, kind, self.k, eps, self.rng)
 
     def group(self, t: int, g: int, w: int, kind: str, eps: float) -> tuple[NDArray, int]:
+        """Support counts of group g (n/w users, a fresh draw at count level) and its size."""
         size = self.n // w + (1 if g < self.n % w else 0)
         return self.fresh(t, size, kind, eps), size
 
@@ -139,6 +148,7 @@ class UserCollector:
         self._groups = rng.permutation(self.n) % w
 
     def everyone(self, t: int, kind: str, eps: float) -> NDArray[np.int64]:
+        """Every user reports her value at epoch t."""
         self.participation[:, t] = True
         reports = oracle.perturb(self.values[t], kind, self.k, eps, self.rng)
         return oracle.support(reports, kind, self.k)
@@ -150,12 +160,14 @@ class UserCollector:
         return oracle.support(reports, kind, self.k)
 
     def fresh(self, t: int, m: int, kind: str, eps: float) -> NDArray[np.int64]:
+        """m users drawn among those who did not report in the last w − 1 epochs report."""
         available = np.flatnonzero(self.last <= t - self.w)
         if available.size < m:  # the budget arithmetic of §19.2 rules this out
             raise AssertionError(f"LDP-IDS: {m} fresh users asked at epoch {t}, {available.size}")
         return self._report(t, self.rng.choice(available, size=m, replace=False), kind, eps)
 
     def group(self, t: int, g: int, w: int, kind: str, eps: float) -> tuple[NDArray, int]:
+        """The users of LPU's group g report; returns the support counts and the group size."""
         users = np.flatnonzero(self._groups == g)
         return self._report(t, users, kind, eps), int(users.size)
 
