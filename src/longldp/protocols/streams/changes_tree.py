@@ -83,14 +83,7 @@ def run(
 
     ``levels``: each user's level if already drawn (a device keeps hers); None draws them.
     """
-    k = check.integer("CHANGES-TREE", "k", k, minimum=2)
-    values = np.asarray(values)
-    if values.ndim != 2 or values.shape[0] < 1:
-        raise ValueError(
-            f"CHANGES-TREE: 'values' must be a (tau, n) array with tau >= 1; got shape "
-            f"{values.shape}."
-        )
-    values = check.domain_values("CHANGES-TREE", values, k)
+    values, k = oracle.check_values("CHANGES-TREE", values, k)
     eps_0 = check.budget("CHANGES-TREE", "eps_0", eps_0)
     p, q = tree_node_probabilities(eps_node)
     tau, n = values.shape

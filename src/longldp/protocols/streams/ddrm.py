@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from longldp import _validate as check
 from longldp.privacy.streams import ddrm_plus_probabilities, ddrm_scale, trailing_level
+from longldp.protocols.streams import oracle
 
 
 @dataclass(frozen=True)
@@ -81,13 +82,7 @@ def run(
 
     ``items``: each user's item if already drawn (a device keeps hers); None draws them.
     """
-    k = check.integer("DDRM", "k", k, minimum=2)
-    values = np.asarray(values)
-    if values.ndim != 2 or values.shape[0] < 1:
-        raise ValueError(
-            f"DDRM: 'values' must be a (tau, n) array with tau >= 1; got shape {values.shape}."
-        )
-    values = check.domain_values("DDRM", values, k)
+    values, k = oracle.check_values("DDRM", values, k)
     down, _, up = ddrm_plus_probabilities(eps)
     c = ddrm_scale(eps)
     tau, n = values.shape

@@ -15,7 +15,19 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from longldp import _validate as check
 from longldp.privacy.streams import fo_probabilities
+
+
+def check_values(owner: str, values: object, k: object) -> tuple[NDArray[np.int64], int]:
+    """(values[τ, n] as int64 codes in [0, k), k): a 2-D stream with τ >= 1 and k >= 2."""
+    k = check.integer(owner, "k", k, minimum=2)
+    arr = np.asarray(values)
+    if arr.ndim != 2 or arr.shape[0] < 1:
+        raise ValueError(
+            f"{owner}: 'values' must be a (tau, n) array with tau >= 1; got shape {arr.shape}."
+        )
+    return check.domain_values(owner, arr, k), k
 
 
 def perturb(values: NDArray, kind: str, k: int, eps: float, rng: np.random.Generator) -> NDArray:

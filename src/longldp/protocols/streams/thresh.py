@@ -76,13 +76,7 @@ def run(
     oracle_name: str = "adaptive",
 ) -> ThreshRun:
     """Run THRESH over ``values[τ, n]`` (per-user engine; docs/math.md §19.3)."""
-    k = check.integer("THRESH", "k", k, minimum=2)
-    values = np.asarray(values)
-    if values.ndim != 2 or values.shape[0] < 1:
-        raise ValueError(
-            f"THRESH: 'values' must be a (tau, n) array with tau >= 1; got shape {values.shape}."
-        )
-    values = check.domain_values("THRESH", values, k)
+    values, k = oracle.check_values("THRESH", values, k)
     z = check.positive_float("THRESH", "z", z)
     eps_vote, eps_est = thresh_budgets(eps, max_votes, max_updates)
     tau, n = values.shape

@@ -134,14 +134,8 @@ class UserCollector:
     """Per-user engine over ``values[τ, n]``; records who reported when (``participation``)."""
 
     def __init__(self, values: NDArray, k: int, w: int, rng: np.random.Generator) -> None:
-        values = np.asarray(values)
-        if values.ndim != 2 or values.shape[0] < 1:
-            raise ValueError(
-                f"LDP-IDS: 'values' must be a (tau, n) array with tau >= 1; got shape "
-                f"{values.shape}."
-            )
-        self.values = check.domain_values("LDP-IDS", values, k)
-        self.tau, self.n = values.shape
+        self.values, k = oracle.check_values("LDP-IDS", values, k)
+        self.tau, self.n = self.values.shape
         self.k, self.w, self.rng = k, w, rng
         self.last = np.full(self.n, -(10**9), dtype=np.int64)
         self.participation = np.zeros((self.n, self.tau), dtype=bool)
@@ -297,51 +291,33 @@ def run(
             supports, size = collector.group(t, t % w, w, kind, eps)
             m2[t] = size
             publish(t, supports, size, kind, eps)
-        elif method in ("LBD", "LBA"):
-            e1 = eps / (2 * w)
+        else:  # LBD, LBA (budget: all users, ε shares) and LPD, LPA (population: ε, users)
+            budget = method in ("LBD", "LBA")
+            e1, r1 = (eps / (2 * w), n) if budget else (eps, unit_users)
             k1 = fo_kind(oracle_name, k, e1)
-            eps1[t], m1[t] = e1, n
-            first = oracle.estimate(collector.everyone(t, k1, e1), n, k1, k, e1)
-            if method == "LBD":
-                e2 = lbd_publication_budget(eps, w, float(eps2[max(0, t - w + 1) : t].sum()))
-                units = 0
-            else:
+            eps1[t], m1[t] = (e1 if budget else 0.0), r1
+            raw = collector.everyone(t, k1, e1) if budget else collector.fresh(t, r1, k1, e1)
+            first = oracle.estimate(raw, r1, k1, k, e1)
+            lo = max(0, t - w + 1)
+            if method in ("LBA", "LPA"):
                 units = absorption_units(t, last, last_units, w)
-                e2 = units * e1
-            if e2 > 0:
+                e2, r2 = (units * e1, n) if budget else (eps, units * unit_users)
+            else:
+                units = 0
+                if budget:
+                    e2, r2 = lbd_publication_budget(eps, w, float(eps2[lo:t].sum())), n
+                else:
+                    e2, r2 = eps, lpd_publication_users(n, w, int(m2[lo:t].sum()))
+            if e2 > 0 and r2 > 0:
                 k2 = fo_kind(oracle_name, k, e2)
-                err = fo_mean_variance(k2, k, e2, n)
-                dis = (
-                    np.inf
-                    if release is None
-                    else dissimilarity(first, release, fo_mean_variance(k1, k, e1, n))
-                )
-                if dis > err:
-                    eps2[t], m2[t] = e2, n
-                    publish(t, collector.everyone(t, k2, e2), n, k2, e2)
-                    last, last_units = t, units
-        else:  # LPD, LPA
-            kind = fo_kind(oracle_name, k, eps)
-            m1[t] = unit_users
-            first = oracle.estimate(
-                collector.fresh(t, unit_users, kind, eps), unit_users, kind, k, eps
-            )
-            if method == "LPD":
-                size = lpd_publication_users(n, w, int(m2[max(0, t - w + 1) : t].sum()))
-                units = 0
-            else:
-                units = absorption_units(t, last, last_units, w)
-                size = units * unit_users
-            if size > 0:
-                err = fo_mean_variance(kind, k, eps, size)
-                dis = (
-                    np.inf
-                    if release is None
-                    else dissimilarity(first, release, fo_mean_variance(kind, k, eps, unit_users))
-                )
-                if dis > err:
-                    m2[t] = size
-                    publish(t, collector.fresh(t, size, kind, eps), size, kind, eps)
+                noise = fo_mean_variance(k1, k, e1, r1)
+                dis = np.inf if release is None else dissimilarity(first, release, noise)
+                if dis > fo_mean_variance(k2, k, e2, r2):
+                    eps2[t], m2[t] = (e2 if budget else 0.0), r2
+                    raw = (
+                        collector.everyone(t, k2, e2) if budget else collector.fresh(t, r2, k2, e2)
+                    )
+                    publish(t, raw, r2, k2, e2)
                     last, last_units = t, units
         if release is None:  # LSP before its first epoch cannot happen: t = 0 publishes
             raise AssertionError("LDP-IDS: no release at epoch 0")
