@@ -206,3 +206,51 @@ def test_bad_input_is_one_line(call, match):
     with pytest.raises(ValueError, match=match) as info:
         call()
     assert "\n" not in str(info.value)
+
+
+# ---------------------------------------------------------------------- the front
+
+
+def _registered_memo_or_report():
+    """Registered protocols over codes whose accounting the front reads from counts alone."""
+    import longldp as ll
+    from registry_cases import build, triples
+
+    out = []
+    for cls, params, cid in triples(lambda c: c.input_domain.codes and not c.rounds.planned):
+        proto = build(cls, params, 5)
+        if proto.accounting.rule in ("per-report", "per-memo"):
+            out.append(pytest.param(proto, id=cid))
+    assert out and ll.protocols.PROTOCOL_CLASSES
+    return out
+
+
+@pytest.mark.parametrize("proto", _registered_memo_or_report())
+def test_front_equals_the_memos_a_population_holds(proto):
+    """Second route: the memos a per-user run really created (PopulationMemo) give the same
+    ε per user as the ledger computes from the trajectories (with the users' state)."""
+    rng = np.random.default_rng(31)
+    traj = _stream(rng, 60, proto.domain_size, 7, 0.4).T.copy()
+    memo = proto.new_memo(60)
+    for t in range(traj.shape[1]):
+        proto.perturb(proto.as_inputs(traj[:, t]), memo, rng)
+    from longldp.privacy import ledger as front
+
+    got = front(proto, traj, state=memo.state or None)
+    want = proto.accounting.spent(memo.reports, memo.memos_per_user())
+    assert np.allclose(got.spent, want, rtol=1e-12)
+    assert got.rule == proto.accounting.rule and np.array_equal(got.lifetime, got.spent)
+    summary = got.summary()
+    assert summary["spent_max"] == pytest.approx(float(np.max(want)))
+
+
+def test_front_bad_input_and_nominal_window():
+    import longldp as ll
+    from longldp.privacy import ledger as front
+
+    proto = ll.protocol("L-GRR", k=4, eps_perm=2.0, eps_1=1.0)
+    with pytest.raises(ValueError, match=r"\[0, 4\); got 9") as info:
+        front(proto, np.array([[0, 9]]))
+    assert "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="tau = 0"):
+        front(proto, np.zeros((2, 0), dtype=int))

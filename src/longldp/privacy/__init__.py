@@ -724,4 +724,6 @@ def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float | None)
 
 # The accounting trait type of every mechanism (docs/math.md §4, docs/design.md §2.5): a value
 # of this layer, so that what sits below the protocols can read a protocol's rule.
+# The privacy ledger (docs/math.md §19.6): a callable module, ``ledger(protocol, trajectories)``.
+from longldp.privacy import ledger as ledger  # noqa: E402
 from longldp.privacy.accounting import Accounting as Accounting  # noqa: E402

@@ -17,11 +17,18 @@ Four accountings (docs/math.md §19.6):
   :func:`changes_tree_spent`, :func:`ddrm_spent`). Between two trajectories x, x' the privacy
   loss is at most spent(x) + spent(x') (docs/math.md (19.10)).
 
-The front ``longldp.privacy.ledger(protocol, trajectories)``, which reads a protocol's declared
-accounting, is built on these once the protocols declare it.
+The front: ``longldp.privacy.ledger(protocol, trajectories)`` reads ``protocol.accounting``
+(docs/design.md §2.5) and applies the one function of its rule; it returns a :class:`Ledger`.
+This module is itself callable (``ledger(...)`` is :func:`ledger`), so the same name is the
+front and the home of the per-rule functions (``ledger.window_spent``, …).
 """
 
 from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -261,3 +268,109 @@ def thresh_spent(
         votes[b] = np.count_nonzero(blk[:, cols] != blk[:, ref[cols]], axis=1)
     real_estimates = min(int(up.sum()), max_updates)
     return eps_vote * np.minimum(votes, max_votes) + eps_est * real_estimates
+
+
+# --------------------------------------------------------------------------------------------
+# The front: one protocol, its declared accounting, the users' trajectories
+# --------------------------------------------------------------------------------------------
+
+#: What each rule's figure compares (docs/math.md §19.6), shown beside every summary.
+COMPARISONS = {
+    "per-report": "any two trajectories (t reports at ε each)",
+    "per-memo": "trajectories of one change pattern (math §4: min(t·ε1, d·ε∞))",
+    "per-window": "trajectories that differ inside one window of w epochs (w-event)",
+    "per-change": "the protocol's data-independent default; any two trajectories: the sum",
+}
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """What each user spent under a protocol's own accounting (docs/math.md §19.6).
+
+    Attributes
+    ----------
+    protocol : str
+        The protocol's name.
+    rule : str
+        Its accounting rule (``per-report``, ``per-memo``, ``per-window``, ``per-change``).
+    spent : ndarray, shape (n,)
+        The rule's figure per user: t·ε; min(t·ε1, d·ε∞); the worst window of w epochs; what
+        the change-based protocol charged.
+    lifetime : ndarray, shape (n,)
+        What the user spent over the whole horizon (sequential composition): equal to
+        ``spent`` except for w-event protocols, where it sums every epoch.
+    comparison : str
+        Between which trajectories ``spent`` holds.
+    """
+
+    protocol: str
+    rule: str
+    spent: NDArray[np.float64]
+    lifetime: NDArray[np.float64]
+    comparison: str
+
+    def summary(self) -> dict[str, float]:
+        """Median, 99th percentile and maximum of ``spent`` and of ``lifetime``."""
+        out = {}
+        for key, arr in (("spent", self.spent), ("lifetime", self.lifetime)):
+            out[f"{key}_median"] = float(np.median(arr))
+            out[f"{key}_p99"] = float(np.quantile(arr, 0.99))
+            out[f"{key}_max"] = float(np.max(arr))
+        return out
+
+
+def ledger(protocol: Any, trajectories: ArrayLike, run: Any = None, state: Any = None) -> Ledger:
+    """Each user's spent ε under ``protocol.accounting`` (docs/math.md §19.6).
+
+    ``trajectories``: (n, τ) codes of the protocol's domain, one row per user and one report
+    per epoch. ``run``: what the server decided in a simulation (a w-event run's per-user
+    spending; a change-based run's levels, items or update epochs); without it a w-event
+    protocol is charged its guarantee (ε in every window) and a change-based one its worst case
+    over the public draws. ``state``: per-user state of a memo chain whose memo key depends on
+    it (LOLOHA's hash ids); without it the values stand for the keys (an upper bound).
+    """
+    acc = protocol.accounting
+    size = protocol.domain_size
+    if size is None:
+        raise ValueError(
+            f"ledger: {protocol.name}'s inputs are not codes; the ledger needs (n, tau) codes."
+        )
+    x = check_trajectories(f"ledger ({protocol.name})", trajectories, size)
+    tau = x.shape[1]
+    if acc.rule == "per-report":
+        spent = memo_spent(x, size, acc.eps_report, None)
+        lifetime = spent
+    elif acc.rule == "per-memo":
+        keys = protocol.ledger_keys(x, state)
+        spent = np.asarray(
+            spent_epsilon(tau, distinct_counts(keys), acc.eps_report, acc.eps_memo),
+            dtype=np.float64,
+        )
+        lifetime = spent
+    elif acc.rule == "per-window":
+        if run is None:
+            spent = np.full(x.shape[0], float(acc.eps_window))
+            lifetime = np.full(x.shape[0], acc.worst_case(tau))
+        else:
+            spend = run.user_spend()
+            if spend is None or spend.shape != x.shape:
+                raise ValueError(
+                    f"ledger: the run of {protocol.name} must record each of the {x.shape[0]} "
+                    f"users' spending over {tau} epochs (a per-user run)."
+                )
+            spent = np.asarray(window_spent(spend, acc.window))
+            lifetime = np.asarray(total_spent(spend))
+    else:
+        spent = np.asarray(protocol.change_spent(x, run), dtype=np.float64)
+        lifetime = spent
+    return Ledger(protocol.name, acc.rule, spent, lifetime, COMPARISONS[acc.rule])
+
+
+class _CallableModule(types.ModuleType):
+    """``longldp.privacy.ledger(protocol, trajectories)`` calls :func:`ledger`."""
+
+    def __call__(self, protocol: Any, trajectories: ArrayLike, run: Any = None, state: Any = None):
+        return ledger(protocol, trajectories, run, state)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -207,6 +207,15 @@ class Mechanism(ABC):
         acc = self.accounting
         return privacy.spent_budget(reports, memos, acc.eps_report, acc.eps_memo)
 
+    def ledger_keys(self, trajectories: NDArray, state: Mapping[str, Any] | None = None) -> NDArray:
+        """The memo key of every report of (n, τ) trajectories, for the ledger (math §19.6).
+
+        The default: a memo per value. A family whose memo key is another function of the value
+        (a bucket, a per-user hash) overrides it; without the per-user ``state`` such a family
+        returns the values, whose distinct count bounds the distinct keys from above.
+        """
+        return np.asarray(trajectories)
+
     # ------------------------------------------------------------------ planned rounds
     @property
     def planned(self) -> bool:
