@@ -30,6 +30,11 @@ BAD_BUDGET = {
         (0.0, r"'eps_1' must be"),
         (math.nan, r"'eps_1' must be"),
     ],
+    "eps_window": [
+        (0.0, r"'eps_window' must be a finite number > 0"),
+        (math.nan, r"'eps_window' must be a finite number > 0"),
+        (31.0, r"'eps_window' must be a finite number > 0 and <= 30"),
+    ],
     "f": [(1.0, r"'f' must be a number in \[0, 1\)"), (-0.1, r"'f' must be a number in")],
     "p": [(1.5, r"'p' must be a number in \[0, 1\]"), ("x", r"'p' must be")],
     "q": [(math.nan, r"'q' must be a number in \[0, 1\]")],

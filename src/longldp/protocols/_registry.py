@@ -38,6 +38,7 @@ from longldp.protocols.rappor import (
     RapporOneTime,
 )
 from longldp.protocols.report_kinds import ReportKind
+from longldp.protocols.streams.ldp_ids import LBA, LBD, LBU, LPA, LPD, LPU, LSP
 from longldp.protocols.subset import SubsetSelection
 from longldp.protocols.traits import Estimand, Rounds
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
@@ -73,6 +74,13 @@ BUILTIN_CLASSES: tuple[type[FrequencyOracle], ...] = (
     RapporOneTime,
     RapporOneHotOneTime,
     RapporBooleanOneTime,
+    LBU,
+    LSP,
+    LBD,
+    LBA,
+    LPU,
+    LPD,
+    LPA,
 )
 
 #: Every registered protocol: this package's, then those of other packages' entry points (in
