@@ -88,3 +88,10 @@ def two_round_chain(cls: type) -> bool:
 def options(cls: type, params: dict[str, Any]) -> dict[str, Any]:
     """The test parameters other than the budget and k (calibration, hash_pool, d, …)."""
     return {k: v for k, v in params.items() if k not in cls.budget_params and k != "k"}
+
+
+def engine_frequencies(cls: type) -> bool:
+    """A frequency oracle the population engines run: its estimate is a frequency vector and
+    its rounds are not planned (a planned mechanism needs the server's plan at every epoch,
+    docs/design.md §2.5; it is simulated by its own kernels)."""
+    return cls.estimates_frequencies and not cls.rounds.planned

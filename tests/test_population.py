@@ -59,6 +59,11 @@ def test_every_registered_protocol_runs_through_its_engines(cls, params):
     protocol's bound for (τ, memos); at count level a chain's budget is unknown and a one-shot
     protocol's is τ·ε."""
     proto = build(cls, params, 5)
+    if not engines_for(cls):  # planned rounds: each epoch needs the server's plan (design §2.5)
+        for engine in ENGINES:
+            with pytest.raises(ValueError, match="planned by the server"):
+                Population.of(proto, 40, engine)
+        return
     tau, n = 4, 40
     rng = np.random.default_rng(7)
     codes = rng.integers(0, proto.domain_size or 3, size=(tau, n))

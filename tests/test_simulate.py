@@ -8,11 +8,11 @@ import pytest
 import longldp as ll
 from longldp.data import to_longitudinal, zipf
 from longldp.simulate import simulate
-from registry_cases import cases
+from registry_cases import cases, engine_frequencies
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("proto", cases(where=lambda cls: cls.estimates_frequencies, k=6))
+@pytest.mark.parametrize("proto", cases(where=engine_frequencies, k=6))
 def test_engines_give_the_same_distribution_of_estimates(proto):
     """Same data (n = 300, k = 6, τ = 3): every per-timestamp estimate has the same mean and
     variance under the per-user, reports and count-level engines, within 5 standard errors;
