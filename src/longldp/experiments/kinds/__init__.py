@@ -46,6 +46,7 @@ BUILTIN_KINDS: dict[str, str] = {
     "setvalued": "longldp.experiments.kinds.setvalued",
     "gfim": "longldp.experiments.kinds.gfim",
     "attacks": "longldp.experiments.kinds.attacks",
+    "changing": "longldp.experiments.kinds.changing",
 }
 
 _REGISTERED: dict[str, StudyKind] = {}
