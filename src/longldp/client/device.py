@@ -139,6 +139,8 @@ class DeviceClient:
             self.collection = str(body["collection"])
             self._reports = int(body["reports"])
             self._memo_keys = {str(k) for k in body["memo_keys"]}
+            # A planned (w-event) protocol: the budget of every report by epoch (math §19.2).
+            self._spending = [(int(e), float(b)) for e, b in body.get("spending", [])]
             self._dropped = int(body["dropped"])
             # Device credentials by server (docs/client-spec.md §7): kept as written.
             self._credentials = dict(body.get("credentials", {}))
@@ -155,6 +157,7 @@ class DeviceClient:
             self.collection = "default" if collection is None else collection
             self._reports = 0
             self._memo_keys: set[str] = set()
+            self._spending: list[tuple[int, float]] = []
             self._dropped = 0
             self._credentials: dict[str, Any] = {}
             self._queue: list[QueuedReport] = []
@@ -185,11 +188,35 @@ class DeviceClient:
 
     @property
     def spent_budget(self) -> privacy.SpentBudget:
-        """Reports sent t, distinct memos d and ε = min(t·ε1, d·ε∞) (one-shot: t·ε)."""
+        """Reports sent t, distinct memos d and ε = min(t·ε1, d·ε∞) (one-shot: t·ε); for a
+        planned (w-event) protocol, the sum of its reports' budgets over the whole horizon."""
+        if self.proto.planned:
+            total = sum(b for _, b in self._spending)
+            return privacy.SpentBudget(
+                len(self._spending), 0, privacy.round_up(total) if total else 0.0
+            )
         return self.proto.budget_spent(self._reports, len(self._memo_keys))
 
-    def report(self, value: Any, epoch: int) -> bytes:
+    def window_spent(self, epoch: int, extra: float = 0.0) -> float:
+        """Most ε spent in a window of w consecutive epochs that contains ``epoch``, with
+        ``extra`` more at ``epoch`` (a planned w-event protocol; docs/math.md §19.2)."""
+        w = self.proto.accounting.window
+        if w is None:
+            raise ValueError(f"{self.proto.name}: its accounting has no window.")
+        worst = 0.0
+        for start in range(epoch - w + 1, epoch + 1):
+            inside = sum(b for e, b in self._spending if start <= e < start + w)
+            worst = max(worst, inside + extra)
+        return worst
+
+    def report(self, value: Any, epoch: int, plan: dict[str, Any] | None = None) -> bytes:
         """Randomize ``value`` for ``epoch``, queue it, save the state; return its report id.
+
+        A planned protocol (the LDP-IDS methods) takes the server's ``plan`` of the epoch
+        (``{"eps": b}``): the report is drawn at budget b, and refused with
+        :class:`BudgetExceededError` when it would make any window of w epochs containing
+        ``epoch`` spend more than the protocol's ``eps_window`` (the device keeps its window's
+        spending in its state file, across restarts).
 
         ``value`` is an int in [0, k) (RAPPOR with Bloom filters: a string). The state (reports
         sent, memos) is saved before the report can leave the device, so the budget is never
@@ -202,6 +229,9 @@ class DeviceClient:
             raise ValueError(
                 f"DeviceClient: 'epoch' must be in [0, {wire.MAX_EPOCH}]; got {epoch}."
             )
+        if self.proto.planned:
+            return self._report_planned(value, int(epoch), plan)
+        self.proto.check_plan(plan)
         key = self._client.memo_id(value)
         after = self.budget_after(value)
         if self.max_epsilon is not None and after.epsilon > self.max_epsilon * (1 + 1e-12):
@@ -226,6 +256,58 @@ class DeviceClient:
         except BaseException:
             # Not saved: the report does not exist (nothing can upload it), budget unchanged.
             self._reports, self._memo_keys, self._queue, self._dropped = before
+            raise
+        for old in overflow:
+            log.warning(
+                "upload queue full (%d): dropped report %s of epoch %d",
+                self.queue_limit,
+                old.id.hex(),
+                old.epoch,
+            )
+        return item.id
+
+    def _report_planned(self, value: Any, epoch: int, plan: dict[str, Any] | None) -> bytes:
+        if plan is None:
+            raise ValueError(
+                f"{self.proto.name}: its rounds are planned by the server; pass the epoch's "
+                f"plan (keys {', '.join(self.proto.plan_keys)})."
+            )
+        b = float(self.proto.check_plan(plan)["eps"])
+        acc = self.proto.accounting
+        worst = self.window_spent(epoch, b)
+        if worst > acc.eps_window * (1 + 1e-12):
+            raise BudgetExceededError(
+                f"{self.proto.name}: reporting at ε = {b:.6g} in epoch {epoch} would spend "
+                f"{worst:.6g} in a window of {acc.window} epochs, past eps_window = "
+                f"{acc.eps_window:.6g}; the report was not made."
+            )
+        lifetime = self.spent_budget.epsilon + b
+        if self.max_epsilon is not None and lifetime > self.max_epsilon * (1 + 1e-12):
+            raise BudgetExceededError(
+                f"{self.proto.name}: reporting would spend ε = {lifetime:.6g} in total, past "
+                f"max_epsilon = {self.max_epsilon:.6g}; the report was not made."
+            )
+        # The epoch's oracle draws the report (OS randomness); the collection's codec sends it.
+        one = Client(self.proto.for_round(plan), round2=SecureRandom())
+        record = one.report(value)
+        report = self.proto.encode_reports(np.asarray([record], dtype=np.asarray(record).dtype))
+        return self._enqueue(epoch, report, lambda: self._spending.append((epoch, b)))
+
+    def _enqueue(self, epoch: int, report: bytes, spend: Any) -> bytes:
+        """Queue ``report``, record its spending with ``spend()`` and save, all or nothing."""
+        rid = wire.new_report_id(epoch, os.urandom(wire.ID_ENTROPY))
+        item = QueuedReport(rid, epoch, report)
+        before = (self._reports, list(self._spending), list(self._queue), self._dropped)
+        spend()
+        self._reports += 1
+        self._queue.append(item)
+        overflow = self._queue[: max(0, len(self._queue) - self.queue_limit)]
+        del self._queue[: len(overflow)]
+        self._dropped += len(overflow)
+        try:
+            self._save()
+        except BaseException:
+            self._reports, self._spending, self._queue, self._dropped = before
             raise
         for old in overflow:
             log.warning(
@@ -305,6 +387,7 @@ class DeviceClient:
                 "fingerprint": self.proto.fingerprint().hex(),
                 "reports": self._reports,
                 "memo_keys": sorted(self._memo_keys),
+                "spending": [[e, b] for e, b in self._spending],
                 "spent_epsilon": self.spent_budget.epsilon,
                 "dropped": self._dropped,
                 "credentials": self._credentials,
