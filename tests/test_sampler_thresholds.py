@@ -173,7 +173,20 @@ def build_high(cls: type, eps: float, alpha: float | None) -> ll.FrequencyOracle
         if "one-time" in cls.name:
             params["f"] = 0.0
         return cls(**params)
-    budget = {"eps": eps, "eps_perm": eps, "eps_1": (alpha or 0.0) * eps}
+    budget = {"eps": eps, "eps_perm": eps, "eps_1": (alpha or 0.0) * eps, "eps_window": eps}
+    # Required structural parameters besides the budget (a window w ...): the test ones.
+    required = {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.init
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    }
+    params |= {
+        key: v
+        for key, v in cls.test_params[0].items()
+        if key in required and key not in budget and key not in params
+    }
     return ll.protocol(cls.name, **params, **{p: budget[p] for p in cls.budget_params})
 
 
