@@ -235,8 +235,10 @@ ASR_CURVE_TAUS = (1, 2, 5, 10, 20, 50, 100, 200)
 
 
 def setting_values(eps_perm: float, eps_1: float, rappor: dict) -> dict:
-    """Constructor values of every registered protocol at one setting (one-shot at ε = ε1)."""
-    return {"eps": eps_1, "eps_perm": eps_perm, "eps_1": eps_1, "d": 2, **rappor}
+    """Constructor values of every registered protocol at one setting (one-shot at ε = ε1; the
+    w-event methods at a window budget ε∞ over w = 4 epochs)."""
+    values = {"eps": eps_1, "eps_perm": eps_perm, "eps_1": eps_1, "d": 2, **rappor}
+    return values | {"eps_window": eps_perm, "w": 4}
 
 
 def _asr_cell(res) -> str:

@@ -21,7 +21,7 @@ from longldp.audit.asr import (
 )
 
 SETTING = {"eps": 1.0, "eps_perm": 2.0, "eps_1": 0.8, "d": 2, "h": 2, "m": 4}
-SETTING |= {"f": 0.5, "p": 0.5, "q": 0.75}
+SETTING |= {"f": 0.5, "p": 0.5, "q": 0.75, "eps_window": 2.0, "w": 4}
 PRIOR = np.array([0.35, 0.25, 0.2, 0.12, 0.08])
 PROTOCOLS = registered_protocols(5, SETTING)
 IDS = [p.name for p in PROTOCOLS]

@@ -34,6 +34,8 @@ EXAMPLE_PARAMS = {
     "eps": 1.0,
     "eps_perm": 2.0,
     "eps_1": 1.0,
+    "eps_window": 2.0,
+    "w": 4,
     "d": 2,
     "h": 2,
     "m": 4,
