@@ -377,30 +377,28 @@ class DeviceClient:
 
     # ------------------------------------------------------------------ persistence
     def _save(self) -> None:
-        _store.save_state(
-            self.path,
-            self._secret,
-            {
-                "secret_id": _store.secret_id(self._secret),
-                "collection": self.collection,
-                "protocol": self.proto.spec(),
-                "fingerprint": self.proto.fingerprint().hex(),
-                "reports": self._reports,
-                "memo_keys": sorted(self._memo_keys),
-                "spending": [[e, b] for e, b in self._spending],
-                "spent_epsilon": self.spent_budget.epsilon,
-                "dropped": self._dropped,
-                "credentials": self._credentials,
-                "queue": [
-                    {
-                        "id": q.id.hex(),
-                        "epoch": q.epoch,
-                        "report": base64.b64encode(q.report).decode("ascii"),
-                    }
-                    for q in self._queue
-                ],
-            },
-        )
+        body = {
+            "secret_id": _store.secret_id(self._secret),
+            "collection": self.collection,
+            "protocol": self.proto.spec(),
+            "fingerprint": self.proto.fingerprint().hex(),
+            "reports": self._reports,
+            "memo_keys": sorted(self._memo_keys),
+            "spent_epsilon": self.spent_budget.epsilon,
+            "dropped": self._dropped,
+            "credentials": self._credentials,
+            "queue": [
+                {
+                    "id": q.id.hex(),
+                    "epoch": q.epoch,
+                    "report": base64.b64encode(q.report).decode("ascii"),
+                }
+                for q in self._queue
+            ],
+        }
+        if self.proto.planned:  # a w-event device's spending by epoch (math §19.2)
+            body["spending"] = [[e, b] for e, b in self._spending]
+        _store.save_state(self.path, self._secret, body)
 
 
 __all__ = ["BudgetExceededError", "DeviceClient", "QueuedReport"]
