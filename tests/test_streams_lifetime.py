@@ -9,7 +9,6 @@ probabilities) and compared with the ledger's bound (19.10), spent(x) + spent(x'
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -24,6 +23,7 @@ from longldp.privacy.streams import (
     tree_levels,
     tree_node_probabilities,
 )
+from streams_helpers import node_encoding, node_row
 
 
 def _worst(p_rows: np.ndarray, q_rows: np.ndarray) -> float:
@@ -34,17 +34,7 @@ def _worst(p_rows: np.ndarray, q_rows: np.ndarray) -> float:
 
 
 def _node_row(k: int, before: int, after: int, p: float, q: float) -> np.ndarray:
-    enc = np.zeros(2 * k, dtype=int)
-    if before != after:
-        enc[after], enc[k + before] = 1, 1
-    row = []
-    for y in itertools.product((0, 1), repeat=2 * k):
-        pr = 1.0
-        for e, b in zip(enc, y, strict=True):
-            one = p if e else q
-            pr *= one if b else 1 - one
-        row.append(pr)
-    return np.array(row)
+    return node_row(node_encoding(k, before, after), p, q)
 
 
 def _grr_row(k: int, eps: float, v: int) -> np.ndarray:

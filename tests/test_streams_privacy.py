@@ -22,30 +22,13 @@ from longldp.privacy.streams import (
     tree_node_probabilities,
 )
 from longldp.protocols.streams import oracle
-
-
-def _node_inputs(k: int) -> list[tuple[int, ...]]:
-    """Every node difference over k values, as its 2k-bit encoding (plus part, minus part)."""
-    out = [(0,) * (2 * k)]
-    for a, b in itertools.permutations(range(k), 2):
-        bits = [0] * (2 * k)
-        bits[b], bits[k + a] = 1, 1
-        out.append(tuple(bits))
-    return out
+from streams_helpers import node_encoding, node_row
 
 
 def _node_channel(k: int, p: float, q: float) -> np.ndarray:
-    rows = []
-    for enc in _node_inputs(k):
-        row = []
-        for y in itertools.product((0, 1), repeat=2 * k):
-            pr = 1.0
-            for e, b in zip(enc, y, strict=True):
-                one = p if e else q
-                pr *= one if b else 1 - one
-            row.append(pr)
-        rows.append(row)
-    return np.array(rows)
+    """Rows: no change, then every (a → b), a ≠ b."""
+    inputs = [(0, 0), *itertools.permutations(range(k), 2)]
+    return np.array([node_row(node_encoding(k, a, b), p, q) for a, b in inputs])
 
 
 @pytest.mark.parametrize("k", [2, 3])

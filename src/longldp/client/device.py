@@ -241,30 +241,12 @@ class DeviceClient:
                 f"{self.spent_budget.epsilon:.6g}); the report was not made."
             )
         report = self._client.report_bytes(value)
-        rid = wire.new_report_id(int(epoch), os.urandom(wire.ID_ENTROPY))
-        item = QueuedReport(rid, int(epoch), report)
-        before = (self._reports, set(self._memo_keys), list(self._queue), self._dropped)
-        if self.proto.longitudinal:
-            self._memo_keys.add(key)
-        self._reports += 1
-        self._queue.append(item)
-        overflow = self._queue[: max(0, len(self._queue) - self.queue_limit)]
-        del self._queue[: len(overflow)]
-        self._dropped += len(overflow)
-        try:
-            self._save()
-        except BaseException:
-            # Not saved: the report does not exist (nothing can upload it), budget unchanged.
-            self._reports, self._memo_keys, self._queue, self._dropped = before
-            raise
-        for old in overflow:
-            log.warning(
-                "upload queue full (%d): dropped report %s of epoch %d",
-                self.queue_limit,
-                old.id.hex(),
-                old.epoch,
-            )
-        return item.id
+
+        def spend() -> None:
+            if self.proto.longitudinal:
+                self._memo_keys.add(key)
+
+        return self._enqueue(int(epoch), report, spend)
 
     def _report_planned(self, value: Any, epoch: int, plan: dict[str, Any] | None) -> bytes:
         if plan is None:
@@ -294,10 +276,18 @@ class DeviceClient:
         return self._enqueue(epoch, report, lambda: self._spending.append((epoch, b)))
 
     def _enqueue(self, epoch: int, report: bytes, spend: Any) -> bytes:
-        """Queue ``report``, record its spending with ``spend()`` and save, all or nothing."""
+        """Queue ``report``, record what it spends with ``spend()`` and save, all or nothing:
+        the state (reports, memos, spending) is saved before the report can leave the device,
+        and a failed save leaves no report and the budget unchanged."""
         rid = wire.new_report_id(epoch, os.urandom(wire.ID_ENTROPY))
         item = QueuedReport(rid, epoch, report)
-        before = (self._reports, list(self._spending), list(self._queue), self._dropped)
+        before = (
+            self._reports,
+            set(self._memo_keys),
+            list(self._spending),
+            list(self._queue),
+            self._dropped,
+        )
         spend()
         self._reports += 1
         self._queue.append(item)
@@ -307,7 +297,8 @@ class DeviceClient:
         try:
             self._save()
         except BaseException:
-            self._reports, self._spending, self._queue, self._dropped = before
+            # Not saved: the report does not exist (nothing can upload it), budget unchanged.
+            (self._reports, self._memo_keys, self._spending, self._queue, self._dropped) = before
             raise
         for old in overflow:
             log.warning(
