@@ -12,6 +12,7 @@ Run: ``.venv/bin/python experiments/report_changing.py``
 
 from __future__ import annotations
 
+import argparse
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -153,6 +154,7 @@ def ldp_ids_figure(path: Path, png: Path) -> str:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     main_path = ROOT / "changing" / "results.parquet"
     if main_path.exists():
         text = changing_summary(main_path)

@@ -4,9 +4,10 @@
 
 - ``clients/js/src/registry.js``: the JavaScript client's table of protocols (name, wire id,
   whether it memoizes, its family module, every constructor parameter with its type and
-  default, the aliases), read from ``longldp.protocols.PROTOCOL_CLASSES`` and each class's
-  ``client_spec`` (:mod:`longldp.protocols.clientspec`); the samplers stay the hand-written
-  family modules ``clients/js/src/<family>.js``;
+  default, a planned protocol's plan keys, the aliases), read from
+  ``longldp.protocols.PROTOCOL_CLASSES`` and each class's ``client_spec``
+  (:mod:`longldp.protocols.clientspec`); the samplers stay the hand-written family modules
+  ``clients/js/src/<family>.js``;
 - the three registry tables of docs/client-spec.md (§3.2 parameters, §3.3 budgets, §4.2 draws)
   and the list of one-shot protocols under §4.2, between ``<!-- generated: NAME -->`` and
   ``<!-- end generated -->`` markers; the prose around them is not touched.
@@ -81,13 +82,16 @@ def js_registry() -> str:
         *(f'  {json.dumps(fam)}: () => import("./{fam}.js"),' for fam in families),
         "};",
         "",
-        "/** Name → [wire id, memoizes, family, {parameter: [type, default?]}], registry order. */",
+        "/** Name → [wire id, memoizes, family, {parameter: [type, default?]}, plan keys (planned",
+        " * protocols only: what a device needs from the server each epoch)], registry order. */",
         "export const TABLE = {",
     ]
     for cls in classes:
         memo = 1 if cls.longitudinal else 0
-        row = f"[{cls.wire_id}, {memo}, {json.dumps(_spec(cls).family)}, {_js_parameters(cls)}]"
-        lines.append(f"  {json.dumps(cls.name)}: {row},")
+        cells = [str(cls.wire_id), str(memo), json.dumps(_spec(cls).family), _js_parameters(cls)]
+        if cls.rounds.planned:
+            cells.append(json.dumps(list(cls.plan_keys)))
+        lines.append(f"  {json.dumps(cls.name)}: [{', '.join(cells)}],")
     lines += ["};", "", "/** Lower-case alias → canonical name. */", "export const ALIASES = {"]
     for cls in classes:
         for alias in cls.aliases:

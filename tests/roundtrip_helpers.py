@@ -41,10 +41,11 @@ def device_batches(
     the wire codec, for the in-memory aggregator).
 
     Every device reports once per epoch in :data:`EPOCHS`, a value that changes with
-    probability 1/2; its secret is derived from ``seed`` and its index, so memos and RAPPOR
-    cohorts are the same on every run (round 2 draws from the OS, as on a device). The state
-    files are written as always but not fsynced: durability is tests/test_device_client.py's
-    subject, and a few hundred fsyncs would make these tests slow.
+    probability 1/2 (a planned protocol's device with the protocol's example plan); its secret
+    is derived from ``seed`` and its index, so memos and RAPPOR cohorts are the same on every
+    run (round 2 draws from the OS, as on a device). The state files are written as always but
+    not fsynced: durability is tests/test_device_client.py's subject, and a few hundred fsyncs
+    would make these tests slow.
     """
     with mock.patch("os.fsync"):
         return _device_batches(proto, state_dir, collection, seed)
@@ -73,7 +74,7 @@ def _device_batches(
         values = list(proto.as_inputs(codes))
         parts = []
         for device, value in zip(devices, values, strict=True):
-            device.report(value, epoch)
+            device.report(value, epoch, proto.example_plan(epoch))  # planned: the server's
             items, data = device.batch(limit=10)
             assert len(items) == 1  # the previous epoch's report was acknowledged
             device.acknowledge([q.id for q in items])

@@ -279,6 +279,34 @@ def test_chromium_end_to_end_against_a_real_server(tmp_path):
         srv.stop()
 
 
+@pytest.mark.browser
+def test_chromium_replays_the_device_vectors_byte_for_byte(tmp_path):
+    """The device test vectors (clients/js/test/vectors.json, docs/client-spec.md §9) replayed by
+    the JS client inside headless chromium (WebCrypto's HMAC, the page's module loader): every
+    upload record, every refusal (a w-event window, a budget cap) and every final state file
+    equal the Python client's, byte for byte. The planned (w-event) cases carry their plans."""
+    vectors = json.loads((JS / "test" / "vectors.json").read_text())
+    site = _site("http://127.0.0.1:9")  # no server is needed: the page only computes
+    try:
+        page = f"http://127.0.0.1:{site.server_address[1]}/test/browser/e2e.html"
+        with Chromium(CHROMIUM, tmp_path / "profile") as browser:
+            browser.navigate(page)
+            got = browser.evaluate(f"e2e.replay({json.dumps({'cases': vectors['cases']})})")
+    finally:
+        site.shutdown()
+    assert [g["name"] for g in got] == [c["name"] for c in vectors["cases"]]
+    planned = 0
+    for case, js in zip(vectors["cases"], got, strict=True):
+        expected = [
+            "refused: BudgetExceededError" if s.get("refused") else s["record"]
+            for s in case["steps"]
+        ]
+        assert js["records"] == expected, case["name"]
+        assert js["state_file"] == case["state_file"], case["name"]
+        planned += any("plan" in s for s in case["steps"])
+    assert planned >= 7  # every LDP-IDS method's case, with its plans
+
+
 # ------------------------------------------------------------------------------ black-box audit
 
 

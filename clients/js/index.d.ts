@@ -77,7 +77,10 @@ export class DeviceClient {
   readonly spentBudget: SpentBudget;
   readonly queue: QueuedReport[];
   /** Randomize `value` for `epoch`, queue and save; resolves to the report id. */
-  report(value: number | string, epoch: number): Promise<Uint8Array>;
+  /** `plan`: the server's plan of the epoch, for a planned (w-event) protocol: `{eps: b}`. */
+  report(value: number | string, epoch: number, plan?: { eps: number } | null): Promise<Uint8Array>;
+  /** Most ε spent in a window of w epochs containing `epoch`, with `extra` more at it (planned). */
+  windowSpent(epoch: number, extra?: number): number;
   memo(value: number | string): Promise<number | Uint8Array>;
   memoId(value: number | string): string;
   budgetAfter(value: number | string): SpentBudget;

@@ -27,7 +27,7 @@ export async function protocolFromSpec(spec) {
   const lower = spec.name.toLowerCase();
   const name = ALIASES[lower] ?? PROTOCOL_NAMES.find((n) => n.toLowerCase() === lower);
   if (!name) throw new RangeError(`${own}: 'name' must be one of ${PROTOCOL_NAMES.join(", ")}; got ${JSON.stringify(spec.name)}`);
-  const [id, memoizes, family, params] = TABLE[name];
+  const [id, memoizes, family, params, planKeys = []] = TABLE[name];
   const types = Object.fromEntries(Object.entries(params).map(([key, [type]]) => [key, type]));
   const unknown = Object.keys(given).filter((k) => !(k in types));
   if (unknown.length) throw new RangeError(`${name}: unknown parameter(s) ${unknown.join(", ")}; allowed: ${Object.keys(types).join(", ")}`);
@@ -50,6 +50,7 @@ export async function protocolFromSpec(spec) {
   const methods = typeof fam.methods === "function" ? fam.methods(name) : fam.methods;
   const proto = Object.assign(Object.create({ check: checkValue, state: async () => ({}), round2: async (x) => x, ...methods }), {
     name, id, memoizes: !!memoizes, k: P.k, params: P, spec: { name, params: typed },
+    planKeys, planned: planKeys.length > 0,
     p1, q1, p2, q2, P1: p1 * p2 + (1 - p1) * q2, P0: q1 * p2 + (1 - q1) * q2,
     ...more,
   });

@@ -13,9 +13,11 @@ export const FAMILIES = {
   "rappor": () => import("./rappor.js"),
   "ss": () => import("./ss.js"),
   "ue": () => import("./ue.js"),
+  "wevent": () => import("./wevent.js"),
 };
 
-/** Name → [wire id, memoizes, family, {parameter: [type, default?]}], registry order. */
+/** Name → [wire id, memoizes, family, {parameter: [type, default?]}, plan keys (planned
+ * protocols only: what a device needs from the server each epoch)], registry order. */
 export const TABLE = {
   "GRR": [1, 0, "grr", { k: [I], eps: [F] }],
   "SUE": [2, 0, "ue", { k: [I], eps: [F] }],
@@ -40,6 +42,13 @@ export const TABLE = {
   "RAPPOR-one-time": [19, 0, "rappor", { k: [I], h: [I, 2], m: [I, 1], f: [F, 0.5], p: [F, 0.5], q: [F, 0.75], bloom_hash: [S, "rappor-md5-1byte"] }],
   "RAPPOR-onehot-one-time": [20, 0, "rappor", { k: [I], f: [F, 0.5], p: [F, 0.5], q: [F, 0.75] }],
   "RAPPOR-boolean-one-time": [21, 0, "rappor", { m: [I, 1], f: [F, 0.5], p: [F, 0.5], q: [F, 0.75] }],
+  "LBU": [40, 0, "wevent", { k: [I], eps_window: [F], w: [I] }, ["eps"]],
+  "LSP": [41, 0, "wevent", { k: [I], eps_window: [F], w: [I] }, ["eps"]],
+  "LBD": [42, 0, "wevent", { k: [I], eps_window: [F], w: [I] }, ["eps"]],
+  "LBA": [43, 0, "wevent", { k: [I], eps_window: [F], w: [I] }, ["eps"]],
+  "LPU": [44, 0, "wevent", { k: [I], eps_window: [F], w: [I] }, ["eps"]],
+  "LPD": [45, 0, "wevent", { k: [I], eps_window: [F], w: [I] }, ["eps"]],
+  "LPA": [46, 0, "wevent", { k: [I], eps_window: [F], w: [I] }, ["eps"]],
 };
 
 /** Lower-case alias → canonical name. */

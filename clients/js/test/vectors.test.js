@@ -42,10 +42,10 @@ for (const v of vectors.cases) {
     assert.deepEqual(state, v.state);
     for (const step of v.steps) {
       if (step.refused) {
-        await assert.rejects(c.report(step.value, step.epoch), BudgetExceededError);
+        await assert.rejects(c.report(step.value, step.epoch, step.plan), BudgetExceededError);
         continue;
       }
-      const id = await c.report(step.value, step.epoch);
+      const id = await c.report(step.value, step.epoch, step.plan);
       const q = c.queue.at(-1);
       assert.deepEqual(q.id, id);
       assert.equal(hex(Buffer.concat([q.id, Buffer.from([q.epoch >>> 24, (q.epoch >> 16) & 255, (q.epoch >> 8) & 255, q.epoch & 255]), q.report])), step.record, `record of epoch ${step.epoch}`);

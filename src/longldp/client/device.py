@@ -189,12 +189,11 @@ class DeviceClient:
     @property
     def spent_budget(self) -> privacy.SpentBudget:
         """Reports sent t, distinct memos d and ε = min(t·ε1, d·ε∞) (one-shot: t·ε); for a
-        planned (w-event) protocol, the sum of its reports' budgets over the whole horizon."""
+        planned (w-event) protocol, the sum of its reports' budgets over the whole horizon,
+        shown as every total is (:func:`longldp.privacy.spent_total`)."""
         if self.proto.planned:
-            total = sum(b for _, b in self._spending)
-            return privacy.SpentBudget(
-                len(self._spending), 0, privacy.round_up(total) if total else 0.0
-            )
+            total = privacy.spent_total(sum(b for _, b in self._spending))
+            return privacy.SpentBudget(len(self._spending), 0, total)
         return self.proto.budget_spent(self._reports, len(self._memo_keys))
 
     def window_spent(self, epoch: int, extra: float = 0.0) -> float:
@@ -229,10 +228,10 @@ class DeviceClient:
             raise ValueError(
                 f"DeviceClient: 'epoch' must be in [0, {wire.MAX_EPOCH}]; got {epoch}."
             )
+        key = self._client.memo_id(value)  # checks the value before anything else
         if self.proto.planned:
             return self._report_planned(value, int(epoch), plan)
         self.proto.check_plan(plan)
-        key = self._client.memo_id(value)
         after = self.budget_after(value)
         if self.max_epsilon is not None and after.epsilon > self.max_epsilon * (1 + 1e-12):
             raise BudgetExceededError(
@@ -269,8 +268,9 @@ class DeviceClient:
                 f"{self.proto.name}: reporting would spend ε = {lifetime:.6g} in total, past "
                 f"max_epsilon = {self.max_epsilon:.6g}; the report was not made."
             )
-        # The epoch's oracle draws the report (OS randomness); the collection's codec sends it.
-        one = Client(self.proto.for_round(plan), round2=SecureRandom())
+        # The epoch's oracle draws the report from the round-2 source (the OS; the test
+        # vectors' fixed stream), as a one-shot report; the collection's codec sends it.
+        one = Client(self.proto.for_round(plan), self._client.round2)
         record = one.report(value)
         report = self.proto.encode_reports(np.asarray([record], dtype=np.asarray(record).dtype))
         return self._enqueue(epoch, report, lambda: self._spending.append((epoch, b)))

@@ -50,14 +50,33 @@ class ClientSpec:
 @dataclass(frozen=True)
 class VectorCase:
     """One case of the device test vectors (docs/client-spec.md §9): the protocol's parameters,
-    the values a device reports at epochs 0, 1, …, its collection and budget cap. The case is
-    named after the protocol, then ``-suffix``."""
+    the values a device reports at epochs 0, 1, … (or at ``epochs``), its collection and budget
+    cap, and, for a planned protocol, the server's plan of each epoch (``plans``, one per
+    value). The case is named after the protocol, then ``-suffix``."""
 
     params: Mapping[str, Any]
     values: tuple[Any, ...]
     suffix: str = ""
     collection: str = "vectors"
     max_epsilon: float | None = None
+    plans: tuple[Mapping[str, Any] | None, ...] = ()
+    epochs: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("plans", "epochs"):
+            given = getattr(self, name)
+            if given and len(given) != len(self.values):
+                raise ValueError(
+                    f"VectorCase: '{name}' must give one entry per value ({len(self.values)}); "
+                    f"got {len(given)}."
+                )
+
+    def steps(self) -> list[tuple[int, Any, Mapping[str, Any] | None]]:
+        """(epoch, value, plan) of each step: ``epochs`` (default 0, 1, …) and ``plans``
+        (default none)."""
+        epochs = self.epochs or tuple(range(len(self.values)))
+        plans = self.plans or (None,) * len(self.values)
+        return list(zip(epochs, self.values, plans, strict=True))
 
     def name(self, protocol: str) -> str:
         """The case's name: the protocol's, then ``-suffix`` when there is one."""

@@ -239,6 +239,13 @@ class Mechanism(ABC):
             )
         return dict(plan)
 
+    def example_plan(self, epoch: int) -> dict[str, Any] | None:
+        """A plan a device may be given at ``epoch``, valid at every epoch (round trips, examples,
+        docs); None for a mechanism that plans nothing. A planned family overrides it."""
+        if self.planned:
+            raise NotImplementedError(f"{self.name}: a planned mechanism gives its example plan.")
+        return None
+
     def for_round(self, plan: Mapping[str, Any] | None) -> Mechanism:
         """The mechanism one epoch or round's reports are drawn with, given the server's plan
         (a planned family returns a configured copy; everything else is itself)."""

@@ -39,9 +39,26 @@ from longldp import privacy
 from longldp.privacy.linkage import Linkage
 from longldp.privacy.streams import check_window
 from longldp.protocols.base import OneShot, grr_round, set_derived
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.grr import GRR, _SymbolReports
 from longldp.protocols.streams import wevent
 from longldp.protocols.traits import Rounds
+
+#: The device client's rows of every LDP-IDS method (docs/client-spec.md): a GRR report at the
+#: budget b of the server's plan; the class's own channel is GRR at its largest report budget.
+WEVENT_CLIENT = ClientSpec(
+    family="wevent",
+    chain="GRR over k at the plan's budget b (the class's own channel: b = its largest report "
+    "budget, LBU ε/w, LBD max(ε/(2w), ε/4), LBA ε/2, the others ε)",
+    round2="1, 0",
+    eps_1="ρ(ln(P1/P0)) at the largest report budget; a report at the plan's b costs b",
+    eps_perm="ρ(ln(p1/q1)) at the largest report budget",
+    state="none",
+    memo_key="v",
+    round1='the plan {"eps": b}: y = GRR(v, k, D(1/(1 + (k−1)·e^(−b)))); refused past '
+    "eps_window in any w consecutive epochs (§6.3)",
+    draws2="none (one-shot)",
+)
 
 
 @dataclass(frozen=True)
@@ -61,6 +78,7 @@ class WEventMechanism(OneShot, _SymbolReports):
     budget_params: ClassVar[tuple[str, ...]] = ("eps_window",)
     budget_note: ClassVar[str] = "(ε of any w consecutive epochs; 'w' is the window)"
     test_params: ClassVar[tuple[dict, ...]] = ({"eps_window": 2.0, "w": 4},)
+    client_spec: ClassVar[ClientSpec | None] = WEVENT_CLIENT
 
     def __post_init__(self) -> None:
         check.integer(self.name, "k", self.k, minimum=2)
@@ -98,14 +116,21 @@ class WEventMechanism(OneShot, _SymbolReports):
         """{"eps": b}: this epoch's report budget, 0 < b <= ``report_eps``."""
         plan = super().check_plan(plan)
         b = plan["eps"]
-        if isinstance(b, bool) or not isinstance(b, (int, float)) or not (
-            0 < b <= self.report_eps * (1 + 1e-12)
+        if (
+            isinstance(b, bool)
+            or not isinstance(b, (int, float))
+            or not (0 < b <= self.report_eps * (1 + 1e-12))
         ):
             raise ValueError(
                 f"{self.name}: the plan's 'eps' must be a number in (0, {self.report_eps:g}] "
                 f"(the method's largest report budget); got {b!r}."
             )
         return {"eps": float(b)}
+
+    def example_plan(self, epoch: int) -> dict[str, Any]:
+        """A plan valid at every epoch (round trips, examples): ε/w, or the largest report
+        budget when that is smaller, so that no window of w epochs exceeds ``eps_window``."""
+        return {"eps": min(self.report_eps, self.eps_window / self.w)}
 
     def for_round(self, plan: Mapping[str, Any] | None) -> GRR:
         """The oracle of one report: GRR at the plan's budget."""
@@ -128,7 +153,7 @@ class WEventMechanism(OneShot, _SymbolReports):
         return wevent.run_users(self.method, data, self.k, self.eps_window, self.w, rng, "grr")
 
 
-def _method(cls_name: str, wire: int, doc: str) -> type[WEventMechanism]:
+def _method(cls_name: str, wire: int, doc: str, case: VectorCase) -> type[WEventMechanism]:
     cls = type(
         cls_name,
         (WEventMechanism,),
@@ -140,19 +165,88 @@ def _method(cls_name: str, wire: int, doc: str) -> type[WEventMechanism]:
             "wire_id": wire,
             #: Nothing persists in a report: the plan names the budget, the report a symbol.
             "linkage": Linkage(),
+            "vector_cases": (case,),
             "__annotations__": {},
         },
     )
     return dataclass(frozen=True)(cls)
 
 
-LBU = _method("LBU", 40, "LDP-IDS budget uniform: every epoch, every user at ε/w (§19.2).")
-LSP = _method("LSP", 41, "LDP-IDS sampling: every w-th epoch, every user at ε (§19.2).")
-LBD = _method("LBD", 42, "LDP-IDS budget distribution ([REN22] §4.2; math §19.2).")
-LBA = _method("LBA", 43, "LDP-IDS budget absorption ([REN22] §4.3; math §19.2).")
-LPU = _method("LPU", 44, "LDP-IDS population uniform: group t mod w at ε (§19.2).")
-LPD = _method("LPD", 45, "LDP-IDS population distribution ([REN22] §5.2; math §19.2).")
-LPA = _method("LPA", 46, "LDP-IDS population absorption ([REN22] §5.3; math §19.2).")
+def _plans(*budgets: float) -> tuple[dict[str, float], ...]:
+    return tuple({"eps": b} for b in budgets)
+
+
+# Each method's device test vectors: plans as its server would send them (LSP every w-th
+# epoch, LPU once per window, LBD/LBA a dissimilarity report and publications), with
+# refusals: past eps_window in a window (LSP, LPA) and past max_epsilon (LBD).
+LBU = _method(
+    "LBU",
+    40,
+    "LDP-IDS budget uniform: every epoch, every user at ε/w (§19.2).",
+    VectorCase({"k": 5, "eps_window": 1.0, "w": 2}, (2, 2, 4, 0), plans=_plans(0.5, 0.5, 0.5, 0.5)),
+)
+LSP = _method(
+    "LSP",
+    41,
+    "LDP-IDS sampling: every w-th epoch, every user at ε (§19.2).",
+    VectorCase(
+        {"k": 5, "eps_window": 1.0, "w": 2},
+        (1, 3, 3, 0),
+        epochs=(0, 1, 2, 4),
+        plans=_plans(1.0, 1.0, 1.0, 1.0),
+    ),
+)
+LBD = _method(
+    "LBD",
+    42,
+    "LDP-IDS budget distribution ([REN22] §4.2; math §19.2).",
+    VectorCase(
+        {"k": 4, "eps_window": 2.0, "w": 4},
+        (3, 3, 1, 2),
+        plans=_plans(0.25, 0.5, 0.25, 0.25),
+        max_epsilon=1.0,
+    ),
+)
+LBA = _method(
+    "LBA",
+    43,
+    "LDP-IDS budget absorption ([REN22] §4.3; math §19.2).",
+    VectorCase({"k": 4, "eps_window": 2.0, "w": 4}, (0, 1, 1), plans=_plans(0.25, 1.0, 0.25)),
+)
+LPU = _method(
+    "LPU",
+    44,
+    "LDP-IDS population uniform: group t mod w at ε (§19.2).",
+    VectorCase(
+        {"k": 6, "eps_window": 1.5, "w": 3},
+        (5, 0, 2),
+        epochs=(1, 4, 7),
+        plans=_plans(1.5, 1.5, 1.5),
+    ),
+)
+LPD = _method(
+    "LPD",
+    45,
+    "LDP-IDS population distribution ([REN22] §5.2; math §19.2).",
+    VectorCase(
+        {"k": 3, "eps_window": 1.0, "w": 2},
+        (0, 2, 2),
+        epochs=(0, 3, 5),
+        plans=_plans(1.0, 1.0, 1.0),
+    ),
+)
+LPA = _method(
+    "LPA",
+    46,
+    "LDP-IDS population absorption ([REN22] §5.3; math §19.2).",
+    VectorCase(
+        {"k": 8, "eps_window": 2.0, "w": 5},
+        (7, 2, 4),
+        epochs=(2, 7, 8),
+        plans=_plans(2.0, 2.0, 0.5),
+        collection="vectors-w-event",
+    ),
+)
 
 #: The registered LDP-IDS classes, in the order of math §19.2.
 WEVENT_CLASSES = (LBU, LSP, LBD, LBA, LPU, LPD, LPA)
