@@ -7,7 +7,8 @@ plan of each epoch for a planned protocol) reported through
 (``HmacRandom(csprng_key, "longldp/test-vectors/csprng|" ‖ case name)``, read as the spec says:
 each report's round-2 draws, then the 12 random bytes of its id, which begins with its epoch).
 Written: the header, the derived parameters, the per-device state, each step's memo key, memo,
-upload record and budget, refused steps, and the final state file.
+upload record (none at an epoch where a history-dependent device sends nothing) and budget,
+refused steps, and the final state file.
 ``tests/test_client_vectors.py`` regenerates them and compares with the committed file;
 ``clients/js/test/vectors.test.js`` replays them through the JavaScript client.
 
@@ -102,17 +103,19 @@ def case_vector(name: str, folder: Path) -> dict[str, Any]:
             if planned:  # a planned protocol: the server's plan of the epoch
                 step["plan"] = None if plan is None else dict(plan)
             try:
-                client.report(value, epoch, plan)
+                sent = client.report(value, epoch, plan)
             except BudgetExceededError:
                 step["refused"] = "budget"
                 steps.append(step)
                 continue
             queued = client.queue[-1]
             budget = client.spent_budget
+            record = queued.id + queued.epoch.to_bytes(4, "big") + queued.report
             step.update(
                 memo_key=client._client.memo_id(value),
                 memo=_memo_text(client.memo(value)) if proto.longitudinal else None,
-                record=(queued.id + queued.epoch.to_bytes(4, "big") + queued.report).hex(),
+                # None: a history-dependent device that sends nothing at this epoch
+                record=None if sent is None else record.hex(),
                 budget={
                     "reports": budget.reports,
                     "memos": budget.memos,

@@ -35,6 +35,12 @@ BAD_BUDGET = {
         (math.nan, r"'eps_window' must be a finite number > 0"),
         (31.0, r"'eps_window' must be a finite number > 0 and <= 30"),
     ],
+    "eps_total": [
+        (0.0, r"'eps_total' must be a finite number > 0"),
+        (math.inf, r"'eps_total' must be a finite number > 0"),
+    ],
+    "eps_0": [(-1.0, r"'eps_0' must be a finite number > 0"), ("1", r"'eps_0' must be")],
+    "eps_node": [(math.nan, r"'eps_node' must be a finite number > 0")],
     "f": [(1.0, r"'f' must be a number in \[0, 1\)"), (-0.1, r"'f' must be a number in")],
     "p": [(1.5, r"'p' must be a number in \[0, 1\]"), ("x", r"'p' must be")],
     "q": [(math.nan, r"'q' must be a number in \[0, 1\]")],

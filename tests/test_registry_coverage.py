@@ -16,7 +16,7 @@ import pytest
 from _pytest.mark.structures import ParameterSet
 
 import longldp as ll
-from longldp.protocols import FrequencyOracle
+from longldp.protocols.mechanism import Mechanism
 from protocol_table import PROTOCOLS
 from registry_cases import CLASSES, engine_frequencies, one_shot_eps, takes_k, two_round_chain
 
@@ -39,6 +39,17 @@ def frequencies(cls: type) -> bool:
 def linkable(cls: type) -> bool:
     """Its reports carry a per-device field that links a device's epochs."""
     return cls.linkage.linkable
+
+
+def no_history(cls: type) -> bool:
+    """Its reports depend on each epoch's value alone (no ``history`` trait): the shuffle
+    routes of math §17.4 are proven for these, and central_summary refuses the others."""
+    return cls.history is None
+
+
+def history(cls: type) -> bool:
+    """A history-dependent mechanism (its ``history`` trait, docs/design.md §2.5)."""
+    return cls.history is not None
 
 
 def eps_budget(cls: type) -> bool:
@@ -81,7 +92,7 @@ COMMON: dict[str, dict[str, Trait]] = {
         "test_claims_cover_the_exact_channel_at_large_budgets": eps_budget,
     },
     "test_parameters": {
-        "test_vstar_is_variance_at_zero": every,
+        "test_vstar_is_variance_at_zero": no_history,
         "test_chain_eps_round_trips": two_round_chain,
         "test_one_shot_protocol_eps_round_trips": one_shot_eps,
     },
@@ -110,10 +121,11 @@ COMMON: dict[str, dict[str, Trait]] = {
     "test_sampler_thresholds": {"test_claims_equal_what_the_sampler_realizes": every},
     "test_shuffle_linkage": {
         "test_declared_linkage_covers_what_the_reports_carry": every,
-        "test_routes_follow_the_linkage": every,
-        "test_every_central_claim_survives_the_linkage_attack": every,
-        "test_a_halved_claim_is_refuted_where_the_attack_has_power": every,
-        "test_linking_refutes_the_excluded_route": linkable,
+        "test_routes_follow_the_linkage": no_history,
+        "test_every_central_claim_survives_the_linkage_attack": no_history,
+        "test_a_halved_claim_is_refuted_where_the_attack_has_power": no_history,
+        "test_linking_refutes_the_excluded_route": lambda cls: linkable(cls) and no_history(cls),
+        "test_a_history_dependent_mechanism_gets_no_central_figure": history,
     },
     "test_audit": {
         "test_exact_lifetime_within_claims_and_saturates": frequencies,
@@ -126,9 +138,9 @@ COMMON: dict[str, dict[str, Trait]] = {
 def classes_of(value: object) -> set[type]:
     """The protocol classes a parameter value stands for: a class, an instance, a case id of
     tests/protocol_table.py or a registry name; nothing for other values."""
-    if isinstance(value, type) and issubclass(value, FrequencyOracle):
+    if isinstance(value, type) and issubclass(value, Mechanism):
         return {value}
-    if isinstance(value, FrequencyOracle):
+    if isinstance(value, Mechanism):
         return {type(value)}
     if isinstance(value, str):
         if value in PROTOCOLS:

@@ -85,6 +85,8 @@ def thresholds(proto: ll.FrequencyOracle) -> dict[str, Fraction]:
     else:
         rounds = [calls[0], []]
     names = ({"p1": proto.p1, "q1": proto.q1}, {"p2": proto.p2, "q2": proto.q2})
+    if proto.history is not None:  # two epochs (an initial and a later report): its own names
+        rounds, names = [calls[0] + calls[1]], (proto.probabilities(),)
     out: dict[str, Fraction] = {}
     for events, named in zip(rounds, names, strict=True):
         for event in events:
@@ -114,6 +116,10 @@ def realized_epsilons(proto: ll.FrequencyOracle) -> tuple[float, float]:
     """(ε of one report, ε of round 1) of the channel the sampler realizes."""
     t = thresholds(proto)
     kind = str(proto.report_kind)  # the kind's name (docs/design.md §2)
+    if kind == "change":  # contexts enumerated by the mechanism from the realized probabilities
+        channels = proto.context_channels({name: float(p) for name, p in t.items()})
+        eps = max(privacy.channel_epsilon(ch) for ch in channels)
+        return eps, eps
     if kind in ("symbol", "hashed", "hadamard"):
         m = proto.k if kind == "symbol" else proto.g  # type: ignore[attr-defined]
         k1 = t["p1"]  # keep, else a uniform other symbol of m
@@ -174,6 +180,7 @@ def build_high(cls: type, eps: float, alpha: float | None) -> ll.FrequencyOracle
             params["f"] = 0.0
         return cls(**params)
     budget = {"eps": eps, "eps_perm": eps, "eps_1": (alpha or 0.0) * eps, "eps_window": eps}
+    budget |= {"eps_total": eps, "eps_0": eps, "eps_node": eps}
     # Required structural parameters besides the budget (a window w ...): the test ones.
     required = {
         f.name

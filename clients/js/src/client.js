@@ -98,6 +98,7 @@ export class DeviceClient {
       Object.assign(this, { proto, collection: collection ?? "default", reports: 0, dropped: 0 });
       this._memoKeys = new Set();
       this._spending = [];
+      this._history = proto.history ? proto.newHistory() : null;
       this._queue = [];
       this._credentials = {};
     }
@@ -142,8 +143,10 @@ export class DeviceClient {
     this.reports = body.reports;
     this.dropped = body.dropped;
     this._memoKeys = new Set(body.memo_keys);
-    // A planned (w-event) protocol: the budget of every report by epoch (docs/math.md §19.2).
+    // A planned (w-event) or history-dependent protocol: what every report cost, by epoch
+    // (docs/math.md §19.2, §19.6); a history-dependent one also its history.
     this._spending = (body.spending ?? []).map(([e, b]) => [e, b]);
+    this._history = stored.history ? body.history : null;
     this._queue = body.queue.map((q) => ({ id: fromHex(q.id), epoch: q.epoch, report: fromBase64(q.report) }));
     this._credentials = body.credentials ?? {};
   }
@@ -163,7 +166,8 @@ export class DeviceClient {
       credentials: this._credentials, // by server base URL (device identities, §7)
       queue: this._queue.map((q) => ({ id: toHex(q.id), epoch: q.epoch, report: toBase64(q.report) })),
     };
-    if (this.proto.planned) body.spending = this._spending.map(([e, b]) => [e, new PyFloat(b)]);
+    if (this._tracked) body.spending = this._spending.map(([e, b]) => [e, new PyFloat(b)]);
+    if (this.proto.history) body.history = this._history;
     body.mac = await stateTag(this._macKey, body);
     await this.store.save(canonicalJson(body));
   }
@@ -211,8 +215,18 @@ export class DeviceClient {
 
   /** Reports t, distinct memos d and ε = min(t·ε1, d·ε∞) (one-shot protocols: t·ε); a planned
    * (w-event) protocol: the sum of its reports' budgets over the whole horizon. */
+  /** Each report's cost is kept by epoch: a planned (w-event) or history-dependent protocol. */
+  get _tracked() {
+    return this.proto.planned || !!this.proto.history;
+  }
+
+  /** A history-dependent protocol's history (a copy; null for every other protocol). */
+  get history() {
+    return this._history && structuredClone(this._history);
+  }
+
   get spentBudget() {
-    if (this.proto.planned) {
+    if (this._tracked) {
       const total = this._spending.reduce((sum, [, b]) => sum + b, 0);
       return { reports: this._spending.length, memos: 0, epsilon: spentTotal(total) };
     }
@@ -250,6 +264,7 @@ export class DeviceClient {
       int("DeviceClient", "epoch", epoch, 0, MAX_EPOCH);
       const o = this.proto;
       const key = this.memoId(value); // checks the value before anything else
+      if (o.history) return this._reportHistory(value, epoch, plan);
       if (o.planned) return this._reportPlanned(value, epoch, plan);
       if (plan !== undefined && plan !== null && Object.keys(plan).length) {
         throw new RangeError(`${o.name}: the plan's keys must be nothing (it is not planned); got ${JSON.stringify(Object.keys(plan))}`);
@@ -292,11 +307,43 @@ export class DeviceClient {
     return this._enqueue(epoch, concat(this._header, o.body(payload, this._state)), () => this._spending.push([epoch, b]));
   }
 
+  /** A history-dependent protocol (THRESH, CHANGES-TREE, DDRM): the report its history and
+   * `value` give at `epoch`; null at an epoch where it sends nothing (the history moves on). */
+  async _reportHistory(value, epoch, plan) {
+    const o = this.proto;
+    if (o.planned && (plan === undefined || plan === null)) {
+      throw new TypeError(`${o.name}: its rounds are planned by the server; pass the epoch's plan (keys ${o.planKeys.join(", ")})`);
+    }
+    const step = o.historyStep(value, this._state, this._history, epoch, plan);
+    const lifetime = this.spentBudget.epsilon + step.cost;
+    if (this.maxEpsilon !== undefined && lifetime > this.maxEpsilon * (1 + 1e-12)) {
+      throw new BudgetExceededError(
+        `${o.name}: reporting would spend ε = ${lifetime.toPrecision(6)} in total, past maxEpsilon = ${this.maxEpsilon}; the report was not made`,
+      );
+    }
+    if (step.input < 0) {
+      const before = this._history;
+      this._history = step.history;
+      try {
+        await this._save();
+      } catch (err) {
+        this._history = before;
+        throw err;
+      }
+      return null;
+    }
+    const body = await o.drawStep(step.input, this._state, this._random);
+    return this._enqueue(epoch, concat(this._header, body), () => {
+      this._spending.push([epoch, step.cost]);
+      this._history = step.history;
+    });
+  }
+
   /** Queue `report`, record what it spends with `spend()` and save, all or nothing: the state
    * is saved before the report can be uploaded; a failed save leaves no report, budget unchanged. */
   async _enqueue(epoch, report, spend) {
     const id = reportId(epoch, Uint8Array.from(await this._random.bytes(ID_ENTROPY)));
-    const before = [this.reports, new Set(this._memoKeys), [...this._spending], [...this._queue], this.dropped];
+    const before = [this.reports, new Set(this._memoKeys), [...this._spending], [...this._queue], this.dropped, this._history];
     spend();
     this.reports += 1;
     this._queue.push({ id, epoch, report });
@@ -305,7 +352,7 @@ export class DeviceClient {
     try {
       await this._save();
     } catch (err) {
-      [this.reports, this._memoKeys, this._spending, this._queue, this.dropped] = before;
+      [this.reports, this._memoKeys, this._spending, this._queue, this.dropped, this._history] = before;
       throw err;
     }
     for (const q of overflow) this._warn(`upload queue full (${this.queueLimit}): dropped report ${toHex(q.id)} of epoch ${q.epoch}`);

@@ -6,6 +6,7 @@ export const F = 1, I = 2, OPT = 3, S = 4;
 
 /** Family → its module, loaded on first use (an app loads its protocol's code only). */
 export const FAMILIES = {
+  "changes": () => import("./changes.js"),
   "dbitflip": () => import("./dbitflip.js"),
   "grr": () => import("./grr.js"),
   "hr": () => import("./hr.js"),
@@ -49,6 +50,9 @@ export const TABLE = {
   "LPU": [44, 0, "wevent", { k: [I], eps_window: [F], w: [I] }, ["eps"]],
   "LPD": [45, 0, "wevent", { k: [I], eps_window: [F], w: [I] }, ["eps"]],
   "LPA": [46, 0, "wevent", { k: [I], eps_window: [F], w: [I] }, ["eps"]],
+  "THRESH": [47, 0, "changes", { k: [I], eps_total: [F], max_votes: [I], max_updates: [I], z: [F, 3.0] }, ["round"]],
+  "CHANGES-TREE": [48, 0, "changes", { k: [I], eps_0: [F], eps_node: [F], tau: [I] }],
+  "DDRM": [49, 0, "changes", { k: [I], eps: [F], tau: [I] }],
 };
 
 /** Lower-case alias → canonical name. */

@@ -46,6 +46,13 @@ for (const v of vectors.cases) {
         continue;
       }
       const id = await c.report(step.value, step.epoch, step.plan);
+      if (step.record === null) {
+        // a history-dependent device sends nothing at this epoch; its history moved on
+        assert.equal(id, null);
+        assert.equal(c.memoId(step.value), step.memo_key);
+        assert.deepEqual(c.spentBudget, step.budget);
+        continue;
+      }
       const q = c.queue.at(-1);
       assert.deepEqual(q.id, id);
       assert.equal(hex(Buffer.concat([q.id, Buffer.from([q.epoch >>> 24, (q.epoch >> 16) & 255, (q.epoch >> 8) & 255, q.epoch & 255]), q.report])), step.record, `record of epoch ${step.epoch}`);

@@ -110,6 +110,13 @@ def attacker_success(
     AttackSuccess
     """
     owner = proto.name
+    if proto.history is not None:
+        raise ValueError(
+            f"{owner}: its reports depend on the client's own past values (a history-dependent "
+            "mechanism, docs/design.md §2.5), which the ASR's client model (one value, the same "
+            "report law at every report) does not describe; audit its lifetime with "
+            "longldp.audit.audit_lifetime."
+        )
     tau = check.integer(owner, "tau", tau, minimum=1)
     method = check.choice(owner, "method", method, METHODS)
     k = domain_size(proto)

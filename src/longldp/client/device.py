@@ -139,8 +139,10 @@ class DeviceClient:
             self.collection = str(body["collection"])
             self._reports = int(body["reports"])
             self._memo_keys = {str(k) for k in body["memo_keys"]}
-            # A planned (w-event) protocol: the budget of every report by epoch (math §19.2).
+            # A planned (w-event) or history-dependent protocol: what every report cost, by
+            # epoch (math §19.2, §19.6); a history-dependent one also its history.
             self._spending = [(int(e), float(b)) for e, b in body.get("spending", [])]
+            history = body.get("history")
             self._dropped = int(body["dropped"])
             # Device credentials by server (docs/client-spec.md §7): kept as written.
             self._credentials = dict(body.get("credentials", {}))
@@ -158,6 +160,7 @@ class DeviceClient:
             self._reports = 0
             self._memo_keys: set[str] = set()
             self._spending: list[tuple[int, float]] = []
+            history = None
             self._dropped = 0
             self._credentials: dict[str, Any] = {}
             self._queue: list[QueuedReport] = []
@@ -165,6 +168,8 @@ class DeviceClient:
         self._client = Client(
             self.proto, round1=DerivedRound1(self._secret, context), round2=SecureRandom()
         )
+        if history is not None:
+            self._client.history = _history_from_json(self.proto, history)
         if not self.path.exists():
             self._save()
 
@@ -187,11 +192,23 @@ class DeviceClient:
         return self.proto.budget_spent(self._reports + 1, len(self._memo_keys | {key}))
 
     @property
+    def _tracks_spending(self) -> bool:
+        """Whether each report's cost is kept by epoch: a planned (w-event) protocol, whose
+        plan sets it, or a history-dependent one, whose history does (math §19.2, §19.6)."""
+        return self.proto.planned or self.proto.history is not None
+
+    @property
+    def history(self) -> dict[str, np.ndarray] | None:
+        """A history-dependent protocol's history (a copy; None for every other protocol)."""
+        held = self._client.history
+        return None if held is None else {name: arr.copy() for name, arr in held.items()}
+
+    @property
     def spent_budget(self) -> privacy.SpentBudget:
         """Reports sent t, distinct memos d and ε = min(t·ε1, d·ε∞) (one-shot: t·ε); for a
-        planned (w-event) protocol, the sum of its reports' budgets over the whole horizon,
-        shown as every total is (:func:`longldp.privacy.spent_total`)."""
-        if self.proto.planned:
+        planned (w-event) or history-dependent protocol, the sum of its reports' costs over
+        the whole horizon, shown as every total is (:func:`longldp.privacy.spent_total`)."""
+        if self._tracks_spending:
             total = privacy.spent_total(sum(b for _, b in self._spending))
             return privacy.SpentBudget(len(self._spending), 0, total)
         return self.proto.budget_spent(self._reports, len(self._memo_keys))
@@ -208,7 +225,9 @@ class DeviceClient:
             worst = max(worst, inside + extra)
         return worst
 
-    def report(self, value: Any, epoch: int, plan: dict[str, Any] | None = None) -> bytes:
+    def report(
+        self, value: Any, epoch: int, plan: dict[str, Any] | None = None
+    ) -> bytes | None:
         """Randomize ``value`` for ``epoch``, queue it, save the state; return its report id.
 
         A planned protocol (the LDP-IDS methods) takes the server's ``plan`` of the epoch
@@ -216,6 +235,11 @@ class DeviceClient:
         :class:`BudgetExceededError` when it would make any window of w epochs containing
         ``epoch`` spend more than the protocol's ``eps_window`` (the device keeps its window's
         spending in its state file, across restarts).
+
+        A history-dependent protocol (THRESH, CHANGES-TREE, DDRM) reports what its history
+        and ``value`` give at ``epoch`` (THRESH with the server's plan of the round), keeps the
+        history in its state file, and returns None at an epoch where it sends nothing (a
+        CHANGES-TREE device between its node ends); epochs move forward.
 
         ``value`` is an int in [0, k) (RAPPOR with Bloom filters: a string). The state (reports
         sent, memos) is saved before the report can leave the device, so the budget is never
@@ -229,6 +253,8 @@ class DeviceClient:
                 f"DeviceClient: 'epoch' must be in [0, {wire.MAX_EPOCH}]; got {epoch}."
             )
         key = self._client.memo_id(value)  # checks the value before anything else
+        if self.proto.history is not None:
+            return self._report_history(value, int(epoch), plan)
         if self.proto.planned:
             return self._report_planned(value, int(epoch), plan)
         self.proto.check_plan(plan)
@@ -275,6 +301,38 @@ class DeviceClient:
         report = self.proto.encode_reports(np.asarray([record], dtype=np.asarray(record).dtype))
         return self._enqueue(epoch, report, lambda: self._spending.append((epoch, b)))
 
+    def _report_history(self, value: Any, epoch: int, plan: dict[str, Any] | None) -> bytes | None:
+        if self.proto.planned and plan is None:
+            raise ValueError(
+                f"{self.proto.name}: its rounds are planned by the server; pass the epoch's "
+                f"plan (keys {', '.join(self.proto.plan_keys)})."
+            )
+        step = self._client.history_step(value, epoch, plan)  # checks the epoch and the plan
+        cost = float(step.costs[0])
+        lifetime = self.spent_budget.epsilon + cost
+        if self.max_epsilon is not None and lifetime > self.max_epsilon * (1 + 1e-12):
+            raise BudgetExceededError(
+                f"{self.proto.name}: reporting would spend ε = {lifetime:.6g} in total, past "
+                f"max_epsilon = {self.max_epsilon:.6g}; the report was not made."
+            )
+        record = self._client.draw(step)  # from the round-2 source (the OS)
+        if record is None:  # nothing to send at this epoch: only the history moves on
+            before = self._client.history, self._client.next_epoch, self._client.spent
+            self._client.advance(step, epoch)
+            try:
+                self._save()
+            except BaseException:
+                self._client.history, self._client.next_epoch, self._client.spent = before
+                raise
+            return None
+        report = self.proto.encode_reports(np.asarray([record], dtype=np.uint8))
+
+        def spend() -> None:
+            self._spending.append((epoch, cost))
+            self._client.advance(step, epoch)
+
+        return self._enqueue(epoch, report, spend)
+
     def _enqueue(self, epoch: int, report: bytes, spend: Any) -> bytes:
         """Queue ``report``, record what it spends with ``spend()`` and save, all or nothing:
         the state (reports, memos, spending) is saved before the report can leave the device,
@@ -288,6 +346,7 @@ class DeviceClient:
             list(self._queue),
             self._dropped,
         )
+        client = (self._client.history, self._client.next_epoch, self._client.spent)
         spend()
         self._reports += 1
         self._queue.append(item)
@@ -299,6 +358,7 @@ class DeviceClient:
         except BaseException:
             # Not saved: the report does not exist (nothing can upload it), budget unchanged.
             (self._reports, self._memo_keys, self._spending, self._queue, self._dropped) = before
+            self._client.history, self._client.next_epoch, self._client.spent = client
             raise
         for old in overflow:
             log.warning(
@@ -387,9 +447,31 @@ class DeviceClient:
                 for q in self._queue
             ],
         }
-        if self.proto.planned:  # a w-event device's spending by epoch (math §19.2)
+        if self._tracks_spending:  # what each report cost, by epoch (math §19.2, §19.6)
             body["spending"] = [[e, b] for e, b in self._spending]
+        if self._client.history is not None:  # a history-dependent device's history
+            body["history"] = {
+                name: np.asarray(arr)[0].tolist() for name, arr in self._client.history.items()
+            }
         _store.save_state(self.path, self._secret, body)
+
+
+def _history_from_json(proto: Any, stored: Any) -> dict[str, np.ndarray]:
+    """A device's history as its state file holds it ({field: int or list of ints}), checked
+    against the protocol's fields and shapes (a foreign history is refused)."""
+    fresh = proto.new_client_history()
+    if not isinstance(stored, dict) or set(stored) != set(fresh):
+        raise ValueError(
+            f"device state: its history must have the fields {sorted(fresh)} of "
+            f"{proto.name}; got {stored!r:.200}."
+        )
+    out = {}
+    for name, empty in fresh.items():
+        arr = np.asarray([stored[name]])
+        if arr.shape != empty.shape or not np.issubdtype(arr.dtype, np.integer):
+            raise ValueError(f"device state: history field {name!r} is not {empty.shape} ints.")
+        out[name] = arr.astype(np.int64)
+    return out
 
 
 __all__ = ["BudgetExceededError", "DeviceClient", "QueuedReport"]

@@ -171,7 +171,8 @@ def changes_tree_spent(
     """CHANGES-TREE's spending: ε_0 + ε_n·(non-zero nodes at the user's level) (§19.4).
 
     ``levels``: each user's sampled level (public, drawn independently of her data); None
-    gives the worst level, the bound that holds before the level is drawn.
+    gives the worst level, the bound that holds before the level is drawn. A level whose first
+    node ends beyond these trajectories' epochs (drawn for a longer horizon) has no node yet.
     """
     counts = tree_nonzero_nodes(trajectories)
     if counts.shape[1] == 0:
@@ -185,12 +186,15 @@ def changes_tree_spent(
                 f"changes_tree_spent: 'levels' must be an integer vector of length "
                 f"{counts.shape[0]}; got shape {lv.shape}, dtype {lv.dtype}."
             )
-        if lv.size and (lv.min() < 0 or lv.max() >= counts.shape[1]):
+        if lv.size and (lv.min() < 0 or lv.max() >= 64):
             raise ValueError(
-                f"changes_tree_spent: 'levels' must lie in [0, {counts.shape[1]}); got "
+                "changes_tree_spent: 'levels' must lie in [0, 64); got "
                 f"{int(lv.min() if lv.min() < 0 else lv.max())}."
             )
-        used = counts[np.arange(counts.shape[0]), lv]
+        inside = lv < counts.shape[1]
+        used = np.where(
+            inside, counts[np.arange(counts.shape[0]), np.minimum(lv, counts.shape[1] - 1)], 0
+        )
     return eps_0 + eps_node * used
 
 
@@ -327,7 +331,9 @@ def ledger(protocol: Any, trajectories: ArrayLike, run: Any = None, state: Any =
     spending; a change-based run's levels, items or update epochs); without it a w-event
     protocol is charged its guarantee (ε in every window) and a change-based one its worst case
     over the public draws. ``state``: per-user state of a memo chain whose memo key depends on
-    it (LOLOHA's hash ids); without it the values stand for the keys (an upper bound).
+    it (LOLOHA's hash ids; without it the values stand for the keys, an upper bound), or of a
+    change-based mechanism instead of a run (CHANGES-TREE's levels, DDRM's items, as a
+    population's ``memo.state`` holds them).
     """
     acc = protocol.accounting
     size = protocol.domain_size
@@ -361,7 +367,7 @@ def ledger(protocol: Any, trajectories: ArrayLike, run: Any = None, state: Any =
             spent = np.asarray(window_spent(spend, acc.window))
             lifetime = np.asarray(total_spent(spend))
     else:
-        spent = np.asarray(protocol.change_spent(x, run), dtype=np.float64)
+        spent = np.asarray(protocol.change_spent(x, run, state), dtype=np.float64)
         lifetime = spent
     return Ledger(protocol.name, acc.rule, spent, lifetime, COMPARISONS[acc.rule])
 

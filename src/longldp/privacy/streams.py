@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
-from longldp.privacy import grr_probabilities, oue_probabilities
+from longldp.privacy import drawn, grr_probabilities, oue_probabilities
 
 #: The two frequency oracles a stream mechanism runs, and the choices a user may give.
 FO_KINDS = ("grr", "oue")
@@ -158,9 +158,13 @@ def absorption_units(t: int, last: int, last_units: int, w: int) -> int:
 
 
 def rr_probabilities(eps: float) -> tuple[float, float]:
-    """Binary randomized response at ε: keep the bit with p = e^ε/(e^ε + 1), flip with 1 − p."""
+    """Binary randomized response at ε: keep the bit with p = e^ε/(e^ε + 1), flip with 1 − p.
+
+    p is stored as a draw u < p realizes it (:func:`longldp.privacy.drawn`), so 1 − p is exact
+    and the claims read the very probabilities the samplers use (docs/math.md §16.1).
+    """
     eps = check.budget("streams", "eps", eps)
-    p = 1.0 / (1.0 + math.exp(-eps))
+    p = drawn(1.0 / (1.0 + math.exp(-eps)))
     return p, 1.0 - p
 
 
@@ -228,10 +232,11 @@ def tree_node_probabilities(eps_node: float) -> tuple[float, float]:
     A node's difference (nothing, or "left a, entered b") is encoded on 2k bits (minus part
     e_a, plus part e_b) and each bit is randomized as in OUE: a 1 stays 1 with p = 1/2, a 0
     becomes 1 with q. Two inputs differ on at most four bits, two each way, so the node's ε is
-    2·ln(p(1 − q)/(q(1 − p))) = ε_n (:func:`tree_node_epsilon`).
+    2·ln(p(1 − q)/(q(1 − p))) = ε_n (:func:`tree_node_epsilon`). q is stored as its draw
+    realizes it (:func:`longldp.privacy.drawn`).
     """
     eps_node = check.budget("CHANGES-TREE", "eps_node", eps_node)
-    return 0.5, 1.0 / (math.exp(eps_node / 2.0) + 1.0)
+    return 0.5, drawn(1.0 / (math.exp(eps_node / 2.0) + 1.0))
 
 
 def tree_node_epsilon(p: float, q: float) -> float:

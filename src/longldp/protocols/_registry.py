@@ -38,6 +38,7 @@ from longldp.protocols.rappor import (
     RapporOneTime,
 )
 from longldp.protocols.report_kinds import ReportKind
+from longldp.protocols.streams.changes import DDRM, ChangesTree, Thresh
 from longldp.protocols.streams.ldp_ids import LBA, LBD, LBU, LPA, LPD, LPU, LSP
 from longldp.protocols.subset import SubsetSelection
 from longldp.protocols.traits import Estimand, Rounds
@@ -81,6 +82,9 @@ BUILTIN_CLASSES: tuple[type[FrequencyOracle], ...] = (
     LPU,
     LPD,
     LPA,
+    Thresh,
+    ChangesTree,
+    DDRM,
 )
 
 #: Every registered protocol: this package's, then those of other packages' entry points (in

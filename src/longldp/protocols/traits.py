@@ -5,7 +5,9 @@
   RAPPOR), a :class:`Interval` [lo, hi] of reals (numeric mechanisms) and an
   :class:`ItemSpace` of strings, bytes or b-bit integers too large to list (open domains);
 - **estimand** (:class:`Estimand`): what the estimate is;
-- **rounds** (:class:`Rounds`): one-shot, a memo chain, or rounds planned by the server.
+- **rounds** (:class:`Rounds`): one-shot, a memo chain, or rounds planned by the server;
+- **history** (:class:`History`): what a device keeps of its own past values between reports,
+  when what it reports depends on them (the change-based mechanisms of docs/math.md §19).
 
 Capabilities are read from these values, never from a protocol's name or from probing its
 attributes: the engines that apply (:func:`longldp.simulate.engines_for`), the frequency tests,
@@ -222,6 +224,11 @@ class Estimand(enum.StrEnum):
     DISTRIBUTION = "distribution"
     #: Frequencies of queried items of an open domain (no full vector exists).
     QUERIED_ITEMS = "queried-items"
+    #: The parts of frequencies tracked over epochs that one epoch's reports estimate (an
+    #: initial histogram, net flows over dyadic nodes of time, a share of changed users, the
+    #: estimates of an update round); the mechanism's ``release`` (or its kernel) combines them
+    #: over epochs (the change-based mechanisms, docs/math.md §19.3–§19.5).
+    CHANGE_PARTS = "change-parts"
 
     @property
     def frequency_vector(self) -> bool:
@@ -253,3 +260,29 @@ class Rounds(enum.StrEnum):
     def planned(self) -> bool:
         """The server must send a plan before each epoch or round."""
         return self is Rounds.PLANNED
+
+
+# ---------------------------------------------------------------------- history
+
+
+@dataclass(frozen=True)
+class History:
+    """What a device keeps of its own past between reports: the trait of a history-dependent
+    mechanism (docs/design.md §2.5), whose report at an epoch is a function of the value *and*
+    of the device's earlier values (a node's two ends, the value at the last update).
+
+    ``fields`` names the per-device history: integer arrays with one row per device (a scalar or
+    a short vector each; ``description`` says what they hold). The mechanism creates them
+    (``new_history``) and advances them report by report (``history_step``); the one client
+    (:class:`longldp.protocols.Client`) and the device client keep them (the device in its state
+    file, across restarts), and the population path carries them per user
+    (:class:`longldp.protocols._memo.PopulationMemo`'s ``history``). The history never leaves
+    the device: a report carries only the randomization of its *report input*.
+    """
+
+    fields: tuple[str, ...]
+    description: str
+
+    def __post_init__(self) -> None:
+        if not self.fields or not all(isinstance(f, str) and f for f in self.fields):
+            raise ValueError(f"History: 'fields' must be non-empty names; got {self.fields!r}.")

@@ -88,7 +88,10 @@ export async function replay({ cases }) {
     const records = [];
     for (const step of v.steps) {
       try {
-        await c.report(step.value, step.epoch, step.plan);
+        if ((await c.report(step.value, step.epoch, step.plan)) === null) {
+          records.push(null); // a history-dependent device sends nothing at this epoch
+          continue;
+        }
         const q = c.queue.at(-1);
         const e = q.epoch;
         records.push(hex(q.id) + hex([e >>> 24, (e >> 16) & 255, (e >> 8) & 255, e & 255]) + hex(q.report));

@@ -37,7 +37,34 @@ from longldp.privacy.streams import (
     tree_levels,
     tree_node_probabilities,
 )
+from longldp.protocols._rng import RandomSource
 from longldp.protocols.streams import oracle
+
+
+def node_bits(
+    before: NDArray[np.int64],
+    now: NDArray[np.int64],
+    k: int,
+    p: float,
+    q: float,
+    rng: RandomSource,
+) -> NDArray[np.bool_]:
+    """Node reports of m users (m, 2k): the difference "left ``before``, entered ``now``" on 2k
+    bits (plus part e_now, minus part e_before; all zero when ``before == now``), each bit
+    randomized as in OUE (docs/math.md §19.4).
+
+    Draws, in order: 2k·m uniforms u (bit = u < q), then one uniform per user who moved for her
+    plus bit (u < p), then one per user who moved for her minus bit (u < p). The kernel and the
+    registered mechanism's devices (:class:`longldp.protocols.streams.changes.ChangesTree`)
+    draw with this one function.
+    """
+    before = np.asarray(before, dtype=np.int64)
+    now = np.asarray(now, dtype=np.int64)
+    bits = rng.random((now.size, 2 * k)) < q
+    rows = np.flatnonzero(now != before)
+    bits[rows, now[rows]] = rng.random(rows.size) < p
+    bits[rows, k + before[rows]] = rng.random(rows.size) < p
+    return bits
 
 
 @dataclass(frozen=True)
@@ -118,11 +145,8 @@ def run(
             who = np.flatnonzero(levels == h)
             m = who.size
             now, before = values[s, who], values[s - (1 << h), who]
-            moved = now != before
-            bits = rng.random((m, 2 * k)) < q
-            rows = np.flatnonzero(moved)
-            bits[rows, now[rows]] = rng.random(rows.size) < p
-            bits[rows, k + before[rows]] = rng.random(rows.size) < p
+            rows = np.flatnonzero(now != before)
+            bits = node_bits(before, now, k, p, q, rng)
             counts = bits.sum(axis=0)
             key = (h, s)
             plus[key] = np.bincount(now[rows], minlength=k)

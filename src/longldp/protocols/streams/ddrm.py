@@ -30,7 +30,33 @@ from numpy.typing import NDArray
 
 from longldp import _validate as check
 from longldp.privacy.streams import ddrm_plus_probabilities, ddrm_scale, trailing_level
+from longldp.protocols._rng import RandomSource
 from longldp.protocols.streams import oracle
+
+
+def node_reports(
+    leaf: NDArray,
+    top: NDArray,
+    coin: NDArray[np.bool_],
+    down: float,
+    up: float,
+    rng: RandomSource,
+) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    """DDRM reports of m users: (which node each reports: the top one, the report is +1).
+
+    A user with ``coin`` (her epoch s is even, so a node above the leaf ends at s) picks the
+    top node with a fair coin, else the leaf; her node's difference Δ ∈ {−1, 0, 1} is reported
+    +1 with probability ``down`` (Δ = −1), 1/2 (Δ = 0) or ``up`` (Δ = 1) (docs/math.md §19.5).
+    Draws: one uniform per user with a coin, in order (top when u < 1/2), then one uniform per
+    user (+1 when u < the probability). The kernel and the registered mechanism's devices
+    (:class:`longldp.protocols.streams.changes.DDRM`) draw with this one function.
+    """
+    coin = np.asarray(coin, dtype=bool)
+    use_top = np.zeros(coin.size, dtype=bool)
+    use_top[coin] = rng.random(int(coin.sum())) < 0.5
+    delta = np.where(use_top, top, leaf)
+    plus = np.where(delta > 0, up, np.where(delta < 0, down, 0.5))
+    return use_top, rng.random(coin.size) < plus
 
 
 @dataclass(frozen=True)
@@ -109,16 +135,11 @@ def run(
     for s in range(1, tau + 1):
         h_top = trailing_level(s)
         leaf_d = bits[s] - bits[s - 1]
-        if h_top > 0:
-            top_d = bits[s] - bits[s - (1 << h_top)]
-            use_top = rng.random(n) < 0.5
-        else:
-            top_d = leaf_d
-            use_top = np.zeros(n, dtype=bool)
+        top_d = bits[s] - bits[s - (1 << h_top)] if h_top > 0 else leaf_d
         changed += (leaf_d != 0) | (top_d != 0)
+        use_top, up_bit = node_reports(leaf_d, top_d, np.full(n, h_top > 0), down, up, rng)
         delta = np.where(use_top, top_d, leaf_d)
-        plus = np.where(delta > 0, up, np.where(delta < 0, down, 0.5))
-        y = np.where(rng.random(n) < plus, 1.0, -1.0)
+        y = np.where(up_bit, 1.0, -1.0)
         branches = []
         for chosen, back in ((~use_top, 1), (use_top, 1 << h_top)):
             m = np.bincount(items[chosen], minlength=k)

@@ -38,7 +38,29 @@ from longldp.privacy.streams import (
     thresh_budgets,
     thresh_vote_threshold,
 )
+from longldp.protocols._rng import RandomSource
 from longldp.protocols.streams import oracle
+
+
+def vote_bits(real: NDArray[np.bool_], p: float, q: float, rng: RandomSource) -> NDArray:
+    """Votes of m users: randomized response of 1 (a real vote) or of 0 (the default), one
+    uniform each: 1 when u < p (real) or u < q = 1 − p (default) (docs/math.md §19.3)."""
+    real = np.asarray(real, dtype=bool)
+    return rng.random(real.size) < np.where(real, p, q)
+
+
+def update_reports(
+    held: NDArray[np.int64], kind: str, k: int, eps: float, rng: RandomSource
+) -> NDArray:
+    """Update reports of m users: the oracle ``kind`` at ε_est applied to each one's value, or,
+    for an input of k (her estimate counter is spent: the default), to a fresh uniform value of
+    [0, k), which does not depend on her data (docs/math.md §19.3). Draws: one integer of
+    [0, k) per default input, in order, then the oracle's draws
+    (:func:`longldp.protocols.streams.oracle.perturb`)."""
+    held = np.array(held, dtype=np.int64)
+    default = held == k
+    held[default] = rng.integers(0, k, size=int(default.sum()))
+    return oracle.perturb(held, kind, k, eps, rng)
 
 
 @dataclass(frozen=True)
@@ -97,12 +119,12 @@ def run(
         else:
             real = (values[t] != reference) & (votes < max_votes)
             votes += real
-            bits = rng.random(n) < np.where(real, p, q)
+            bits = vote_bits(real, p, q, rng)
             shares[t] = (bits.mean() - q) / (p - q)
             update = bool(shares[t] > threshold)
         if update:
-            held = values[t] if done < max_updates else rng.integers(0, k, size=n)
-            reports = oracle.perturb(held, kind, k, eps_est, rng)
+            held = values[t] if done < max_updates else np.full(n, k)
+            reports = update_reports(held, kind, k, eps_est, rng)
             release = oracle.estimate(oracle.support(reports, kind, k), n, kind, k, eps_est)
             reference = values[t]
             updates[t] = True
