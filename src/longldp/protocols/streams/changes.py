@@ -298,10 +298,11 @@ class ChangesTree(ChangeMechanism):
 
     A device draws once a level h of the L = ⌊log2(τ − 1)⌋ + 1 levels (its per-device state,
     public and independent of its data, sent in every report). At epoch 0 it sends the
-    adaptive oracle's report of its value at ``eps_0``; at each epoch s that ends a node of its
-    level (s ≡ 0 mod 2^h) the node's difference x_s − x_{s−2^h} on 2k OUE-randomized bits
-    (plus part e_b, minus part e_a; nothing for a zero node), at ``eps_node``. Spending: ε_0 + ε_n per non-zero node
-    (docs/math.md (19.8)). ``tau``: the horizon (epochs 0..τ − 1), which sets the levels.
+    adaptive oracle's report of its value at ``eps_0``; at each epoch s that ends a node of
+    its level (s ≡ 0 mod 2^h) the node's difference x_s − x_{s−2^h} on 2k OUE-randomized
+    bits (plus part e_b, minus part e_a; nothing for a zero node), at ``eps_node``.
+    Spending: ε_0 + ε_n per non-zero node (docs/math.md (19.8)). ``tau``: the horizon
+    (epochs 0..τ − 1), which sets the levels.
     """
 
     k: int
