@@ -282,7 +282,7 @@ def test_the_user_page_example_runs_as_written(tmp_path):
     os.chdir(tmp_path)
     try:
         scope: dict = {}
-        exec(code, scope)  # noqa: S102
+        exec(code, scope)
     finally:
         os.chdir(here)
     tree, values, memo = scope["tree"], scope["values"], scope["memo"]

@@ -210,7 +210,7 @@ class Client:
     def history_step(
         self, value: Any, epoch: int | None = None, plan: Any = None
     ) -> HistoryStep:
-        """What reporting ``value`` at ``epoch`` (default: :attr:`next_epoch`) with the server's
+        """What reporting ``value`` at ``epoch`` (default: ``next_epoch``) with the server's
         ``plan`` would send and cost, from the client's history (a history-dependent mechanism);
         nothing is drawn or changed. Bad input raises ``ValueError``."""
         o = self.oracle
@@ -230,7 +230,7 @@ class Client:
         return self.oracle.client_record(payload, self.state)
 
     def advance(self, step: HistoryStep, epoch: int | None = None) -> None:
-        """Take the history after ``step`` (made at ``epoch``, default :attr:`next_epoch`)."""
+        """Take the history after ``step`` (made at ``epoch``, default ``next_epoch``)."""
         self.history = {name: np.array(arr) for name, arr in step.history.items()}
         self.next_epoch = (self.next_epoch if epoch is None else int(epoch)) + 1
         self.spent += float(step.costs[0])
