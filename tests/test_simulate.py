@@ -52,5 +52,8 @@ def test_simulation_records_budget_and_rejects_bad_input():
     with pytest.raises(ValueError, match=r"'values' must have shape \(tau, n\)"):
         simulate(proto, values[0], 0)
     shares = ll.protocol("RAPPOR-boolean", m=2, f=0.5, p=0.25, q=0.75)
-    with pytest.raises(ValueError, match="estimates per-cohort shares"):
+    with pytest.raises(ValueError, match="estimates cohort-shares"):
         simulate(shares, values % 2, 0)
+    tree = ll.protocol("CHANGES-TREE", k=3, eps_0=1.0, eps_node=1.0, tau=4)
+    with pytest.raises(ValueError, match="estimates change-parts .* proto.run"):
+        simulate(tree, values % 3, 0)
