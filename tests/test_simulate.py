@@ -55,5 +55,5 @@ def test_simulation_records_budget_and_rejects_bad_input():
     with pytest.raises(ValueError, match="estimates cohort-shares"):
         simulate(shares, values % 2, 0)
     tree = ll.protocol("CHANGES-TREE", k=3, eps_0=1.0, eps_node=1.0, tau=4)
-    with pytest.raises(ValueError, match="estimates change-parts .* proto.run"):
+    with pytest.raises(ValueError, match=r"estimates change-parts .* proto.run"):
         simulate(tree, values % 3, 0)
