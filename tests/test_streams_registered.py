@@ -73,8 +73,9 @@ def _walk(name, params, path, values, epochs, plans=None):
     return DeviceClient(path, secret=b"s" * 32)
 
 
-@pytest.mark.parametrize(("name", "params", "key"), [("CHANGES-TREE", TREE, "level"),
-                                                     ("DDRM", DDRM, "item")])
+@pytest.mark.parametrize(
+    ("name", "params", "key"), [("CHANGES-TREE", TREE, "level"), ("DDRM", DDRM, "item")]
+)
 def test_a_device_keeps_its_history_across_restarts_and_spends_what_the_ledger_says(
     tmp_path, name, params, key
 ):

@@ -152,6 +152,10 @@ export class Uploader {
 
 export function parseRetryAfter(value: string | null | undefined, now?: number): number | null;
 export function fetchSpec(baseUrl: string, collection: string, token: string, fetchFn?: typeof fetch): Promise<ProtocolSpec>;
+/** The server's plan of an epoch for a planned protocol (GET …/epochs/{epoch}/plan). */
+export function fetchPlan(
+  baseUrl: string, collection: string, epoch: number, token: string, fetchFn?: typeof fetch,
+): Promise<{ collection: string; epoch: number; status: "report" | "none" | "pending"; plan: Record<string, unknown> | null }>;
 export function protocolFromSpec(spec: ProtocolSpec): Promise<Protocol>;
 export const PROTOCOL_NAMES: readonly string[];
 export function secretId(key: CryptoKey): Promise<string>;

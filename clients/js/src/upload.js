@@ -46,6 +46,17 @@ export async function fetchSpec(baseUrl, collection, token, fetchFn = globalThis
   return info.protocol;
 }
 
+/**
+ * What a device reports with at `epoch` (GET /v1/collections/{name}/epochs/{epoch}/plan,
+ * docs/server.md): {status: "report" | "none" | "pending", plan: object or null, …}. `token`:
+ * any token of the collection (the device's credential, its enrollment token).
+ */
+export async function fetchPlan(baseUrl, collection, epoch, token, fetchFn = globalThis.fetch) {
+  const resp = await fetchFn(url(baseUrl, collection, `/epochs/${epoch}/plan`), { headers: { Authorization: `Bearer ${token}` } });
+  if (!resp.ok) throw new RangeError(`collection ${JSON.stringify(collection)}: HTTP ${resp.status} from the server for the plan of epoch ${epoch}`);
+  return resp.json();
+}
+
 /** Sends a DeviceClient's queue to one collection of a server. */
 export class Uploader {
   /**

@@ -325,7 +325,7 @@ class DeviceClient:
                 self._client.history, self._client.next_epoch, self._client.spent = before
                 raise
             return None
-        report = self.proto.encode_reports(np.asarray([record], dtype=np.uint8))
+        report = self.proto.encode_reports(np.asarray([record], dtype=np.asarray(record).dtype))
 
         def spend() -> None:
             self._spending.append((epoch, cost))

@@ -250,6 +250,21 @@ def fetch_protocol(
     return proto
 
 
+def fetch_plan(
+    base_url: str, collection: str, epoch: int, token: str, timeout: float = 10.0
+) -> dict[str, Any]:
+    """What a device reports with at ``epoch`` (``GET /v1/collections/{name}/epochs/{epoch}/plan``,
+    docs/server.md): ``{"status": "report" | "none" | "pending", "plan": {...} or None, …}``.
+    ``token``: any token of the collection (the device's credential, its enrollment token)."""
+    name = urllib.parse.quote(collection, safe="")
+    req = urllib.request.Request(
+        f"{base_url.rstrip('/')}/v1/collections/{name}/epochs/{int(epoch)}/plan",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
 def _json(body: bytes) -> Any:
     try:
         return json.loads(body)
@@ -271,4 +286,4 @@ def _item(body: bytes) -> int | None:
     return None
 
 
-__all__ = ["UploadResult", "Uploader", "fetch_protocol", "parse_retry_after"]
+__all__ = ["UploadResult", "Uploader", "fetch_plan", "fetch_protocol", "parse_retry_after"]

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -278,6 +278,42 @@ class Mechanism(ABC):
         if self.planned:
             raise NotImplementedError(f"{self.name}: a planned mechanism gives its example plan.")
         return None
+
+    def server_plan(
+        self, offset: int, closed: Callable[[int], NDArray | None]
+    ) -> tuple[str, dict[str, Any] | None]:
+        """What a collection serves at its epoch ``offset`` (epochs after its first):
+        ``("report", plan)`` (a planned mechanism: the epoch's plan; else None), ``("none",
+        None)`` (nothing is reported at this epoch) or ``("pending", None)`` (the plan waits for
+        the server's decision on an earlier epoch; ``closed(j)`` gives the support counts of
+        epoch offset j once that epoch is closed, else None). A planned family overrides it;
+        one whose decisions the server does not take yet raises ``ValueError`` saying so."""
+        if self.planned:
+            raise ValueError(f"{self.name}: the server does not plan its rounds.")
+        return "report", None
+
+    def reports_spent(
+        self,
+        owners: NDArray[np.int64],
+        epochs: NDArray[np.int64],
+        records: NDArray,
+        plans: Callable[[int], Mapping[str, Any] | None],
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+        """What each device can have spent, from what a server sees: its reports (``owners``:
+        the device of each report, ``epochs``, the report ``records``) and the plans it served
+        (``plans(epoch)``). Returns (devices, spent, lifetime): the devices in increasing
+        order, each one's figure of the accounting (docs/math.md §19.6) and over the whole
+        horizon, as upper bounds where the report alone does not tell (a real vote from a
+        default one). One-shot: t·ε per device. A memo chain's needs its distinct memos, which
+        only the device knows: ``ValueError``. A family of changing data overrides it."""
+        devices, t = np.unique(np.asarray(owners, dtype=np.int64), return_counts=True)
+        if self.accounting.rule != "per-report":
+            raise ValueError(
+                f"{self.name}: its spending depends on what the reports do not show (its "
+                f"accounting is {self.accounting.rule}); only the device knows it."
+            )
+        spent = np.asarray(privacy.spent_epsilon(t, 0, self.accounting.eps_report, None))
+        return devices, spent.astype(np.float64), spent.astype(np.float64)
 
     def for_round(self, plan: Mapping[str, Any] | None) -> Mechanism:
         """The mechanism one epoch or round's reports are drawn with, given the server's plan

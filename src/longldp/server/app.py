@@ -315,6 +315,24 @@ def create_app(service: Service) -> FastAPI:
         return await run_in_threadpool(service.close_epoch, col, epoch)
 
     @app.get(
+        "/v1/collections/{name}/epochs/{epoch}/plan",
+        tags=["ingest"],
+        summary="What a device reports with at an epoch: the server's plan (planned protocols)",
+    )
+    async def plan(name: Name, epoch: Epoch, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, ANY_ROLE)
+        return await run_in_threadpool(service.plan, col, epoch)
+
+    @app.get(
+        "/v1/collections/{name}/ledger",
+        tags=["queries"],
+        summary="What the collection's devices spent: median, p99 and max over its devices",
+    )
+    async def ledger(name: Name, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin", "read"})
+        return await run_in_threadpool(service.ledger, col)
+
+    @app.get(
         "/v1/collections/{name}/epochs/{epoch}/estimate",
         tags=["queries"],
         summary="Estimates of one epoch with standard errors and 95% intervals",

@@ -175,6 +175,40 @@ def central_section(central: dict[str, Any] | None) -> str:
     )
 
 
+def ledger_section(ledger: dict[str, Any] | None) -> str:
+    """The "What devices spent" section: the ledger's median, 99th percentile and maximum
+    over the collection's devices (:meth:`longldp.server.service.Service.ledger`), or why it
+    is missing. Shown for the protocols of data that changes (planned or history-dependent)."""
+    if ledger is None:
+        return ""
+    esc = html.escape
+    head = (
+        f'<h2>What devices spent (the ledger)</h2>\n<div id="ledger" '
+        f'data-status="{esc(ledger["status"])}" data-rule="{esc(ledger["rule"])}">\n'
+    )
+    note = f'<p id="ledger-note" class="muted">{esc(ledger["note"])}</p>'
+    if ledger["spent"] is None:
+        return head + note + "</div>"
+    window = ledger["rule"] == "per-window"
+    rows = [("spent", "in the worst window" if window else "by the accounting")]
+    if window:
+        rows.append(("lifetime", "over the whole horizon"))
+    body = "".join(
+        f'<tr data-figure="{key}"><td>{what}</td>'
+        + "".join(
+            f'<td class="num" data-{stat}="{ledger[key][stat]!r}">{ledger[key][stat]:.4g}</td>'
+            for stat in ("median", "p99", "max")
+        )
+        + "</tr>"
+        for key, what in rows
+    )
+    table = (
+        f'<table id="ledger-figures"><tr><th>ε spent by {ledger["devices"]:,} devices</th>'
+        f"<th>median</th><th>99th percentile</th><th>max</th></tr>{body}</table>"
+    )
+    return head + table + note + "</div>"
+
+
 def render_dashboard(
     info: dict[str, Any], view: dict[str, Any] | list[dict[str, Any]], method: str | None
 ) -> str:
@@ -235,6 +269,7 @@ def render_dashboard(
         latest=latest,
         data=blob,
         central=central_section(view.get("central")),
+        ledger=ledger_section(view.get("ledger")),
     )
 
 
@@ -274,6 +309,7 @@ intervals.</p>
 {latest}</table></div>
 </div>
 {central}
+{ledger}
 <script id="data" type="application/json">{data}</script>
 <script>
 (function () {{

@@ -11,6 +11,7 @@ The ingest transaction itself is in :mod:`longldp.server.ingest`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hmac
 import json
 import math
@@ -623,6 +624,97 @@ class Service:
             "open_epochs": [low, high] if low <= high else None,
         }
 
+    # ------------------------------------------------------------------ plans and the ledger
+    def plan(self, col: Collection, epoch: int) -> dict[str, Any]:
+        """What a device needs at ``epoch`` (docs/server.md, "Plans"): ``status`` "report" with
+        the ``plan`` it reports with (None: the protocol plans nothing), "none" (nothing is
+        reported at this epoch) or "pending" (the plan waits for the server's decision on an
+        earlier epoch, taken when that epoch is closed: THRESH's update after its votes)."""
+        offset = epoch - col.first_epoch
+        if offset < 0 or (col.last_epoch is not None and epoch > col.last_epoch):
+            status, plan = "none", None
+        else:
+            try:
+                status, plan = col.proto.server_plan(offset, lambda j: self._closed(col, j))
+            except ValueError as err:  # a planned method whose decision step is not built
+                raise ClientError(422, str(err)) from None
+        return {"collection": col.name, "epoch": epoch, "status": status, "plan": plan}
+
+    def _served_plan(self, col: Collection, epoch: int) -> dict[str, Any] | None:
+        """The plan served at ``epoch``, or None (no plan, or none the server serves)."""
+        try:
+            return self.plan(col, epoch)["plan"]
+        except ClientError:
+            return None
+
+    def _closed(self, col: Collection, offset: int) -> NDArray[np.int64] | None:
+        """The support counts of epoch ``first_epoch + offset`` once it is closed, else None."""
+        epoch = col.first_epoch + offset
+        ec = db.epoch_counts
+        with db.transaction(self.engine, write=False) as conn:
+            closed = conn.execute(
+                sa.select(sa.func.max(sa.case((ec.c.closed, 1), else_=0))).where(
+                    ec.c.collection_id == col.id, ec.c.epoch == epoch
+                )
+            ).scalar()
+            if not closed:
+                return None
+            got = _summed(conn, col, [epoch])
+        return got[epoch][1]
+
+    def ledger(self, col: Collection) -> dict[str, Any]:
+        """What the collection's devices spent (docs/math.md §19.6), from their stored reports
+        and the plans served: per device, the figure of the protocol's accounting (the worst
+        window for a w-event protocol) and over the whole horizon, summarized as median, 99th
+        percentile and maximum over the devices (``status`` "ok"); "shared" when reports are
+        not bound to devices, "too-many" past :data:`LEDGER_REPORTS` reports, "not-offered"
+        when only the devices know it (a memo chain's distinct memos)."""
+        out: dict[str, Any] = {
+            "collection": col.name,
+            "rule": col.proto.accounting.rule,
+            "status": "ok",
+            "devices": 0,
+            "spent": None,
+            "lifetime": None,
+            "note": "",
+        }
+        if col.auth != db.AUTH_DEVICE:
+            out["status"] = "shared"
+            out["note"] = (
+                "Reports come under one shared token: the server cannot tell devices apart, "
+                "so it cannot say what each spent (each device's client knows its own)."
+            )
+            return out
+        r = db.reports
+        mine = r.c.collection_id == col.id
+        with db.transaction(self.engine, write=False) as conn:
+            total = int(conn.execute(sa.select(sa.func.count()).where(mine)).scalar() or 0)
+            if total > LEDGER_REPORTS:
+                out["status"] = "too-many"
+                out["note"] = (
+                    f"{total:,} reports: the ledger is computed up to {LEDGER_REPORTS:,} "
+                    "(each device's client keeps its own spending)."
+                )
+                return out
+            rows = conn.execute(sa.select(r.c.device_id, r.c.epoch, r.c.wire).where(mine)).all()
+        if not rows:
+            out["note"] = "No reports yet."
+            return out
+        owners = np.array([int(d) for d, _, _ in rows], dtype=np.int64)
+        epochs = np.array([int(e) for _, e, _ in rows], dtype=np.int64)
+        records = col.proto.decode_reports(b"".join(bytes(w) for _, _, w in rows))
+        plans = functools.lru_cache(maxsize=None)(lambda e: self._served_plan(col, e))
+        try:
+            devices, spent, lifetime = col.proto.reports_spent(owners, epochs, records, plans)
+        except ValueError as err:
+            out["status"] = "not-offered"
+            out["note"] = str(err)
+            return out
+        summary = ledger_summary(spent, lifetime)
+        out |= {"devices": int(devices.size), **summary}
+        out["note"] = LEDGER_NOTES.get(out["rule"], "")
+        return out
+
     def counts(self, col: Collection, epoch: int) -> tuple[int, NDArray[np.int64]]:
         """(n, support counts) of one epoch (the sums over its shards); (0, zeros) if it has
         no reports."""
@@ -735,6 +827,7 @@ class Service:
             "total_reports": int(total_reports),
             "min_epoch_reports": min_n,
             "central": self._central(col, min_n, total_epochs),
+            "ledger": self.ledger(col) if (proto.planned or proto.history) else None,
             "chart": [],
             "chart_values": [],
             "chart_labels": [],
@@ -899,6 +992,39 @@ def _summed(conn: Any, col: Collection, epochs: list[int]) -> dict[int, tuple[in
         have = out.get(int(e))
         out[int(e)] = (int(n), support) if have is None else (have[0] + n, have[1] + support)
     return out
+
+
+#: Most reports a collection's ledger is computed from, on request (it decodes them all).
+LEDGER_REPORTS = 1_000_000
+
+#: What each accounting's ledger figure is, in words (docs/math.md §19.6).
+LEDGER_NOTES = {
+    "per-window": (
+        "Each device's most ε spent in any window of w consecutive epochs (the w-event "
+        "guarantee caps it at eps_window), and its total over the horizon, from the plans' "
+        "budgets of the epochs it reported in."
+    ),
+    "per-change": (
+        "An upper bound of each device's ε: every report counted at its context's ε (the server "
+        "cannot tell a real vote or a non-zero node from the default, which costs nothing), "
+        "capped by the protocol's counters; the device's client knows the exact figure."
+    ),
+    "per-report": "Each device's reports times the ε of one report (sequential composition).",
+}
+
+
+def ledger_summary(spent: NDArray, lifetime: NDArray) -> dict[str, dict[str, float]]:
+    """Median, 99th percentile and maximum of the devices' figures (JSON-ready)."""
+
+    def stats(arr: NDArray) -> dict[str, float]:
+        a = np.asarray(arr, dtype=np.float64)
+        return {
+            "median": float(np.median(a)),
+            "p99": float(np.quantile(a, 0.99)),
+            "max": float(np.max(a)),
+        }
+
+    return {"spent": stats(spent), "lifetime": stats(lifetime)}
 
 
 def value_axis(proto: FrequencyOracle) -> tuple[int, int]:

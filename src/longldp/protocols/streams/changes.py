@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -161,8 +161,10 @@ def _shares(counts: NDArray, m: NDArray, p: float, q: float) -> NDArray[np.float
 @dataclass(frozen=True)
 class ChangeMechanism(Mechanism, Estimator, ReportCodec):
     """Base of the change-based mechanisms: one-shot reports of a report input computed from
-    the value and the device's history (module docstring). A report is a row of bytes, the
-    body itself (tag, then payload)."""
+    the value and the device's history (module docstring). A report record is its body's row
+    of bytes (tag, then payload); a mechanism whose reports carry a per-device group (its
+    linkage's ``cohort``: CHANGES-TREE's level, DDRM's item) records it beside the body, as the
+    field ``cohort`` the linkage names (:meth:`_cohorts` reads it from the body)."""
 
     longitudinal: ClassVar[bool] = False
     report_kind: ClassVar[ReportKind] = CHANGE_REPORTS
@@ -210,6 +212,25 @@ class ChangeMechanism(Mechanism, Estimator, ReportCodec):
         """The most one change of a user's value can cost."""
         raise NotImplementedError
 
+    def report_costs(self, records: NDArray) -> NDArray[np.float64]:
+        """The most each report can have cost, from the report alone (its context: a real
+        report costs its context's ε, a default one nothing, and a server cannot tell them)."""
+        raise NotImplementedError
+
+    def reports_spent(
+        self,
+        owners: NDArray[np.int64],
+        epochs: NDArray[np.int64],
+        records: NDArray,
+        plans: Callable[[int], Mapping[str, Any] | None],
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+        """Per device, the sum of :meth:`report_costs` (an upper bound of the ledger's
+        figure: the server cannot tell a report of a non-zero node, or a real vote, from the
+        default's)."""
+        devices, who = np.unique(np.asarray(owners, dtype=np.int64), return_inverse=True)
+        spent = np.bincount(who, weights=self.report_costs(records), minlength=devices.size)
+        return devices, spent, spent
+
     @property
     def body_size(self) -> int:
         """Bytes of one report body."""
@@ -222,7 +243,24 @@ class ChangeMechanism(Mechanism, Estimator, ReportCodec):
         )
 
     def _make_reports(self, payload: NDArray, state: dict) -> NDArray:
-        return np.asarray(payload, dtype=np.uint8).reshape(-1, self.body_size)
+        rows = np.asarray(payload, dtype=np.uint8).reshape(-1, self.body_size)
+        if not self.linkage.record_fields:
+            return rows
+        out = np.empty(
+            rows.shape[0], dtype=[("cohort", np.int64), ("body", np.uint8, rows.shape[1])]
+        )
+        out["body"] = rows
+        out["cohort"] = self._cohorts(rows)
+        return out
+
+    def _cohorts(self, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
+        """The per-device group each body carries (a mechanism with a ``cohort`` linkage)."""
+        raise NotImplementedError
+
+    def _bodies(self, records: Any) -> NDArray:
+        """The body rows of report records (the records themselves, or their ``body``)."""
+        arr = np.asarray(records)
+        return arr["body"] if arr.dtype.names else arr
 
     def _example_payload(self) -> tuple[NDArray, dict]:
         state = self._new_state(1, np.random.default_rng(0))
@@ -230,10 +268,10 @@ class ChangeMechanism(Mechanism, Estimator, ReportCodec):
         return self._round1(code, state, np.random.default_rng(0)), state
 
     def encode_bodies(self, records: NDArray) -> NDArray[np.uint8]:
-        return self._check_rows(records)
+        return self._check_rows(self._bodies(records))
 
-    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray[np.uint8]:
-        return self._check_rows(rows)
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray:
+        return self._make_reports(self._check_rows(rows), {})
 
     def _check_rows(self, rows: NDArray) -> NDArray[np.uint8]:
         arr = np.asarray(rows)
@@ -459,6 +497,9 @@ class ChangesTree(ChangeMechanism):
         return rows
 
     # -- the codec and the estimator
+    def _cohorts(self, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
+        return rows[:, 0].astype(np.int64)
+
     def _check_bodies(self, rows: NDArray[np.uint8]) -> None:
         if np.any(rows[:, 0] >= self.levels):
             raise ValueError(f"{self.name}: a report's level must be in [0, {self.levels}).")
@@ -482,7 +523,7 @@ class ChangesTree(ChangeMechanism):
         return (self.levels + 1, self.k)
 
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
-        rows = self._check_rows(reports)
+        rows = self._check_rows(self._bodies(reports))
         k = self.k
         out = np.zeros(self.support_shape, dtype=np.int64)
         first = rows[:, 1] == 0
@@ -549,6 +590,12 @@ class ChangesTree(ChangeMechanism):
             nodes = [est[end, 1 + h] for h, end in dyadic_decomposition(s)]
             out[s] = est[0, 0] + np.sum(nodes, axis=0) if nodes else est[0, 0]
         return out
+
+    def report_costs(self, records: NDArray) -> NDArray[np.float64]:
+        """ε_0 for an initial report, ε_node for a node report (zero or not: the server cannot
+        tell)."""
+        rows = self._check_rows(self._bodies(records))
+        return np.where(rows[:, 1] == 0, float(self.eps_0), float(self.eps_node))
 
     # -- accounting and simulation
     def change_spent(
@@ -723,6 +770,9 @@ class DDRM(ChangeMechanism):
         rows[:, nb] = 2 * use_top + up
         return rows
 
+    def _cohorts(self, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
+        return bytes_to_uint(rows[:, : self.body_size - 1])
+
     def _check_bodies(self, rows: NDArray[np.uint8]) -> None:
         nb = self.body_size - 1
         if np.any(bytes_to_uint(rows[:, :nb]) >= self.k):
@@ -743,7 +793,7 @@ class DDRM(ChangeMechanism):
         return (2, self.k)
 
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
-        rows = self._check_rows(reports)
+        rows = self._check_rows(self._bodies(reports))
         nb = self.body_size - 1
         k = self.k
         item = bytes_to_uint(rows[:, :nb])
@@ -787,6 +837,11 @@ class DDRM(ChangeMechanism):
         return np.max(
             [ledger.ddrm_spent(x, np.full(n, j), self.eps) for j in range(self.k)], axis=0
         )
+
+    def report_costs(self, records: NDArray) -> NDArray[np.float64]:
+        """ε for every report (its node's difference may be zero: the server cannot tell)."""
+        rows = self._check_rows(self._bodies(records))
+        return np.full(rows.shape[0], float(self.eps))
 
     def run(self, values: NDArray, rng: np.random.Generator) -> ddrm.DDRMRun:
         """Simulate ``values[τ, n]`` (τ ≤ the protocol's ``tau``) with the kernel
@@ -940,6 +995,52 @@ class Thresh(ChangeMechanism):
         self.check_plan(plan)
         return self
 
+    def server_plan(
+        self, offset: int, closed: Callable[[int], NDArray | None]
+    ) -> tuple[str, dict[str, Any] | None]:
+        """A collection's epochs are THRESH's rounds: even offsets 2t the votes of period t,
+        odd offsets 2t + 1 its update. Offset 0 has no vote (nothing to compare with yet) and
+        offset 1 always updates; a later update is opened when the vote epoch before it is
+        closed and its votes call for one (:meth:`update_needed`), and pending until then."""
+        offset = check.integer(self.name, "offset", offset, minimum=0)
+        if offset == 0:
+            return "none", None
+        if offset % 2 == 0:
+            return "report", {"round": "vote"}
+        if offset == 1:
+            return "report", {"round": "estimate"}
+        votes = closed(offset - 1)
+        if votes is None:
+            return "pending", None
+        return ("report", {"round": "estimate"}) if self.update_needed(votes) else ("none", None)
+
+    def report_costs(self, records: NDArray) -> NDArray[np.float64]:
+        """ε_vote for a vote, ε_est for an update report (real or not: the server cannot tell;
+        :meth:`reports_spent` caps them by the counters)."""
+        rows = self._check_rows(self._bodies(records))
+        eps_vote, eps_est = self.budgets
+        return np.where(rows[:, 0] == 0, eps_vote, eps_est)
+
+    def reports_spent(
+        self,
+        owners: NDArray[np.int64],
+        epochs: NDArray[np.int64],
+        records: NDArray,
+        plans: Callable[[int], Mapping[str, Any] | None],
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+        """ε_vote·min(votes, max_votes) + ε_est·min(updates, max_updates) per device: every
+        vote counted as real (the server cannot tell), capped by the device's counters; at most
+        ε/2 ((19.5))."""
+        rows = self._check_rows(self._bodies(records))
+        devices, who = np.unique(np.asarray(owners, dtype=np.int64), return_inverse=True)
+        votes = np.bincount(who, weights=rows[:, 0] == 0, minlength=devices.size)
+        updates = np.bincount(who, weights=rows[:, 0] == 1, minlength=devices.size)
+        eps_vote, eps_est = self.budgets
+        spent = eps_vote * np.minimum(votes, self.max_votes) + eps_est * np.minimum(
+            updates, self.max_updates
+        )
+        return devices, spent, spent
+
     def update_needed(self, support: NDArray) -> bool:
         """The server's decision after an epoch's votes: the estimated share of changed users
         exceeds z standard errors of no change (docs/math.md §19.3)."""
@@ -1032,7 +1133,7 @@ class Thresh(ChangeMechanism):
         return (self.k + 1,)
 
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
-        rows = self._check_rows(reports)
+        rows = self._check_rows(self._bodies(reports))
         vote = rows[:, 0] == 0
         out = np.zeros(self.support_shape, dtype=np.int64)
         out[0] = int(vote.sum())

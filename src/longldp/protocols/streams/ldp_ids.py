@@ -27,7 +27,7 @@ with :meth:`WEventMechanism.run`; the server side of one epoch is the kernels' d
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -36,6 +36,7 @@ from numpy.typing import NDArray
 
 from longldp import _validate as check
 from longldp import privacy
+from longldp.privacy import ledger
 from longldp.privacy.linkage import Linkage
 from longldp.privacy.streams import check_window
 from longldp.protocols.base import OneShot, grr_round, set_derived
@@ -131,6 +132,57 @@ class WEventMechanism(OneShot, _SymbolReports):
         """A plan valid at every epoch (round trips, examples): ε/w, or the largest report
         budget when that is smaller, so that no window of w epochs exceeds ``eps_window``."""
         return {"eps": min(self.report_eps, self.eps_window / self.w)}
+
+    #: The methods whose plans are a public function of the epoch, which the server serves;
+    #: the others' plans follow the server's decision step (the kernels' ``step``), which the
+    #: collection server does not take yet (docs/streams.md, "What comes next").
+    SERVED: ClassVar[tuple[str, ...]] = ("LBU", "LSP")
+
+    def server_plan(
+        self, offset: int, closed: Callable[[int], NDArray | None]
+    ) -> tuple[str, dict[str, Any] | None]:
+        """LBU: ε/w at every epoch; LSP: ε at every w-th epoch (offsets 0, w, 2w, …), nothing in
+        between. Both plans ask a device's largest report budget, so the collection's own
+        channel (``report_eps``) is the one each epoch's reports were drawn with."""
+        if self.method not in self.SERVED:
+            raise ValueError(
+                f"{self.name}: its plans follow the server's decision from the reports "
+                "(dissimilarity, absorption, which users report), which the collection server "
+                f"does not take yet; it serves {' and '.join(self.SERVED)}."
+            )
+        if self.method == "LSP" and offset % self.w:
+            return "none", None
+        return "report", {"eps": self.report_eps}
+
+    def reports_spent(
+        self,
+        owners: NDArray[np.int64],
+        epochs: NDArray[np.int64],
+        records: NDArray,
+        plans: Callable[[int], Mapping[str, Any] | None],
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+        """Each report costs its epoch's planned budget (a report at an epoch without a plan:
+        the largest report budget): per device the most spent in any w consecutive epochs, and
+        the sum (docs/math.md §19.2)."""
+        owners = np.asarray(owners, dtype=np.int64)
+        epochs = np.asarray(epochs, dtype=np.int64)
+        devices, who = np.unique(owners, return_inverse=True)
+        if owners.size == 0:
+            empty = np.zeros(0)
+            return devices, empty, empty
+        planned = {int(e): plans(int(e)) for e in np.unique(epochs)}
+        cost = np.array(
+            [
+                self.report_eps
+                if planned[int(e)] is None
+                else self.check_plan(planned[int(e)])["eps"]
+                for e in epochs
+            ]
+        )
+        lo = int(epochs.min())
+        spend = np.zeros((devices.size, int(epochs.max()) - lo + 1))
+        np.add.at(spend, (who, epochs - lo), cost)
+        return devices, np.atleast_1d(ledger.window_spent(spend, self.w)), spend.sum(axis=1)
 
     def for_round(self, plan: Mapping[str, Any] | None) -> GRR:
         """The oracle of one report: GRR at the plan's budget."""
