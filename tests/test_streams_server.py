@@ -31,6 +31,12 @@ LSP = {"name": "LSP", "params": {"k": 4, "eps_window": 2.0, "w": 3}}
 THRESH = {"name": "THRESH", "params": {"k": 3, "eps_total": 8.0, "max_votes": 2, "max_updates": 3}}
 
 
+#: The plans' statuses over 7 epochs (LSP, w = 3) and 8 (THRESH's rounds: 0 no vote yet, 1 the
+#: first update, 3 nobody changed so no update, 5 after 60% changed).
+LSP_STATUSES = ["report", "none", "none"] * 2 + ["report"]
+THRESH_STATUSES = ["none", "report", "report", "none", "report", "report", "report", "none"]
+
+
 def _create(srv: LiveServer, name: str, spec: dict) -> dict:
     r = httpx.post(
         f"{srv.base}/v1/collections",
@@ -108,7 +114,7 @@ def test_lsp_through_python_devices_and_the_server(tmp_path):
                 if plans[-1]["status"] == "report":
                     dev.report(int(values[epoch, i]), epoch, plans[-1]["plan"])
                 assert up.flush(dev).remaining == 0
-        assert [p["status"] for p in plans] == ["report", "none", "none"] * 2 + ["report"]
+        assert [p["status"] for p in plans] == LSP_STATUSES
         assert plans[0]["plan"] == {"eps": 2.0}
         read = col["read_token"]
         for epoch in (0, 3, 6):
@@ -157,17 +163,7 @@ def test_thresh_through_python_devices_and_the_server(tmp_path):
                 for i, dev in enumerate(devices):
                     dev.report(int(values[epoch // 2, i]), epoch, plan["plan"])
                     assert up.flush(dev).remaining == 0
-        # 0: no vote yet; 1: the first update; 3: nobody changed (no update); 5: 60% changed.
-        assert statuses == [
-            "none",
-            "report",
-            "report",
-            "none",
-            "report",
-            "report",
-            "report",
-            "none",
-        ]
+        assert statuses == THRESH_STATUSES
         read = col["read_token"]
         for epoch, period in ((1, 0), (5, 2)):
             est = _get(
@@ -243,7 +239,7 @@ def test_lsp_and_thresh_through_js_devices_and_the_server(tmp_path):
         n, tau = 50, 7
         values = _lsp_values(np.random.default_rng(47), n, tau)
         got = _node([srv.base, "lsp-js", lsp["enroll_token"], ADMIN, LSP, values.tolist(), tau, 0])
-        assert got["statuses"] == ["report", "none", "none"] * 2 + ["report"]
+        assert got["statuses"] == LSP_STATUSES
         assert set(got["spent"]) == {6.0} and set(got["windows"]) == {2.0}
         read = lsp["read_token"]
         for epoch in (0, 3, 6):
@@ -261,16 +257,7 @@ def test_lsp_and_thresh_through_js_devices_and_the_server(tmp_path):
         got = _node(
             [srv.base, "thresh-js", th["enroll_token"], ADMIN, THRESH, periods.tolist(), 8, 1]
         )
-        assert got["statuses"] == [
-            "none",
-            "report",
-            "report",
-            "none",
-            "report",
-            "report",
-            "report",
-            "none",
-        ]
+        assert got["statuses"] == THRESH_STATUSES
         read = th["read_token"]
         est = _get(srv, "/v1/collections/thresh-js/epochs/5/estimate?postprocess=none", read)
         _within(est, np.bincount(periods[2], minlength=3) / n, slice(1, None))
