@@ -290,3 +290,20 @@ def test_the_user_page_example_runs_as_written(tmp_path):
     want = ll.privacy.ledger(tree, values.T, state=memo.state).spent
     np.testing.assert_allclose(scope["spent"], want, rtol=1e-12)
     assert scope["tracked"].shape == (64, 8)
+
+
+def test_the_audit_command_refuses_the_game_and_runs_the_black_box(capsys):
+    """``longldp audit`` of a history-dependent mechanism: the likelihood game's client model
+    does not apply (one line, exit 2, naming the audits that do); ``--blackbox`` runs."""
+    from typer.testing import CliRunner
+
+    from longldp.cli import app
+
+    runner = CliRunner()
+    args = ["audit", "DDRM", "--k", "3", "--eps", "1.0", "--param", "tau=4"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 2 and "--blackbox" in res.output, res.output
+    res = runner.invoke(
+        app, [*args, "--blackbox", "--trials", "2000", "--taus", "3", "--no-classifier"]
+    )
+    assert res.exit_code == 0, res.output

@@ -95,6 +95,22 @@ class ChangeReports(ReportKind):
         channels = proto.context_channels()
         return ExactChannel(channels, channels)
 
+    def width(self, proto: Any) -> int:
+        """The likelihood game's view (docs/math.md §13.2) is of a client whose every report
+        follows one law given its value; a history-dependent client's follows its past values:
+        refused, with the audits that apply."""
+        raise ValueError(
+            f"{proto.name}: its reports depend on the client's own past values, which the "
+            "distinguishing game's client model does not describe; audit it black-box "
+            "(longldp audit --blackbox, longldp.audit.audit_lifetime) and by its exact channel."
+        )
+
+    def observe(self, proto: Any, reports: NDArray) -> NDArray:
+        return np.asarray(self.width(proto))
+
+    def targets(self, proto: Any, reports: NDArray, values: Any) -> NDArray:
+        return np.asarray(self.width(proto))
+
 
 CHANGE_REPORTS = ChangeReports()
 
