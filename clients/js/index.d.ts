@@ -77,8 +77,12 @@ export class DeviceClient {
   readonly spentBudget: SpentBudget;
   readonly queue: QueuedReport[];
   /** Randomize `value` for `epoch`, queue and save; resolves to the report id. */
-  /** `plan`: the server's plan of the epoch, for a planned (w-event) protocol: `{eps: b}`. */
-  report(value: number | string, epoch: number, plan?: { eps: number } | null): Promise<Uint8Array>;
+  /** `plan`: the server's plan of the epoch, for a planned protocol (`{eps: b}` for the
+   * LDP-IDS methods, `{round: "vote" | "estimate"}` for THRESH). Resolves to the report's id,
+   * or null when a history-dependent protocol sends nothing at the epoch (CHANGES-TREE). */
+  report(value: number | string, epoch: number, plan?: Record<string, unknown> | null): Promise<Uint8Array | null>;
+  /** A history-dependent protocol's history (THRESH, CHANGES-TREE, DDRM), or null. */
+  readonly history: Record<string, number | number[]> | null;
   /** Most ε spent in a window of w epochs containing `epoch`, with `extra` more at it (planned). */
   windowSpent(epoch: number, extra?: number): number;
   memo(value: number | string): Promise<number | Uint8Array>;
