@@ -175,6 +175,10 @@ def aggregate_cmd(
         output_file(out, "--out", (".csv", ".json"))
     if top < 1:
         raise ValueError(f"'--top' must be an integer >= 1; got {top}.")
+    if postprocess is not None:  # refused before the archive is read
+        from longldp.postprocess import get_method
+
+        get_method(postprocess, owner="aggregate", param="postprocess")
     if workers < 1:
         raise ValueError(f"'--workers' must be an integer >= 1; got {workers}.")
     if scheduler not in (None, "local"):
