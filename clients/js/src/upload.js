@@ -2,6 +2,7 @@
 // binary batches, the same report ids on every retry, exponential backoff with full jitter,
 // Retry-After honoured, 413 halves the batch, 401/403 keep everything and stop.
 
+import { show } from "./check.js";
 import { canonicalJson } from "./json.js";
 import { protocolFromSpec } from "./protocols.js";
 import { fingerprintHex, header } from "./wire.js";
@@ -63,7 +64,7 @@ export class Uploader {
    */
   constructor({ baseUrl, collection, token, enrollToken, batchSize = 500, timeout = 10, maxAttempts = 8, baseDelay = 1, maxDelay = 3600, sleep, rand, fetch }) {
     if (typeof baseUrl !== "string" || !/^https?:\/\//.test(baseUrl)) {
-      throw new TypeError(`Uploader: 'baseUrl' must be http(s)://…; got ${JSON.stringify(baseUrl)}`);
+      throw new TypeError(`Uploader: 'baseUrl' must be http(s)://…; got ${show(baseUrl)}`);
     }
     if (typeof collection !== "string" || !collection) throw new TypeError("Uploader: 'collection' must be a non-empty string");
     if (!token === !enrollToken || typeof (token ?? enrollToken) !== "string") {
