@@ -12,10 +12,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job: the standalone comparison on Adult (experiments/demo.toml, about two minutes on
-# two cores), its summary table, and its plots in demo-output/.
+# two cores), its summary table, and its plots in demo-output/: PNG, and SVG beside it for a
+# paper or a slide (tests/test_figures.py runs these plot lines).
 demo: $(STAMP)
 	$(BIN)/longldp run experiments/demo.toml --out demo-output
 	$(BIN)/longldp plot demo-output/results.parquet --out demo-output
+	$(BIN)/longldp plot demo-output/results.parquet --out demo-output --format svg
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks scripts experiments)
