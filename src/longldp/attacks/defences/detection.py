@@ -147,7 +147,7 @@ def honest_support_tail(proto: FrequencyOracle, items: ArrayLike) -> NDArray[np.
         inside = np.convolve([1.0 - P1, P1], _binomial_pmf(size - 1, P0)) if size else [1.0]
         return np.maximum(_tail(np.asarray(inside), size), _tail(_binomial_pmf(size, P0), size))
     if kind == "subset":
-        k, omega = int(proto.k), int(proto.omega)  # type: ignore[attr-defined]
+        k, omega = int(proto.k), kinds.subset_size(proto)
         held_in = _hypergeometric_pmf(k - 1, size - 1, omega - 1)
         free_in = _hypergeometric_pmf(k - 1, size - 1, omega)
         inside = P1 * np.concatenate([[0.0], held_in]) + (1 - P1) * np.append(free_in, 0.0)
@@ -155,15 +155,16 @@ def honest_support_tail(proto: FrequencyOracle, items: ArrayLike) -> NDArray[np.
             _hypergeometric_pmf(k - 1, size, omega)
         )
         return np.maximum(_tail(inside, size), _tail(outside, size))
-    m = int(proto.m)  # type: ignore[attr-defined]
+    m = kinds.hadamard_rows(proto)
     rows = np.arange(m, dtype=np.int64)
-    ones = hadamard_parity(rows[:, None], cols[None, :]).sum(axis=1)  # c_1(j)
+    ones = crafting.hash_buckets(proto, rows[:, None], cols[None, :]).sum(axis=1)  # c_1(j)
     c = np.arange(size + 1)
     a = (ones[:, None] >= c[None, :]).astype(np.float64)  # m × (|I| + 1): c_1(j) ≥ c
     b = ((size - ones)[:, None] >= c[None, :]).astype(np.float64)  # c_0(j) ≥ c
     if m * proto.k > HADAMARD_EXACT_CELLS:
         return np.maximum(a, b).mean(axis=0)
-    parity = hadamard_parity(rows[:, None], np.arange(proto.k)[None, :]).astype(np.float64)
+    values = np.arange(proto.k)[None, :]
+    parity = crafting.hash_buckets(proto, rows[:, None], values).astype(np.float64)
     weight = P1 * parity + (1 - P1) * (1 - parity)  # Pr[bit = 1 | row j, value v]
     per_value = (b.T @ (1 - weight) + a.T @ weight) / m  # (|I| + 1) × k
     return np.clip(per_value.max(axis=1), 0.0, 1.0)
