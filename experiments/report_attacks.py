@@ -1,4 +1,4 @@
-"""Summaries of the poisoning studies: the README's tables and figures.
+"""Summaries of the poisoning studies: the tables and figures of docs/guide/studies.md.
 
 Run after the two studies and the application script::
 
