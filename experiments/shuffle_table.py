@@ -1,4 +1,5 @@
-"""The guide's table (docs/guide/shuffling.md) of local and shuffled central privacy for every registered protocol.
+"""The table of local and shuffled central privacy for every registered protocol (the one of
+docs/guide/shuffling.md).
 
 Usage: python experiments/shuffle_table.py [--n N] [--epochs T] [--delta D] > table.md
 
