@@ -320,13 +320,6 @@ def test_a_parameter_inside_a_protocol_spec_keeps_its_owner(place):
     )
 
 
-def test_a_default_refused_by_a_later_parameter_is_not_blamed_on_the_option(place):
-    """``--param k=1`` overrides the untyped ``--k``: the option the user did not type is not
-    named."""
-    line = one_error_line(["audit", "L-GRR", "--eps-perm", "2", "--eps-1", "1", "--param", "k=1"])
-    assert "'--k'" not in line and "'k' must be an integer >= 2" in line
-
-
 # ---------------------------------------------------------------------- symbolic links
 
 
