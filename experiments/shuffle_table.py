@@ -1,4 +1,5 @@
-"""The README's table of local and shuffled central privacy for every registered protocol.
+"""The table of local and shuffled central privacy for every registered protocol (the one of
+docs/guide/shuffling.md).
 
 Usage: python experiments/shuffle_table.py [--n N] [--epochs T] [--delta D] > table.md
 
@@ -6,7 +7,7 @@ Setting: ε∞ = 2 and ε1 = 0.8 for the memoizing chains, ε = ε1 = 0.8 for on
 k = 74, n = 10⁶ devices, τ = 100 epochs, δ = 10⁻⁶, values that never change (one memo per
 device). Every number comes from `longldp.shuffle.central_summary` (docs/math.md §17), whose
 routes follow what persists per device (the protocols' ``linkage`` trait, its own column);
-tests/test_shuffle_table.py checks that README.md shows exactly this output.
+tests/test_shuffle_table.py checks that docs/guide/shuffling.md shows exactly this output.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
 
 
 def table(n: int = N, epochs: int = EPOCHS, delta: float = DELTA) -> str:
-    """The Markdown table, one row per registered protocol (the README's at the defaults)."""
+    """The Markdown table, one row per registered protocol (the guide's at the defaults)."""
     head = (
         "| protocol | persists per device | ε per report | ε per memo | ε device, τ epochs | "
         "shuffled ε per epoch | shuffled ε per memo | shuffled ε, whole collection | route |"
