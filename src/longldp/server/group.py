@@ -1,0 +1,120 @@
+"""Group commit: concurrent small ingest requests share one durable transaction.
+
+A device sends its one report per epoch in a request of its own; stored one transaction per
+request, every request pays a durable commit (an fsync of SQLite's WAL, or of PostgreSQL's), and
+the server's rate is the disk's rate of fsyncs, whatever the number of devices. Here the
+requests of device credentials with at most :data:`GROUP_MAX_REPORTS` reports are queued; a
+committer thread takes every queued job (at most one per device, up to :data:`MAX_GROUP_JOBS`)
+and stores them in ONE transaction (:func:`longldp.server.ingest.run_group`): each job checked
+as if alone, refused alone (its rows never written), the count rows updated once for the whole
+group; then one commit, and only after it has returned is each request answered. While a group
+commits, the next one gathers: the group size follows the load, and no request waits for a
+timer. A crash between the commit and the answers loses no acknowledged report (none was
+acknowledged) and counts none twice (the devices' retries are duplicates of stored ids).
+
+The shared token's requests and larger batches run in transactions of their own, as before:
+the lock order of :mod:`longldp.server.ingest` is the same for both, so they never deadlock.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import threading
+import time
+from concurrent.futures import Future
+
+from sqlalchemy.engine import Engine
+
+from longldp.server import db, ingest
+from longldp.server.errors import ClientError
+
+log = logging.getLogger("longldp.server")
+
+#: Largest batch (reports) a request may have to be grouped.
+GROUP_MAX_REPORTS = 64
+#: Most jobs in one group transaction.
+MAX_GROUP_JOBS = 512
+#: Fault injection for the tests only: seconds the committer waits between a group's commit
+#: and its answers (tests/server_sim.py kills the process there).
+FAULT_PAUSE_ENV = "LONGLDP_FAULT_GROUP_PAUSE"
+
+
+def groupable(job: ingest.Job) -> bool:
+    """Whether ``job`` joins a group: a device's (not the shared token's), small."""
+    return job.device != db.SHARED_DEVICE and len(job.batch) <= GROUP_MAX_REPORTS
+
+
+class GroupCommitter:
+    """Committer threads over ``engine`` (one on SQLite, whose writers are serialized anyway;
+    two on PostgreSQL, so that one group gathers while the other commits)."""
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self._pending: collections.deque[tuple[ingest.Job, Future]] = collections.deque()
+        self._cond = threading.Condition()
+        self._closed = False
+        self.pause = float(os.environ.get(FAULT_PAUSE_ENV, "0") or 0)
+        threads = 2 if db.is_postgres(engine) else 1
+        self._threads = [
+            threading.Thread(target=self._run, name=f"longldp-group-commit-{i}", daemon=True)
+            for i in range(threads)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def submit(self, job: ingest.Job) -> Future:
+        """Queue ``job``; its future holds its answer (or its :class:`ClientError`, or the
+        database's error) once its group has committed."""
+        future: Future = Future()
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("the group committer is closed")
+            self._pending.append((job, future))
+            self._cond.notify()
+        return future
+
+    def _take(self) -> list[tuple[ingest.Job, Future]]:
+        """The next group (the lock held): queued jobs in order, one per device."""
+        group, later, seen = [], [], set()
+        while self._pending and len(group) < MAX_GROUP_JOBS:
+            job, future = self._pending.popleft()
+            key = (job.col.id, job.device)
+            if key in seen:
+                later.append((job, future))
+            else:
+                seen.add(key)
+                group.append((job, future))
+        self._pending.extendleft(reversed(later))
+        return group
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+                group = self._take()
+            try:
+                results = ingest.run_group(self.engine, [job for job, _ in group])
+            except BaseException as exc:  # the database's error: every job answers 503
+                for _, future in group:
+                    future.set_exception(exc)
+                continue
+            if self.pause:
+                time.sleep(self.pause)
+            for (_, future), result in zip(group, results, strict=True):
+                if isinstance(result, ClientError):
+                    future.set_exception(result)
+                else:
+                    future.set_result(result)
+
+    def close(self) -> None:
+        """Stop after the queued jobs are done."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        for thread in self._threads:
+            thread.join()
