@@ -45,10 +45,10 @@ def server(backend, tmp_path):
     srv.stop()
 
 
-def create(base: str, name: str = "live") -> dict:
+def create(base: str, name: str = "live", **extra) -> dict:
     r = httpx.post(
         f"{base}/v1/collections",
-        json={"name": name, "protocol": SPEC, "auth": "shared"},
+        json={"name": name, "protocol": SPEC, "auth": "shared", **extra},
         headers=bearer(ADMIN),
         timeout=30,
     )
@@ -312,7 +312,7 @@ class _Dom(HTMLParser):
 def test_dashboard_renders_in_headless_chromium(tmp_path):
     srv = LiveServer(str(tmp_path / "dash.db"), tmp_path).start()
     try:
-        col = create(srv.base, "dash")
+        col = create(srv.base, "dash", open_from=10)
         rng = np.random.default_rng(3)
         memo = PROTO.new_memo(600)
         for e in range(5):

@@ -208,6 +208,12 @@ _devices_v3 = sa.Table(
     sa.Column("created_at", sa.Float, nullable=False),
 )
 
+#: The decoy collection (migration 4): a row no request can name (names have 1–64
+#: characters), read in place of an unknown collection so that authentication does the same
+#: work whether the collection exists or not. Its token digests are of secrets nobody holds.
+DECOY_NAME = ""
+_DECOY_SPEC = '{"name": "GRR", "params": {"eps": 1.0, "k": 2}}'
+
 #: Epoch window given by migration 3 to the collections created before it (they had none).
 LEGACY_EPOCH_WINDOW = 32
 
@@ -270,7 +276,8 @@ def _migration_4(conn: Connection) -> None:
     so the epochs around it stay open), ``epoch_skew`` (future epochs accepted with a wall
     clock: 1), the device cap, expected population and enrollment rate (NULL: the server's
     defaults) and the count of active devices; devices gain ``revoked_at``; an index serves
-    the enrollment rate (enrollments of a collection by time)."""
+    the enrollment rate (enrollments of a collection by time); the decoy collection
+    (:data:`DECOY_NAME`) is inserted."""
     add = "ALTER TABLE collections ADD COLUMN"
     conn.execute(sa.text(f"{add} open_from BIGINT"))
     conn.execute(sa.text(f"{add} epoch_skew INTEGER NOT NULL DEFAULT 1"))
@@ -280,6 +287,28 @@ def _migration_4(conn: Connection) -> None:
     conn.execute(sa.text(f"{add} device_count BIGINT NOT NULL DEFAULT 0"))
     conn.execute(sa.text("ALTER TABLE devices ADD COLUMN revoked_at FLOAT"))
     conn.execute(sa.schema.CreateIndex(devices_by_time))
+    import hashlib
+    import secrets
+
+    def nobody() -> bytes:
+        return hashlib.sha256(secrets.token_bytes(32)).digest()
+
+    conn.execute(
+        sa.text(
+            "INSERT INTO collections (name, protocol_spec, protocol_id, fingerprint, "
+            "first_epoch, description, ingest_token_hash, read_token_hash, created_at, auth, "
+            "enroll_token_hash, epoch_window, open_from) VALUES (:name, :spec, 1, :fp, 0, "
+            "'decoy: read in place of unknown collections', :h1, :h2, 0, 'device', :h3, 8, 0)"
+        ),
+        {
+            "name": DECOY_NAME,
+            "spec": _DECOY_SPEC,
+            "fp": bytes(8),
+            "h1": nobody(),
+            "h2": nobody(),
+            "h3": nobody(),
+        },
+    )
     conn.execute(
         sa.text(
             "UPDATE collections SET device_count = (SELECT count(*) FROM devices "

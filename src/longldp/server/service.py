@@ -275,19 +275,28 @@ def privacy_summary(proto: FrequencyOracle) -> dict[str, Any]:
 
 
 #: One query per request: the collection, and the stored hash of the device a credential names.
+#: It always reads exactly one collection row: the one named, else the decoy
+#: (:data:`db.DECOY_NAME`), found by the same unique index (its name looked up first).
+_C = db.collections
 _WHO = (
-    sa.select(db.collections, db.devices.c.credential_hash)
+    sa.select(_C, db.devices.c.credential_hash)
     .select_from(
-        db.collections.outerjoin(
+        _C.outerjoin(
             db.devices,
             sa.and_(
-                db.devices.c.collection_id == db.collections.c.id,
+                db.devices.c.collection_id == _C.c.id,
                 db.devices.c.id == sa.bindparam("device"),
                 db.devices.c.revoked_at.is_(None),
             ),
         )
     )
-    .where(db.collections.c.name == sa.bindparam("name"))
+    .where(
+        _C.c.name
+        == sa.func.coalesce(
+            sa.select(_C.c.name).where(_C.c.name == sa.bindparam("name")).scalar_subquery(),
+            db.DECOY_NAME,
+        )
+    )
 )
 
 #: The settings an operator may change after creation (``PATCH /v1/collections/{name}``).
@@ -330,7 +339,7 @@ class Service:
         #: The attestation hook (docs/server.md, "Sybil bounds"): called at every enrollment
         #: with the collection's name and the device's evidence; False or an exception refuses.
         self.attest = attest
-        self._protocols: dict[str, FrequencyOracle] = {}
+        self._protocols: dict[str, tuple[FrequencyOracle, dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._committer: GroupCommitter | None = None
 
@@ -555,7 +564,15 @@ class Service:
     def list_collections(self) -> list[dict[str, Any]]:
         """Every collection's public description, by name."""
         with db.transaction(self.engine, write=False) as conn:
-            rows = conn.execute(sa.select(db.collections).order_by("name")).mappings().all()
+            rows = (
+                conn.execute(
+                    sa.select(db.collections)
+                    .where(db.collections.c.name != db.DECOY_NAME)
+                    .order_by("name")
+                )
+                .mappings()
+                .all()
+            )
         return [self._from_row(row).public() for row in rows]
 
     def get_collection(self, name: str) -> Collection | None:
@@ -576,17 +593,19 @@ class Service:
         device bounds change)."""
         text = row["protocol_spec"]
         with self._lock:
-            proto = self._protocols.get(text)
-        if proto is None:
-            proto = protocol_from_spec(json.loads(text))
+            known = self._protocols.get(text)
+        if known is None:
+            spec = json.loads(text)
+            known = (protocol_from_spec(spec), spec)
             with self._lock:
-                self._protocols[text] = proto
+                self._protocols[text] = known
+        proto, spec = known
         enroll = row["enroll_token_hash"]
         return Collection(
             id=row["id"],
             name=row["name"],
             proto=proto,
-            spec=json.loads(text),
+            spec=spec,  # shared between requests: read only
             protocol_id=row["protocol_id"],
             fingerprint=bytes(row["fingerprint"]),
             first_epoch=row["first_epoch"],
@@ -615,39 +634,38 @@ class Service:
     def authenticate(self, name: str, token: str) -> Access:
         """The collection, role and device of ``token`` on collection ``name``.
 
-        One query reads the collection and, when the token is shaped like a device credential,
-        that device's stored hash; then every comparison runs (admin, read, ingest, enroll,
-        device), against :data:`tokens.ABSENT` where a hash does not exist, before anything
-        branches on the result. An unknown collection and a wrong token therefore do the
-        same work and get the same answer from the web layer.
+        One query reads the collection (an unknown one: the decoy row, by the same index) and,
+        when the token is shaped like a device credential, that device's stored hash; the
+        collection is built and every comparison runs (admin, read, ingest, enroll, device),
+        against :data:`tokens.ABSENT` where a hash does not exist, before anything branches
+        on the result. An unknown collection and a wrong token therefore do the same work
+        and get the same answer from the web layer.
         """
         presented = tokens.digest(token)
         device = tokens.device_of(token)
-        row = None
-        if isinstance(name, str) and NAME_RE.fullmatch(name):
-            params = {"name": name, "device": -1 if device is None else device}
-            with db.transaction(self.engine, write=False) as conn:
-                row = conn.execute(_WHO, params).mappings().first()
-        get = (lambda key: row[key]) if row is not None else (lambda key: None)
-        shared = get("auth") == db.AUTH_SHARED
+        wanted = name if isinstance(name, str) and NAME_RE.fullmatch(name) else db.DECOY_NAME
+        params = {"name": wanted, "device": -1 if device is None else device}
+        with db.transaction(self.engine, write=False) as conn:
+            row = conn.execute(_WHO, params).mappings().one()
+        col = self._from_row(row)  # the decoy's too: the same work
+        known = row["name"] != db.DECOY_NAME
+        shared = row["auth"] == db.AUTH_SHARED
         is_admin = hmac.compare_digest(presented, self._admin_digest)
-        is_read = tokens.matches_digest(presented, get("read_token_hash"))
-        is_ingest = tokens.matches_digest(presented, get("ingest_token_hash")) and shared
-        is_enroll = tokens.matches_digest(presented, get("enroll_token_hash"))
-        is_device = tokens.matches_digest(presented, get("credential_hash"))
-        if row is None:
-            return Access(None, "admin" if is_admin else None)
-        col = self._from_row(row)
-        for role, ok in (
+        is_read = tokens.matches_digest(presented, row["read_token_hash"])
+        is_ingest = tokens.matches_digest(presented, row["ingest_token_hash"]) and shared
+        is_enroll = tokens.matches_digest(presented, row["enroll_token_hash"])
+        is_device = tokens.matches_digest(presented, row["credential_hash"])
+        roles = (
             ("admin", is_admin),
-            ("read", is_read),
-            ("ingest", is_ingest),
-            ("enroll", is_enroll),
-            ("device", is_device),
-        ):
-            if ok:
-                return Access(col, role, device if role == "device" else db.SHARED_DEVICE)
-        return Access(col, None)
+            ("read", is_read and known),
+            ("ingest", is_ingest and known),
+            ("enroll", is_enroll and known),
+            ("device", is_device and known),
+        )
+        role = next((r for r, ok in roles if ok), None)
+        if not known:
+            return Access(None, role)
+        return Access(col, role, device if role == "device" else db.SHARED_DEVICE)
 
     def role_of(self, col: Collection, token: str | None) -> str | None:
         """'admin', 'read', 'ingest', 'enroll', 'device' or None for ``token`` on ``col``."""
@@ -1101,6 +1119,7 @@ class Service:
         position is a value, or a (cohort, bit) of RAPPOR's (m, k) Bloom shares; one with no
         number (an empty cohort) is never chosen."""
         from longldp.server import dashboard
+        from longldp.server.sybil import sybil_view
 
         proto = col.proto
         size = math.prod(proto.estimate_shape)
@@ -1123,6 +1142,9 @@ class Service:
             "total_reports": int(total_reports),
             "min_epoch_reports": min_n,
             "central": self._central(col, min_n, total_epochs),
+            "sybil": sybil_view(
+                col.proto, col.auth, self.device_bounds(col), col.reports_per_epoch
+            ),
             "chart": [],
             "chart_values": [],
             "chart_labels": [],
