@@ -113,7 +113,7 @@ class SettingsIn(BaseModel):
     """A collection's operator settings (only those given change; null: the server's
     default for a device bound)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     open_from: int | None = Field(
         None, ge=0, le=MAX_EPOCH, description="Without a wall clock: the oldest open epoch."
     )
