@@ -501,7 +501,7 @@ def create_app(service: Service) -> FastAPI:
             raise ClientError(401, "the Authorization header is not a bearer token.")
         col = await _collection(request, name, {"admin", "read"}, token=presented)
         method = resolve_postprocess(col, postprocess)
-        _ticket(request).need(service.answer_bytes(col))
+        _ticket(request).need(service.answer_bytes(col, dashboard=True))
         view = await run_in_threadpool(service.dashboard_view, col, method)
         page = render_dashboard(col.public(), view, method)
         return HTMLResponse(

@@ -927,12 +927,14 @@ class Service:
         per_row = 4 * (col.proto.wire_size + 16) + 400
         return sizing.REQUEST_OVERHEAD + EXPORT_PAGE_ROWS * per_row
 
-    def answer_bytes(self, col: Collection) -> int:
-        """The admission ticket of an estimate, series page or dashboard on ``col``: an
-        estimate's footprint (:func:`sizing.footprint`), and for the dashboard's epochs the
-        numbers it keeps (four per value, 20 answers' worth)."""
+    def answer_bytes(self, col: Collection, dashboard: bool = False) -> int:
+        """The admission ticket of an estimate or series page on ``col`` (an estimate's
+        footprint, :func:`sizing.footprint`) or of its dashboard (plus the numbers it keeps
+        over its epochs: four per value, 20 answers' worth)."""
         need = self.limits.footprint(col.proto, col.count_shards).estimate_bytes
-        return need + 4 * sizing.CELL * 20 * self.limits.max_answer_values
+        if dashboard:
+            need += 4 * sizing.CELL * 20 * self.limits.max_answer_values
+        return need
 
     def job(self, col: Collection, device: int, kind: str, data: bytes) -> ingest.Job:
         """Parse and check an ingest body (binary or JSON) into a job (no database)."""
