@@ -123,10 +123,16 @@ class LiveServer:
     """``longldp serve`` in a subprocess on 127.0.0.1 (a real uvicorn)."""
 
     def __init__(
-        self, db: str, tmp_path: Path, port: int | None = None, args: tuple[str, ...] = ()
+        self,
+        db: str,
+        tmp_path: Path,
+        port: int | None = None,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ):
         self.db = db
         self.args = tuple(args)
+        self.env = dict(env or {})
         self.port = port or free_port()
         scheme = "https" if "--tls-cert" in self.args else "http"
         self.base = f"{scheme}://127.0.0.1:{self.port}"
@@ -138,6 +144,7 @@ class LiveServer:
             **os.environ,
             "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
             "LONGLDP_ADMIN_TOKEN": ADMIN,
+            **self.env,
         }
         cmd = [
             sys.executable,
