@@ -73,7 +73,7 @@ OPS = {
     "estimate": 4,
     "kill9": 0.5,
     "burst": 6,
-    "group_kill9": 0.4,
+    "group_kill9": 1.5,
     "advance": 3,
 }
 MAX_EPOCHS_PER_REQUEST = 8

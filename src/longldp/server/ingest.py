@@ -228,6 +228,13 @@ def distinct_items(batch: Batch) -> NDArray[np.int64]:
     return first.astype(np.int64)
 
 
+def _epochs(epochs: NDArray[np.int64], items: NDArray[np.int64]) -> list[int]:
+    """The distinct epochs of ``items``, ascending (one report: no NumPy call)."""
+    if items.size == 1:
+        return [int(epochs[items[0]])]
+    return np.unique(epochs[items]).tolist()
+
+
 class _Group:
     """The state of one group transaction: per job, its answer (once refused), the items
     taken as new and whether its stored ids were looked up."""
@@ -282,8 +289,8 @@ class _Group:
             return
         cid = job.col.id
         epochs = job.batch.epochs
-        closed = [e for e in np.unique(epochs[fresh]).tolist() if self.state[(cid, e)][3]]
-        bad = fresh[np.isin(epochs[fresh], closed)]
+        closed = [e for e in _epochs(epochs, fresh) if self.state[(cid, e)][3]]
+        bad = fresh[np.isin(epochs[fresh], closed)] if closed else fresh[:0]
         if bad.size:
             k = int(bad[0])
             raise ClientError(409, f"item {k}: epoch {int(epochs[k])} is closed.", k)
@@ -351,9 +358,7 @@ def _lock_counts(g: _Group) -> None:
         job = g.jobs[i]
         if g.fresh[i].size:
             cols[job.col.id] = job.col
-            wanted.setdefault(job.col.id, set()).update(
-                np.unique(job.batch.epochs[g.fresh[i]]).tolist()
-            )
+            wanted.setdefault(job.col.id, set()).update(_epochs(job.batch.epochs, g.fresh[i]))
     for cid in sorted(wanted):
         col = cols[cid]
         epochs = sorted(wanted[cid])
@@ -388,7 +393,7 @@ def _read_held(g: _Group) -> None:
             continue
         devs, epochs = asked.setdefault(job.col.id, (set(), set()))
         devs.add(job.device)
-        epochs.update(np.unique(job.batch.epochs[g.fresh[i]]).tolist())
+        epochs.update(_epochs(job.batch.epochs, g.fresh[i]))
     for cid in sorted(asked):
         devs, epochs = asked[cid]
         if not epochs:
@@ -505,34 +510,38 @@ def _insert(
 
 
 def _update_counts(g: _Group, inserted: list[NDArray[np.int64]]) -> None:
-    """Add the inserted reports to their epochs' locked count rows: one update per row."""
-    adds: dict[tuple[int, int], list[Any]] = {}
+    """Add the inserted reports to their epochs' locked count rows: the support of each
+    (collection, epoch) counted once over every job's reports (vectorized over the group),
+    one update per row."""
+    parts: dict[tuple[int, int], list[Any]] = {}
+    cols: dict[int, Collection] = {}
     for i, job in enumerate(g.jobs):
         items = inserted[i]
         if not items.size:
             continue
+        cols[job.col.id] = job.col
+        if items.size == 1:
+            e = int(job.batch.epochs[items[0]])
+            parts.setdefault((job.col.id, e), []).append(job.batch.records[items])
+            continue
         epochs = job.batch.epochs[items]
         for e in np.unique(epochs).tolist():
-            mine = items[epochs == e]
-            add = np.asarray(job.col.proto.support_counts(job.batch.records[mine]), np.int64)
-            have = adds.get((job.col.id, e))
-            if have is None:
-                adds[(job.col.id, e)] = [int(mine.size), add, job.col]
-            else:
-                have[0] += int(mine.size)
-                have[1] = have[1] + add
-    if not adds:
+            parts.setdefault((job.col.id, e), []).append(job.batch.records[items[epochs == e]])
+    if not parts:
         return
     updates = []
-    for (cid, e), (count, add, col) in sorted(adds.items(), key=lambda kv: kv[0]):
+    for (cid, e), records in sorted(parts.items(), key=lambda kv: kv[0]):
+        proto = cols[cid].proto
+        mine = records[0] if len(records) == 1 else np.concatenate(records)
+        add = np.asarray(proto.support_counts(mine), dtype=np.int64)
         shard, n, support, _ = g.state[(cid, e)]
-        old = np.frombuffer(support, dtype="<i8").reshape(col.proto.support_shape)
+        old = np.frombuffer(support, dtype="<i8").reshape(proto.support_shape)
         updates.append(
             {
                 "cid": cid,
                 "at": e,
                 "row": shard,
-                "new_n": n + count,
+                "new_n": n + len(mine),
                 "new_support": (old + add).astype("<i8").tobytes(),
             }
         )
