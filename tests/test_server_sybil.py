@@ -208,3 +208,47 @@ def test_the_page_shows_what_the_surplus_devices_could_do(spec, tmp_path):
     create(client, "open", spec, auth="shared")
     shared = page_data(client, "open", ADMIN)["sybil"]
     assert shared["largest_shift"] is None and "any amount" in shared["note"]
+
+
+@pytest.mark.slow
+def test_the_devices_command_lists_revokes_and_bounds(tmp_path):
+    """``longldp devices list | revoke | bounds`` against a real server (main: no such
+    command)."""
+    from typer.testing import CliRunner
+
+    from longldp.cli import app
+    from server_helpers import LiveServer
+
+    srv = LiveServer(str(tmp_path / "cli.db"), tmp_path).start()
+    try:
+        import httpx
+
+        r = httpx.post(
+            f"{srv.base}/v1/collections",
+            json={"name": "c", "protocol": SPEC, "expected_devices": 1},
+            headers=bearer(ADMIN),
+            timeout=30,
+        )
+        token = r.json()["enroll_token"]
+        ids = [
+            httpx.post(f"{srv.base}/v1/collections/c/devices", headers=bearer(token)).json()[
+                "device"
+            ]
+            for _ in range(3)
+        ]
+        runner = CliRunner()
+        where = ["--server", srv.base, "--collection", "c", "--admin-token", ADMIN]
+        out = runner.invoke(app, ["devices", "list", *where], prog_name="longldp")
+        assert out.exit_code == 0, out.output
+        assert all(str(d) in out.stdout for d in ids)
+        assert "active devices 3" in out.stdout and "2 may be fakes" in out.stdout
+        out = runner.invoke(app, ["devices", "revoke", str(ids[0]), "--purge", *where])
+        assert out.exit_code == 0 and f"device {ids[0]}: revoked" in out.stdout, out.output
+        out = runner.invoke(app, ["devices", "bounds", "--max-devices", "5", *where])
+        assert out.exit_code == 0 and "cap 5" in out.stdout and "2 active" in out.stdout
+        bad = ["--server", srv.base, "--collection", "c", "--admin-token", "wrong-token-0123456789"]
+        out = runner.invoke(app, ["devices", "list", *bad], prog_name="longldp")
+        assert out.exit_code == 2 and out.stdout == ""
+        assert out.stderr.strip().startswith("error: the server answered 401")
+    finally:
+        srv.stop()
