@@ -7,6 +7,7 @@ fails them under CI=true when the part is missing (tests/real_parts.py).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -221,3 +222,50 @@ def audit(url: str, name: str) -> dict[int, int]:
         return out
     finally:
         engine.dispose()
+
+
+async def asgi_request(  # type: ignore[no-untyped-def]
+    app, method: str, path: str, token: str, body: bytes = b"", on_start=None
+) -> tuple[int, bytes]:
+    """(status, body) of one request sent straight into the ASGI application (no client, no
+    socket: what timing and concurrency tests need); ``on_start`` runs when the answer
+    starts. A body is sent as ``application/octet-stream``."""
+    headers = [(b"host", b"testserver"), (b"authorization", f"Bearer {token}".encode())]
+    if body:
+        headers += [
+            (b"content-type", b"application/octet-stream"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 5000),
+        "server": ("testserver", 80),
+    }
+    sent = [False]
+    status, chunks = [0], []
+
+    async def receive():  # type: ignore[no-untyped-def]
+        if sent[0]:  # the body was delivered: the client stays until the answer
+            await asyncio.sleep(3600)
+        sent[0] = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message):  # type: ignore[no-untyped-def]
+        if message["type"] == "http.response.start":
+            status[0] = message["status"]
+            if on_start is not None:
+                on_start()
+        else:
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return status[0], b"".join(chunks)

@@ -19,52 +19,11 @@ from fastapi.testclient import TestClient
 
 import longldp as ll
 from longldp.server import build_app, db
-from server_helpers import ADMIN, bearer, new_ids, records, wire_reports
+from server_helpers import ADMIN, asgi_request, bearer, new_ids, records, wire_reports
 
 SPEC = {"name": "L-OSUE", "params": {"k": 64, "eps_perm": 2.0, "eps_1": 1.0}}
 PROTO = ll.protocol_from_spec(SPEC)
 DEVICES = 64
-
-
-async def _post(app, path: str, token: str, body: bytes, on_start) -> tuple[int, dict]:  # type: ignore[no-untyped-def]
-    """POST through the ASGI application; ``on_start`` runs when the answer starts."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [
-            (b"host", b"testserver"),
-            (b"authorization", f"Bearer {token}".encode()),
-            (b"content-type", b"application/octet-stream"),
-            (b"content-length", str(len(body)).encode()),
-        ],
-        "client": ("127.0.0.1", 5000),
-        "server": ("testserver", 80),
-    }
-    sent = [False]
-    status, chunks = [0], []
-
-    async def receive():  # type: ignore[no-untyped-def]
-        if sent[0]:
-            await asyncio.sleep(3600)
-        sent[0] = True
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message):  # type: ignore[no-untyped-def]
-        if message["type"] == "http.response.start":
-            status[0] = message["status"]
-            on_start()
-        else:
-            chunks.append(message.get("body", b""))
-
-    await app(scope, receive, send)
-    return status[0], json.loads(b"".join(chunks))
 
 
 def test_concurrent_one_report_requests_share_durable_transactions(backend):
@@ -104,14 +63,15 @@ def test_concurrent_one_report_requests_share_durable_transactions(backend):
 
         return await asyncio.gather(
             *(
-                _post(app, "/v1/collections/g/reports", c, b, check(rid))
+                asgi_request(app, "POST", "/v1/collections/g/reports", c, b, check(rid))
                 for c, b, rid in zip(creds, bodies, ids, strict=True)
             )
         )
 
     answers = asyncio.run(all_at_once())
     watcher.dispose()
-    assert all(a == (200, {"received": 1, "new": 1, "duplicates": 0}) for a in answers), answers
+    want = (200, {"received": 1, "new": 1, "duplicates": 0})
+    assert all((a[0], json.loads(a[1])) == want for a in answers), answers
     assert seen_before_answer == [True] * DEVICES  # each answered after its commit
     assert commits[0] < DEVICES // 4, f"{commits[0]} commits for {DEVICES} requests"
     col = service.get_collection("g")

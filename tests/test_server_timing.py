@@ -17,7 +17,7 @@ import time
 from fastapi.testclient import TestClient
 
 from longldp.server import build_app
-from server_helpers import ADMIN, bearer
+from server_helpers import ADMIN, asgi_request, bearer
 
 SPEC = {"name": "L-GRR", "params": {"k": 8, "eps_perm": 2.0, "eps_1": 1.0}}
 PAIRS = 2000
@@ -36,32 +36,9 @@ def sign_z(differences: list[int]) -> float:
 
 async def _timed(app, path: str, token: str) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     """(status, ns) of one GET through the ASGI application."""
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"testserver"), (b"authorization", f"Bearer {token}".encode())],
-        "client": ("127.0.0.1", 5000),
-        "server": ("testserver", 80),
-    }
-    status = [0]
-
-    async def receive():  # type: ignore[no-untyped-def]
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message):  # type: ignore[no-untyped-def]
-        if message["type"] == "http.response.start":
-            status[0] = message["status"]
-
     t0 = time.perf_counter_ns()
-    await app(scope, receive, send)
-    return status[0], time.perf_counter_ns() - t0
+    status, _ = await asgi_request(app, "GET", path, token)
+    return status, time.perf_counter_ns() - t0
 
 
 async def _pairs(app, paths: dict[str, str], token: str) -> list[int]:  # type: ignore[no-untyped-def]

@@ -354,15 +354,7 @@ class Service:
         A device-mode collection (the default) gets an enrollment token and a read token; a
         shared-token collection (``"auth": "shared"``) an ingest token and a read token.
         """
-        if not isinstance(body, dict):
-            raise ClientError(422, "the body must be a JSON object.")
-        unknown = sorted(set(body) - _CREATE_FIELDS)
-        if unknown:
-            raise ClientError(
-                422,
-                f"unknown field(s) {', '.join(unknown)}; allowed: "
-                f"{', '.join(sorted(_CREATE_FIELDS))}.",
-            )
+        _only(body, _CREATE_FIELDS, "unknown field(s) {}; allowed: {}.")
         name = body.get("name")
         if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise ClientError(
@@ -534,15 +526,9 @@ class Service:
         collection without a wall clock; ``max_devices``, ``expected_devices``,
         ``enroll_per_minute``); returns the collection as :meth:`Collection.public` shows it
         with its device bounds."""
-        if not isinstance(body, dict) or not body:
+        if not body:
             raise ClientError(422, "the body must be a non-empty JSON object.")
-        unknown = sorted(set(body) - _SETTINGS)
-        if unknown:
-            raise ClientError(
-                422,
-                f"unknown or fixed field(s) {', '.join(unknown)}; a collection's settings "
-                f"are {', '.join(sorted(_SETTINGS))}.",
-            )
+        _only(body, _SETTINGS, "unknown or fixed field(s) {}; a collection's settings are {}.")
         changes = self._settings(body, col.first_epoch, col.last_epoch, col.epoch_seconds)
         with db.transaction(self.engine, write=True) as conn:
             conn.execute(
@@ -1429,6 +1415,16 @@ def _count_field(body: dict, name: str, default: int, top: int, least: int = 1) 
             422, f"'{name}' must be an integer in [{least}, {top}]; got {value!r}."
         )
     return value
+
+
+def _only(body: Any, allowed: frozenset[str], message: str) -> None:
+    """422 unless ``body`` is a JSON object whose fields are all in ``allowed``; ``message``
+    has two slots: the unknown fields, the allowed ones."""
+    if not isinstance(body, dict):
+        raise ClientError(422, "the body must be a JSON object.")
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ClientError(422, message.format(", ".join(unknown), ", ".join(sorted(allowed))))
 
 
 def _range_or_none(low: int, high: int) -> list[int] | None:
