@@ -4,7 +4,8 @@ Usage: python experiments/shuffle_table.py [--n N] [--epochs T] [--delta D] > ta
 
 Setting: ε∞ = 2 and ε1 = 0.8 for the memoizing chains, ε = ε1 = 0.8 for one-shot oracles,
 k = 74, n = 10⁶ devices, τ = 100 epochs, δ = 10⁻⁶, values that never change (one memo per
-device). Every number comes from `longldp.shuffle.central_summary` (docs/math.md §17);
+device). Every number comes from `longldp.shuffle.central_summary` (docs/math.md §17), whose
+routes follow what persists per device (the protocols' ``linkage`` trait, its own column);
 tests/test_shuffle_table.py checks that README.md shows exactly this output.
 """
 
@@ -40,10 +41,10 @@ def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
 def table(n: int = N, epochs: int = EPOCHS, delta: float = DELTA) -> str:
     """The Markdown table, one row per registered protocol (the README's at the defaults)."""
     head = (
-        "| protocol | ε per report | ε per memo | ε device, τ epochs | "
+        "| protocol | persists per device | ε per report | ε per memo | ε device, τ epochs | "
         "shuffled ε per epoch | shuffled ε per memo | shuffled ε, whole collection | route |"
     )
-    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    lines = [head, "|---|---|---|---|---|---|---|---|---|"]
     for info in ll.list_protocols():
         proto = ll.protocol(info.name, **_params(info))
         s = central_summary(proto, n, epochs, delta)
@@ -52,7 +53,7 @@ def table(n: int = N, epochs: int = EPOCHS, delta: float = DELTA) -> str:
             return "-" if x is None else f"{x:.3g}"
 
         lines.append(
-            f"| {info.name} | {fmt(s.per_report)} | {fmt(s.per_memo)} | "
+            f"| {info.name} | {s.linkage} | {fmt(s.per_report)} | {fmt(s.per_memo)} | "
             f"{fmt(s.collection_local)} | {fmt(s.per_epoch)} | {fmt(s.per_memo_shuffled)} | "
             f"{fmt(s.collection)} | {s.route} |"
         )

@@ -19,7 +19,6 @@ from longldp.attacks.defences import (
     memo,
     memo_consistency,
 )
-from longldp.protocols.base import ReportKind
 from test_attacks_gains import REFUSED
 
 K = 8
@@ -38,7 +37,7 @@ def memo_refusal(cls: type) -> str | None:
         return REFUSED[cls.name]
     if not cls.longitudinal:
         return "is one-shot"
-    if cls.report_kind == ReportKind.SAMPLED_BITS:
+    if cls.report_kind == "sampled-bits":
         return "has one round"
     return None
 

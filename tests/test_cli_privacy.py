@@ -61,10 +61,46 @@ def test_bad_input_is_one_line_and_exit_2(args):
 
 def test_protocols_shows_the_shuffled_figures_at_its_n():
     result = runner.invoke(
-        app, ["protocols", "--k", "20", "--n", "20000", "--epochs", "3", "--delta", "1e-5"]
+        app,
+        ["protocols", "--k", "20", "--n", "20000", "--epochs", "3", "--delta", "1e-5"],
+        env={"COLUMNS": "220"},  # every header on one line
     )
     assert result.exit_code == 0, result.output
     assert "ε epoch shuffled" in result.output and "τ = 3" in result.output
     chain = sh.central_summary(ll.protocol("L-OSUE", k=20, eps_perm=2, eps_1=0.8), 20000, 3, 1e-5)
     assert f"{chain.per_epoch:.4g}" in result.output
     assert f"{chain.collection:.4g}" in result.output
+
+
+def test_protocols_shows_what_persists_and_the_linked_collection_figure():
+    result = runner.invoke(
+        app,
+        ["protocols", "--k", "20", "--n", "20000", "--epochs", "3", "--delta", "1e-5"],
+        env={"COLUMNS": "220"},
+    )
+    assert result.exit_code == 0, result.output
+    rows = {line.split("│")[1].strip(): line for line in result.output.splitlines() if "│" in line}
+    assert "seed" in rows["OLH"] and "row+memo" in rows["L-SH"] and "cohort" in rows["RAPPOR"]
+    # OLH's seed links its epochs: its collection figure is the shuffled tuple of 3 reports,
+    # ε_L = 3·ε, never the composition of per-epoch shuffles that GRR (nothing persists) gets.
+    olh = sh.central_summary(ll.protocol("OLH", k=20, eps=2.0), 20000, 3, 1e-5)
+    grr = sh.central_summary(ll.protocol("GRR", k=20, eps=2.0), 20000, 3, 1e-5)
+    assert olh.route == "tuple" and grr.route == "epochs"
+    assert olh.collection == pytest.approx(sh.clones_epsilon(3 * 2.0, 20000, 1e-5), rel=1e-9)
+    assert olh.collection > grr.collection
+    assert f"{olh.collection:.4g}" in rows["OLH"] and f"{grr.collection:.4g}" in rows["GRR"]
+
+
+def test_privacy_of_a_linkable_protocol_names_the_link_and_drops_the_epochs_route():
+    args = ["privacy", "OLH", "k=74", "eps=0.8", "--n", "1000000", "--epochs", "100"]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.stdout)
+    assert got["linked_by"] == ["hash seed"] and got["route"] == "tuple"
+    assert {r["name"] for r in got["routes"]} == {"tuple"}
+    assert {e["route"] for e in got["excluded"]} == {"memo", "epochs"}
+    # No amplification is left for 100 linked reports at ε = 0.8 (e^80 ≫ n): ε_L itself.
+    assert got["collection"] == pytest.approx(80.0, abs=1e-5)
+    table = runner.invoke(app, args, env={"COLUMNS": "200"})
+    assert table.exit_code == 0, table.output
+    assert "route epochs: not valid here" in table.output and "hash seed" in table.output

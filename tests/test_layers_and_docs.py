@@ -168,3 +168,30 @@ def test_readme_shows_the_two_commands():
     text = (ROOT / "README.md").read_text()
     assert "make demo" in text and "make test" in text
     assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_design_protocol_example_runs():
+    """docs/design.md §2.1's example runs as written, given the names it leaves to the reader
+    (a population of 10 users holding codes of [0, 74) and their OUE reports)."""
+    import numpy as np
+
+    import longldp as ll
+
+    text = (ROOT / "docs" / "design.md").read_text()
+    section = text[text.index("### 2.1") : text.index("### 2.2")]
+    blocks = re.findall(r"```python\n(.*?)```", section, flags=re.S)
+    assert len(blocks) == 1
+    rng = np.random.default_rng(0)
+    values = rng.integers(0, 74, size=10)
+    given = {
+        "n": 10,
+        "f": 0.1,
+        "value": 3,
+        "n_users": 10,
+        "values": values,
+        "rng": rng,
+        "true_counts": np.bincount(values, minlength=74),
+        "reports": ll.protocol("OUE", k=74, eps=1.0).perturb(values, rng=rng),
+    }
+    exec(compile(blocks[0], "docs/design.md", "exec"), given)
+    assert given["freqs"].shape == (74,)

@@ -201,6 +201,6 @@ def test_demo_adds_the_mle_column_without_changing_its_rows(monkeypatch):
         sim = simulate(proto, values, np.random.default_rng(seed))
         assert row.mse_avg == sim.mse_avg
         # the MLE column: pp.mle of those same raw estimates under the protocol's channel
-        channel = proto._channel_info(2000)
+        channel = proto.postprocess_channel(2000)
         mle = np.stack([pp.mle(raw, 1.0, channel) for raw in sim.estimates])
         assert row.mse_avg_mle == pytest.approx(np.mean((mle - sim.truth) ** 2), rel=1e-12)

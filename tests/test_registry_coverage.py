@@ -102,6 +102,12 @@ COMMON: dict[str, dict[str, Trait]] = {
     },
     "test_roundtrip_server": {"test_server_round_trip": every},
     "test_roundtrip_archive": {"test_archive_round_trip": every},
+    "test_sampler_thresholds": {"test_claims_equal_what_the_sampler_realizes": every},
+    "test_shuffle_linkage": {
+        "test_declared_linkage_covers_what_the_reports_carry": every,
+        "test_routes_follow_the_linkage": every,
+        "test_every_central_claim_survives_the_linkage_attack": every,
+    },
     "test_audit": {
         "test_exact_lifetime_within_claims_and_saturates": frequencies,
         "test_one_report_bound_never_exceeds_claim": frequencies,

@@ -28,7 +28,7 @@ from fastapi.testclient import TestClient
 
 import longldp as ll
 from longldp.server import Limits, build_app, central
-from longldp.shuffle import central_summary
+from longldp.shuffle import central_summary, clones_epsilon
 from registry_cases import cases
 from server_helpers import ADMIN, bearer, new_ids, records, wire_reports
 
@@ -185,6 +185,38 @@ def test_collection_page_shows_the_central_privacy(tmp_path):
     assert "change at the same epochs" in text and "§17.6" in text
     assert "min(t·ε1, d·ε∞)" in text
     assert "shared token" in text  # who may rely on the shuffled figures
+
+
+def test_a_linkable_collection_says_its_epochs_are_linked(tmp_path):
+    """OLH reports carry the device's hash seed: the page and GET …/privacy say so, and the
+    whole-collection figure is the shuffled device tuple's (2 reports at ε = 2: ε_L = 4),
+    never the composition of the two epochs' shuffles, which a GRR collection gets."""
+    client = make(tmp_path)
+    figures = {}
+    for name in ("OLH", "GRR"):
+        proto = ll.protocol(name, k=8, eps=2.0)
+        info = create(client, name.lower(), proto.spec(), auth="shared")
+        rng = np.random.default_rng(3)
+        memo = proto.new_memo(400)
+        values = inputs(proto, 400, rng)
+        for epoch in (0, 1):
+            reps = proto.perturb(values, memo, rng)
+            body = records(new_ids(400, rng), [epoch] * 400, wire_reports(proto, reps))
+            assert upload(client, name.lower(), info["ingest_token"], body).status_code == 200
+        rd = bearer(info["read_token"])
+        got = client.get(f"/v1/collections/{name.lower()}/privacy", headers=rd).json()
+        assert got["summary"] == central_summary(proto, n=400, epochs=2, delta=1e-6).as_dict()
+        page = client.get(f"/collections/{name.lower()}/dashboard", headers=rd).text
+        page = " ".join(page.split())
+        figures[name] = (got, page)
+    olh, olh_page = figures["OLH"]
+    grr, grr_page = figures["GRR"]
+    assert olh["summary"]["route"] == "tuple" and grr["summary"]["route"] == "epochs"
+    assert olh["summary"]["collection"] == pytest.approx(clones_epsilon(4.0, 400, 1e-6), rel=1e-9)
+    assert olh["summary"]["collection"] > grr["summary"]["collection"]
+    assert "hash seed" in olh["note"] and "hash seed" in olh_page
+    assert "links each device's reports" in olh_page
+    assert "hash seed" not in grr["note"] and "links each device" not in grr_page
 
 
 def test_device_collections_say_the_server_sees_identities(tmp_path):

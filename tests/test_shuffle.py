@@ -12,6 +12,10 @@ from scipy import stats
 
 import longldp as ll
 from longldp import shuffle as sh
+from longldp.privacy.linkage import Linkage, Persistent
+
+#: A stateless one-shot client, and a memoizing chain whose reports carry nothing per device.
+NOTHING, MEMO = Linkage(), Linkage.of(Persistent.MEMO)
 
 # ----------------------------------------------------------------------------- the example
 
@@ -148,7 +152,7 @@ def test_extremes():
     # A huge local ε (a device's whole tuple): no amplification left, and no overflow.
     assert sh.clones_epsilon(80.0, 10**6, 1e-6) == pytest.approx(80.0, abs=1e-6)
     # Past EPS0_MAX a route keeps its local ε (e^{ε0} would overflow; nothing to amplify).
-    long_one_shot = sh.collection_bound(0.8, None, 10**6, 1000, 1e-6)
+    long_one_shot = sh.collection_bound(0.8, None, 10**6, 1000, 1e-6, linkage=NOTHING)
     assert {r.name: r.epsilon for r in long_one_shot.routes}["tuple"] == pytest.approx(800.0)
     # δ larger than the total variation: ε = 0.
     assert sh.clones_epsilon(0.01, 10**6, 0.5) == 0.0
@@ -201,7 +205,7 @@ def test_collection_never_above_the_local_budget_and_never_below_a_lower_bound()
     floor = sh.shuffled_rr_epsilon(EPS_1, N, DELTA)
     for epochs in (1, 2, 3, 5, 100):
         for memos in sorted({1, min(2, epochs), min(4, epochs)}):
-            got = sh.collection_bound(EPS_1, EPS_PERM, N, epochs, DELTA, memos)
+            got = sh.collection_bound(EPS_1, EPS_PERM, N, epochs, DELTA, memos, linkage=MEMO)
             assert got.epsilon <= min(epochs * EPS_1, memos * EPS_PERM)
             assert got.epsilon >= floor
 
@@ -211,26 +215,32 @@ def test_round_one_amplified_once_is_a_floor_only_when_tau_eps1_reaches_eps_perm
     τ·ε1 ≥ ε∞: for τ = 1 the collection is one ε1 report per device, whose shuffle is below
     the shuffled ε∞ (docs/math.md §17.5)."""
     memo_once = sh.clones_epsilon(EPS_PERM, N, DELTA)
-    one = sh.collection_bound(EPS_1, EPS_PERM, N, 1, DELTA)
+    one = sh.collection_bound(EPS_1, EPS_PERM, N, 1, DELTA, linkage=MEMO)
     assert one.route == "tuple"
     assert one.epsilon == pytest.approx(sh.clones_epsilon(EPS_1, N, DELTA))
     assert one.epsilon < memo_once
     for epochs in (3, 10, 100, 1000):  # τ·ε1 ≥ ε∞ = 2.5·ε1
         for memos in (1, 2, 3):
-            got = sh.collection_bound(EPS_1, EPS_PERM, N, epochs, DELTA, memos)
+            got = sh.collection_bound(EPS_1, EPS_PERM, N, epochs, DELTA, memos, linkage=MEMO)
             assert got.epsilon >= memo_once
-    assert sh.collection_bound(EPS_1, EPS_PERM, N, 100, DELTA).epsilon == memo_once
+    assert sh.collection_bound(EPS_1, EPS_PERM, N, 100, DELTA, linkage=MEMO).epsilon == memo_once
 
 
 def test_collection_monotone_in_epochs_and_memos():
-    by_tau = [sh.collection_bound(EPS_1, EPS_PERM, N, t, DELTA).epsilon for t in (1, 2, 3, 50)]
+    by_tau = [
+        sh.collection_bound(EPS_1, EPS_PERM, N, t, DELTA, linkage=MEMO).epsilon
+        for t in (1, 2, 3, 50)
+    ]
     assert all(a <= b for a, b in itertools.pairwise(by_tau))
-    by_memos = [sh.collection_bound(EPS_1, EPS_PERM, N, 20, DELTA, d).epsilon for d in (1, 2, 5)]
+    by_memos = [
+        sh.collection_bound(EPS_1, EPS_PERM, N, 20, DELTA, d, linkage=MEMO).epsilon
+        for d in (1, 2, 5)
+    ]
     assert all(a < b for a, b in itertools.pairwise(by_memos))
 
 
 def test_stateless_clients_compose_per_epoch():
-    got = sh.collection_bound(EPS_1, None, N, 100, DELTA)
+    got = sh.collection_bound(EPS_1, None, N, 100, DELTA, linkage=NOTHING)
     assert got.route == "epochs"
     per_epoch = sh.clones_epsilon(EPS_1, N, DELTA)
     assert per_epoch < got.epsilon < 100 * per_epoch
@@ -255,6 +265,7 @@ def test_central_summary_of_protocols():
 class _NoFiniteEpsilon:
     name = "broken"
     longitudinal = False
+    linkage = NOTHING
 
     def single_report_epsilon(self) -> float:
         return math.inf
@@ -273,7 +284,9 @@ class _NoFiniteEpsilon:
         (lambda: sh.clones_epsilon(1.0, 2.5, 1e-6), "'n' must be an integer"),
         (lambda: sh.central_summary(_NoFiniteEpsilon(), 100, 1), "no finite ε0"),
         (lambda: sh.central_summary(object(), 100, 1), "known ε0"),
-        (lambda: sh.collection_bound(0.5, 1.0, 100, 3, 1e-6, memos=4), "'memos'"),
+        (lambda: sh.collection_bound(0.5, 1.0, 100, 3, 1e-6, memos=4, linkage=MEMO), "'memos'"),
+        (lambda: sh.collection_bound(0.5, 1.0, 100, 3, 1e-6, linkage=NOTHING), "'eps_perm'"),
+        (lambda: sh.collection_bound(0.5, None, 100, 3, 1e-6, linkage="none"), "'linkage'"),
     ],
 )
 def test_bad_input_is_one_line(call, match):

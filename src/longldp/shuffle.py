@@ -17,8 +17,9 @@ and mixes the reports) the analyst sees a multiset, and the central guarantee is
   :func:`compose_pld_dp_accounting` cross-checks it with Google's ``dp_accounting`` when that
   optional package is installed (extra ``accounting``).
 - :func:`collection_bound` / :func:`central_summary`: the memo-aware figure for a collection of
-  τ epochs: the minimum of the valid routes (per memo, per device tuple, per epoch for stateless
-  one-shot clients), with the assumptions they need (docs/math.md §17.4–§17.6).
+  τ epochs: the minimum of the routes valid for the protocol's linkage trait (per memo, per
+  device tuple, per epoch only for clients where nothing persists), with the assumptions they
+  need (docs/math.md §17.4–§17.6).
 
 NumPy and SciPy only (SciPy for binomial probabilities); this module is not imported by
 ``import longldp``.
@@ -50,6 +51,7 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from longldp import _validate as check
+from longldp.privacy.linkage import Linkage
 
 __all__ = [
     "CentralSummary",
@@ -558,12 +560,14 @@ class Route:
 
 @dataclass(frozen=True)
 class CollectionBound:
-    """Central (ε, δ) of a whole collection of τ epochs: every valid route and their minimum."""
+    """Central (ε, δ) of a whole collection of τ epochs: every valid route and their minimum;
+    ``excluded`` names each route the protocol's linkage rules out, with the reason."""
 
     epsilon: float
     delta: float
     route: str
     routes: tuple[Route, ...]
+    excluded: tuple[tuple[str, str], ...] = ()
 
 
 def collection_bound(
@@ -573,20 +577,28 @@ def collection_bound(
     epochs: int,
     delta: float,
     memos: int = 1,
+    *,
+    linkage: Linkage,
 ) -> CollectionBound:
     """Central (ε, δ) of τ epochs of n devices, each sending one report per epoch, shuffled.
 
-    ``eps_perm`` None means a stateless one-shot client (fresh randomness each report, ε1 per
-    report); otherwise a memoizing chain where each of the device's ``memos`` distinct memos is
-    ε∞-LDP and each report ε1-LDP. The valid routes (docs/math.md §17.4–§17.5):
+    ``eps_perm`` None means a one-shot client (ε1 per report, nothing memoized); otherwise a
+    memoizing chain where each of the device's ``memos`` distinct memos is ε∞-LDP and each
+    report ε1-LDP. ``linkage`` is what persists per device (the protocol's ``linkage`` trait,
+    :class:`longldp.privacy.linkage.Linkage`); it must have a memo exactly when ``eps_perm``
+    is given. Only the routes proven under it are offered (docs/math.md §17.4–§17.5):
 
     - **memo** (chains): the collection is a post-processing of the shuffled multisets of
-      memos, so it costs the shuffled ε∞ once per memo, composed over the ``memos``;
-    - **tuple** (all): per-epoch shuffles are a post-processing of shuffling each device's
-      whole τ-tuple of reports, an ε_L-LDP randomizer with ε_L = min(τ·ε1, d·ε∞) (τ·ε1 for
-      one-shot clients): the shuffled ε_L;
-    - **epochs** (one-shot clients only): each epoch's shuffle costs the shuffled ε1, composed
-      over the τ epochs. Not valid for memoized chains: their epochs share the memo.
+      memos, so it costs the shuffled ε∞ once per memo, composed over the ``memos``; not when
+      the reports carry a persistent field and the device holds several memos (the field
+      links them, so the per-memo multisets are not independent shuffles);
+    - **epochs** (nothing persists): each epoch's shuffle costs the shuffled ε1, composed over
+      the τ epochs. Not for memoized chains (their epochs share the memo), nor for reports
+      that carry a per-device field (a hash seed, a Hadamard row, a cohort, a bucket map),
+      which links a device's epochs;
+    - **tuple** (all): per-epoch shuffles, linked by any field or not, are a post-processing of
+      shuffling each device's whole τ-tuple of reports, an ε_L-LDP randomizer with
+      ε_L = min(τ·ε1, d·ε∞) (τ·ε1 for one-shot clients): the shuffled ε_L.
 
     The figure is the smallest. All routes need a trusted shuffler, anonymous transport, one
     report per device per epoch and, for chains, devices whose values change at the same
@@ -598,9 +610,30 @@ def collection_bound(
     epochs = check.integer(owner, "epochs", epochs, minimum=1)
     delta = _delta(owner, delta)
     memos = check.integer(owner, "memos", memos, minimum=1, maximum=epochs)
+    if not isinstance(linkage, Linkage):
+        raise ValueError(
+            f"{owner}: 'linkage' must be a Linkage (the protocol's trait); got {linkage!r}."
+        )
+    if linkage.memoized != (eps_perm is not None):
+        raise ValueError(
+            f"{owner}: 'eps_perm' must be given exactly for a linkage with a memo; got "
+            f"eps_perm = {eps_perm!r} with linkage {linkage.describe()!r}."
+        )
+    valid = linkage.routes(memos)
     routes: list[Route] = []
     if eps_perm is None:
         eps_local = epochs * eps_1
+    else:
+        eps_perm = _eps0(owner, eps_perm)
+        eps_local = min(epochs * eps_1, memos * eps_perm)
+    if "memo" in valid:
+        assert eps_perm is not None
+        per_memo = compose_shuffled(eps_perm, n, memos, delta)
+        how = f"shuffled ε∞ = {per_memo.per_mechanism_epsilon:.4g}"
+        if memos > 1:
+            how += f" at δ0 = {per_memo.per_mechanism_delta:.3g}, composed over {memos} memos"
+        routes.append(Route("memo", per_memo.epsilon, delta, how))
+    if "epochs" in valid:
         per_epoch = compose_shuffled(eps_1, n, epochs, delta)
         routes.append(
             Route(
@@ -611,19 +644,20 @@ def collection_bound(
                 f"δ0 = {per_epoch.per_mechanism_delta:.3g}, composed over {epochs} epochs",
             )
         )
-    else:
-        eps_perm = _eps0(owner, eps_perm)
-        eps_local = min(epochs * eps_1, memos * eps_perm)
-        per_memo = compose_shuffled(eps_perm, n, memos, delta)
-        how = f"shuffled ε∞ = {per_memo.per_mechanism_epsilon:.4g}"
-        if memos > 1:
-            how += f" at δ0 = {per_memo.per_mechanism_delta:.3g}, composed over {memos} memos"
-        routes.append(Route("memo", per_memo.epsilon, delta, how))
     # Shuffling never costs more than the local budget; past EPS0_MAX keep the local ε.
     tuple_eps = clones_epsilon(eps_local, n, delta) if eps_local < EPS0_MAX else eps_local
-    routes.append(Route("tuple", tuple_eps, delta, f"shuffled device tuple, ε_L = {eps_local:.4g}"))
+    linked = " (linked by " + " and ".join(map(str, linkage.linked_by)) + ")"
+    routes.append(
+        Route(
+            "tuple",
+            tuple_eps,
+            delta,
+            f"shuffled device tuple{linked if linkage.linkable else ''}, ε_L = {eps_local:.4g}",
+        )
+    )
     best = min(routes, key=lambda r: r.epsilon)
-    return CollectionBound(best.epsilon, delta, best.name, tuple(routes))
+    excluded = tuple(linkage.excluded(memos).items())
+    return CollectionBound(best.epsilon, delta, best.name, tuple(routes), excluded)
 
 
 #: What the shuffled figures assume, printed beside them (docs/math.md §17.6).
@@ -640,9 +674,12 @@ class CentralSummary:
     """Local and shuffled central privacy of one protocol's collection (docs/math.md §17).
 
     ``per_report`` and ``per_memo`` are LDP budgets (ε1 and ε∞; one-shot clients: ε, and no
-    memo); ``per_epoch`` the shuffled ε of one epoch's reports; ``per_memo_shuffled`` the
-    shuffled ε∞; ``collection_local`` the device's whole LDP budget min(τ·ε1, d·ε∞) (one-shot:
-    τ·ε); ``collection`` the shuffled figure of the whole collection, with its ``route``.
+    memo); ``per_epoch`` the shuffled ε of one epoch's reports seen alone; ``per_memo_shuffled``
+    the shuffled ε∞; ``collection_local`` the device's whole LDP budget min(τ·ε1, d·ε∞)
+    (one-shot: τ·ε); ``collection`` the shuffled figure of the whole collection, with its
+    ``route``. ``linkage`` says what persists per device, ``linked_by`` the persistent fields
+    every report carries (which link a device's epochs) and ``excluded`` the routes they rule
+    out, with the reason (docs/math.md §17.4).
     """
 
     protocol: str
@@ -660,19 +697,39 @@ class CentralSummary:
     route: str
     routes: tuple[Route, ...]
     assumptions: tuple[str, ...] = field(default=ASSUMPTIONS)
+    linkage: str = "nothing"
+    linked_by: tuple[str, ...] = ()
+    excluded: tuple[tuple[str, str], ...] = ()
+
+    def linkage_words(self) -> str:
+        """What the persistent fields do to the figures, in one or two sentences ("" when the
+        reports carry none)."""
+        if not self.linked_by:
+            return ""
+        fields = " and ".join(self.linked_by)
+        return (
+            f"Every {self.protocol} report carries the device's {fields}, kept for life, so an "
+            "analyst who sees several epochs links each device's reports even behind a "
+            "shuffler: the per-epoch figure holds only for one epoch seen alone, and the "
+            "whole-collection figure uses only the routes that stay valid for linked reports "
+            f"(here {self.route}), never the composition of per-epoch shuffles "
+            "(docs/math.md §17.4)."
+        )
 
     def words(self) -> str:
         """One paragraph for a collection page: the figures and who may rely on them."""
         d = f"{self.delta:.3g}"
         memo = "" if self.per_memo is None else f", one memo at most ε∞ = {self.per_memo:.3g}"
+        linked = self.linkage_words()
         return (
             f"Without a shuffler: one report reveals at most ε = {self.per_report:.3g}{memo}, "
             f"a device over {self.epochs} epochs at most ε = {self.collection_local:.3g}. "
             f"If each epoch's {self.n:,} reports reach the analyst only through a trusted "
             f"shuffler: one epoch is ({self.per_epoch:.3g}, {d})-DP and the whole collection "
-            f"({self.collection:.3g}, {d})-DP (route {self.route}, docs/math.md §17). A server "
-            "that authenticates devices sees who sent what: toward it only the first figures "
-            "hold."
+            f"({self.collection:.3g}, {d})-DP (route {self.route}, docs/math.md §17). "
+            + (linked + " " if linked else "")
+            + "A server that authenticates devices sees who sent what: toward it only the "
+            "first figures hold."
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -680,6 +737,8 @@ class CentralSummary:
         out = asdict(self)
         out["routes"] = [asdict(r) for r in self.routes]
         out["assumptions"] = list(self.assumptions)
+        out["linked_by"] = list(self.linked_by)
+        out["excluded"] = [{"route": r, "why": why} for r, why in self.excluded]
         out["words"] = self.words()
         return out
 
@@ -692,20 +751,23 @@ def central_summary(
 
     ``proto`` is a protocol object (``longldp.protocol(...)``); its ε0 are read from its exact
     channels: ``single_report_epsilon()`` per report and, for memoizing protocols,
-    ``first_round_epsilon()`` per memo (one-shot oracles and one-time RAPPOR keep no memo:
-    their clients are stateless). ``memos``: distinct memos per device (1 when values
-    never change). A protocol without a finite ε0 is refused with ``ValueError``.
+    ``first_round_epsilon()`` per memo (one-shot oracles and one-time RAPPOR keep no memo), and
+    the routes from its ``linkage`` trait (what persists per device: a hash seed, a Hadamard
+    row, a cohort or a bucket map in every report links a device's epochs). ``memos``:
+    distinct memos per device (1 when values never change). A protocol without a finite ε0 is
+    refused with ``ValueError``.
     """
     owner = "central_summary"
     name = getattr(proto, "name", type(proto).__name__)
     try:
         eps_report = float(proto.single_report_epsilon())
-        longitudinal = bool(proto.longitudinal)  # one-shot and one-time RAPPOR: stateless
+        longitudinal = bool(proto.longitudinal)  # one-shot and one-time RAPPOR: no memo
         eps_memo = float(proto.first_round_epsilon()) if longitudinal else None
+        linkage = proto.linkage
     except AttributeError:
         raise ValueError(
             f"{owner}: 'proto' must be a protocol object with a known ε0 "
-            f"(single_report_epsilon); got {proto!r}."
+            f"(single_report_epsilon) and a linkage trait; got {proto!r}."
         ) from None
     for label, value in (("ε of one report", eps_report), ("ε∞ of a memo", eps_memo)):
         if value is not None and not (math.isfinite(value) and value > 0):
@@ -716,7 +778,7 @@ def central_summary(
     n = _n(owner, n)
     epochs = check.integer(owner, "epochs", epochs, minimum=1)
     delta = _delta(owner, delta)
-    bound = collection_bound(eps_report, eps_memo, n, epochs, delta, memos)
+    bound = collection_bound(eps_report, eps_memo, n, epochs, delta, memos, linkage=linkage)
     per_epoch = clones_epsilon(eps_report, n, delta)
     per_memo_shuffled = None if eps_memo is None else clones_epsilon(eps_memo, n, delta)
     local = epochs * eps_report if eps_memo is None else min(epochs * eps_report, memos * eps_memo)
@@ -735,4 +797,7 @@ def central_summary(
         collection=bound.epsilon,
         route=bound.route,
         routes=bound.routes,
+        linkage=linkage.describe(),
+        linked_by=tuple(str(f) for f in linkage.linked_by),
+        excluded=bound.excluded,
     )

@@ -31,6 +31,7 @@ from longldp import _validate as check
 from longldp.apps.rappor.decode import DecodeResult, decode
 from longldp.attacks.threat import fake_count
 from longldp.data import SetData, Table, to_longitudinal
+from longldp.protocols import Mechanism
 from longldp.protocols.rappor import RAPPOR, candidate_map
 
 OWNER = "attacks.apps"
@@ -111,7 +112,8 @@ def promote_string(
 ) -> StringPromotion:
     """Decode a collection of ``counts[i]`` clients holding ``names[i]``, without and with
     β·(n + m) fake clients promoting ``target``; ``candidates`` (default: names + target)."""
-    if not isinstance(proto, RAPPOR):
+    bloom = isinstance(proto, Mechanism) and proto.report_kind == "cohort-bits"
+    if not bloom or proto.domain.codes:
         raise ValueError(
             f"{OWNER}: promote_string attacks RAPPOR's Bloom-filter decoder: 'proto' must be "
             f"RAPPOR or RAPPOR-one-time; got {getattr(proto, 'name', proto)!r}."

@@ -34,8 +34,6 @@ from longldp.attacks import kinds, occupancy
 from longldp.attacks.threat import check_targets
 from longldp.protocols import FrequencyOracle
 from longldp.protocols.base import grr_round
-from longldp.protocols.hadamard import hadamard_parity
-from longldp.protocols.lh import REPORT_DTYPE, mix_hash
 
 OWNER = "attacks"
 ATTACKS = ("RPA", "RIA", "MGA")
@@ -97,18 +95,13 @@ def _unary_rows(k: int, ones: list[NDArray[np.int64]], m: int) -> NDArray[np.uin
 
 
 def hash_buckets(proto: FrequencyOracle, hash_ids: ArrayLike, values: ArrayLike) -> NDArray:
-    """H(v) of a hashing oracle for report ids (per-user seeds or pool indices), broadcasting."""
-    ids = np.asarray(hash_ids, dtype=np.int64)
-    if getattr(proto, "hash_pool", None) is not None:
-        ids = proto.pool_seeds()[ids]  # type: ignore[attr-defined]
-    return mix_hash(ids, np.asarray(values, dtype=np.int64), kinds.hash_range(proto))
+    """H(v) of a hashing oracle for report ids (per-user seeds, pool indices or Hadamard rows),
+    broadcasting: its report kind's public hash family."""
+    return kinds.hash_family(proto).buckets(hash_ids, values)
 
 
-def _hash_records(ids: NDArray[np.int64], buckets: NDArray[np.int64]) -> NDArray:
-    out = np.empty(ids.size, dtype=REPORT_DTYPE)
-    out["hash_id"] = ids
-    out["bucket"] = buckets
-    return out
+def _hash_records(proto: FrequencyOracle, ids: NDArray[np.int64], buckets: NDArray) -> NDArray:
+    return kinds.hash_family(proto).records(ids, buckets)
 
 
 @dataclass(frozen=True)
@@ -127,10 +120,7 @@ class OptimalChoices:
         for start in range(0, self.ids.size, 4096):
             ids = self.ids[start : start + 4096, None]
             got = self.buckets[start : start + 4096, None]
-            if kind == "hadamard":
-                total += (hadamard_parity(ids, values[None, :]) == got).sum(axis=0)
-            else:
-                total += (hash_buckets(proto, ids, values[None, :]) == got).sum(axis=0)
+            total += (hash_buckets(proto, ids, values[None, :]) == got).sum(axis=0)
         return total / self.ids.size
 
 
@@ -146,12 +136,13 @@ def optimal_choices(proto: FrequencyOracle, targets: NDArray[np.int64]) -> Optim
             rows = np.unique(gen.integers(1, m, HADAMARD_SEARCH_ROWS))
         if rows.size == 0:  # k = 2 has m = 2: row 1 only
             rows = np.arange(1, 2, dtype=np.int64)
-        par = hadamard_parity(rows[:, None], targets[None, :])  # (rows, r)
+        par = hash_buckets(proto, rows[:, None], targets[None, :])  # (rows, r) parities
         ones = par.sum(axis=1)
         counts = np.stack([targets.size - ones, ones], axis=1)  # targets with parity 0 / 1
     else:
-        pool = int(proto.hash_pool)  # type: ignore[attr-defined]
-        rows = np.arange(pool, dtype=np.int64)
+        pool = kinds.hash_family(proto).ids()
+        assert pool is not None
+        rows = pool
         b = hash_buckets(proto, rows[:, None], targets[None, :])  # (pool, r)
         g = kinds.hash_range(proto)
         counts = np.stack([(b == j).sum(axis=1) for j in range(g)], axis=1)
@@ -195,7 +186,8 @@ def _pick(rng: np.random.Generator, choices: OptimalChoices, m: int) -> tuple[ND
 
 
 def _uses_search_space(proto: FrequencyOracle, kind: str) -> bool:
-    return kind == "hadamard" or getattr(proto, "hash_pool", None) is not None
+    """MGA searches the whole family when it is public and listed (Hadamard rows, a pool)."""
+    return kind == "hadamard" or kinds.hash_family(proto).size is not None
 
 
 # ---------------------------------------------------------------------- reports
@@ -229,19 +221,14 @@ def craft_reports(
         return kinds.wrap_unary(proto, _bit_set_reports(proto, kind, attack, T, m, gen))
     if kind in ("hashed", "hadamard"):
         g = kinds.hash_range(proto)
-        if attack == "RPA":
-            if kind == "hadamard":
-                ids = gen.integers(0, kinds.hadamard_rows(proto), size=m)
-            elif getattr(proto, "hash_pool", None) is not None:
-                ids = gen.integers(0, proto.hash_pool, size=m)  # type: ignore[attr-defined]
-            else:
-                ids = gen.integers(0, _SEED_LIMIT, size=m, dtype=np.int64)
-            return _hash_records(ids.astype(np.int64), gen.integers(0, g, size=m))
+        if attack == "RPA":  # a function drawn as a client draws it, a uniform bucket
+            ids = kinds.hash_family(proto).draw(m, gen)
+            return _hash_records(proto, ids.astype(np.int64), gen.integers(0, g, size=m))
         if _uses_search_space(proto, kind):
             ids, buckets = _pick(gen, optimal_choices(proto, T), m)
         else:
             ids, buckets, _ = search_hashes(proto, T, m, hash_trials, gen)
-        return _hash_records(ids, buckets)
+        return _hash_records(proto, ids, buckets)
     return _bucket_reports(proto, attack, T, m, gen)
 
 
@@ -302,7 +289,7 @@ def _bucket_reports(
 ) -> NDArray[Any]:
     """dBitFlipPM: d sampled buckets and their bits (RPA: random; MGA: targets first, bit 1)."""
     b, d = kinds.n_buckets(proto), kinds.sampled_buckets(proto)
-    out = np.empty(m, dtype=proto.report_dtype)  # type: ignore[attr-defined]
+    out = np.empty(m, dtype=proto.empty_records().dtype)
     if attack == "RPA":
         out["buckets"] = np.sort(_subset_rows(gen, m, b, d), axis=1)
         out["bits"] = gen.integers(0, 2, size=(m, d))
@@ -462,7 +449,7 @@ def memo_reports(proto: FrequencyOracle, memos: CraftedMemos, rng: Any = None) -
         return kinds.wrap_unary(proto, out)
     assert memos.hash_ids is not None
     buckets = grr_round(memos.memo, kinds.hash_range(proto), proto.p2, gen)
-    return _hash_records(memos.hash_ids, buckets)
+    return _hash_records(proto, memos.hash_ids, buckets)
 
 
 def expected_memo_support(

@@ -41,11 +41,10 @@ from scipy.special import gammaln, logsumexp
 from scipy.stats import binom, norm
 
 from longldp import _validate as check
-from longldp.audit.channels import UNARY, dbitflip_channel, memoized, report_kind
-from longldp.audit.likelihood import domain_size, is_hashing, log_likelihoods, value_buckets
+from longldp.audit.channels import memoized, no_round_two, report_kind
+from longldp.audit.likelihood import domain_size, log_likelihoods
 from longldp.audit.randomizers import protocol_inputs
-from longldp.protocols import LSH, RAPPOR, REGISTRY, SH, DBitFlipPM, FrequencyOracle, ReportKind
-from longldp.protocols.rappor import RapporBoolean, RapporChain
+from longldp.protocols import REGISTRY, FrequencyOracle
 
 #: Largest τ of the exact dynamic programs (their cost grows as τ³).
 MAX_EXACT_TAU = 200
@@ -195,42 +194,60 @@ def simulate_asr(
 def exact_asr(
     proto: FrequencyOracle, tau: int, prior: NDArray[np.float64], uniform: bool, model: str
 ) -> float | None:
-    """(13.6) from the enumerated channel, or None when it cannot be enumerated here."""
+    """(13.6) from the enumerated channel, or None when it cannot be enumerated here.
+
+    The report kind decides, from its statistic and its enumerable family (no class names):
+    reports that repeat the memo (or one fresh report of an enumerated channel) give
+    Σ_y max_v π(v)·Pr[y | v] of one report; bits whose values' encodings are one-hot, or one
+    bit for two values, have count laws in closed form; GRR-type symbols over m symbols take
+    the dynamic program over the counts, averaged over the functions of a listed family.
+    """
+    kind = report_kind(proto)
+    if not kind.discrete:
+        return None
     chain = _model_chain(proto, model)
-    if isinstance(proto, DBitFlipPM):
+    if no_round_two(proto):
         if model == "stateless" and tau > 1:
             return None
-        w = dbitflip_channel(proto)  # no round 2: τ reports of a memo repeat it
-        return float(np.sum(np.max(prior[:, None] * w, axis=0)))
-    if isinstance(proto, RapporChain):
-        if isinstance(proto, RAPPOR):  # Bloom filters: simulated
-            return None
-        if isinstance(proto, RapporBoolean):
+        return _one_report_asr(proto, prior)  # no round 2: τ reports of a memo repeat it
+    if kind.symbol_channel(proto) is not None:  # fresh reports of an enumerated channel
+        return _one_report_asr(proto, prior) if tau == 1 and not memoized(proto) else None
+    table = kind.value_table(proto)
+    if kind.statistic == "bits":
+        if table is None or not np.array_equal(table, np.broadcast_to(table[:1], table.shape)):
+            return None  # encodings that depend on per-user state (cohorts), or not listed
+        masks = table[0]
+        if masks.shape == (2, 1) and not masks[0, 0] and masks[1, 0]:  # one bit, two values
             d1, d0 = _count_laws(chain, tau)
             return float(np.sum(np.maximum(prior[0] * d0, prior[1] * d1)))
-        return _unary_asr(prior, chain, tau)
-    if report_kind(proto) is ReportKind.ENUMERATED:  # one fresh report: Σ_y max_v π_v Pr[y | v]
-        return (
-            float(np.sum(np.max(prior[:, None] * proto.report_channel(), axis=0)))
-            if (tau == 1)
-            else None
-        )
-    if isinstance(proto, UNARY):
-        return _unary_asr(prior, chain, tau)
-    if tau > MAX_EXACT_TAU:
+        if masks.shape[0] == masks.shape[1] and np.array_equal(
+            masks, np.eye(masks.shape[0], dtype=bool)
+        ):
+            return _unary_asr(prior, chain, tau)
         return None
-    if is_hashing(proto):
+    if tau > MAX_EXACT_TAU or table is None:
+        return None
+    m = kind.width(proto)
+    if kind.hash_family(proto) is not None:  # a listed family of functions into m symbols
         if not uniform or (model == "stateless" and tau > 1):
-            return None  # a fresh hash per report, or a prior: simulated
-        occupancy = _hash_occupancy(proto)
-        if occupancy is None:
-            return None
-        g = proto.g  # type: ignore[attr-defined]
-        sums = {j: chain_max_sum(g, j, tau, *chain) for j in np.unique(occupancy).tolist()}
+            return None  # a fresh function per report, or a prior: simulated
+        srt = np.sort(table, axis=1)
+        occupancy = 1 + np.count_nonzero(srt[:, 1:] != srt[:, :-1], axis=1)
+        sums = {j: chain_max_sum(m, j, tau, *chain) for j in np.unique(occupancy).tolist()}
         return float(np.mean([sums[j] for j in occupancy.tolist()]) / proto.k)
     if uniform:
         return chain_max_sum(proto.k, proto.k, tau, *chain) / proto.k
     return _grr_prior_asr(prior, tau, chain)
+
+
+def _one_report_asr(proto: FrequencyOracle, prior: NDArray[np.float64]) -> float | None:
+    """Σ_y max_v π(v)·Pr[y | v] over the exact one-report channel (listed families only)."""
+    exact = report_kind(proto).channel(proto, np.random.default_rng(0))
+    if not exact.exhaustive:
+        return None
+    return float(
+        np.mean([np.sum(np.max(prior[:, None] * ch, axis=0)) for ch in exact.single])
+    )
 
 
 def memo_asr(proto: FrequencyOracle, prior: ArrayLike | None = None) -> float | None:
@@ -248,25 +265,10 @@ def _model_chain(proto: FrequencyOracle, model: str) -> tuple[float, float, floa
         return 1.0, 0.0, proto.p1, proto.q1
     if model == "memoized":
         return proto.p1, proto.q1, proto.p2, proto.q2
-    if is_hashing(proto):
-        g = proto.g  # type: ignore[attr-defined]
-        return 1.0, 0.0, proto.P1, (1.0 - proto.P1) / (g - 1)
+    kind = report_kind(proto)
+    if kind.statistic == "symbols":  # keep the target symbol, else each other one of m
+        return 1.0, 0.0, proto.P1, (1.0 - proto.P1) / (kind.width(proto) - 1)
     return 1.0, 0.0, proto.P1, proto.P0
-
-
-def _hash_occupancy(proto: FrequencyOracle) -> NDArray[np.int64] | None:
-    """Number of distinct buckets H(0..k−1) fills, for every function of an enumerable family
-    (the Hadamard rows; a public hash pool); None for per-user seeds."""
-    values = np.arange(proto.k, dtype=np.int64)
-    if isinstance(proto, (SH, LSH)):
-        rows = np.arange(1 << max(0, (proto.k - 1).bit_length()), dtype=np.int64)
-    elif getattr(proto, "hash_pool", None) is not None:
-        rows = np.arange(proto.hash_pool, dtype=np.int64)  # type: ignore[attr-defined]
-    else:
-        return None
-    table = value_buckets(proto, rows, values)
-    srt = np.sort(table, axis=1)
-    return 1 + np.count_nonzero(srt[:, 1:] != srt[:, :-1], axis=1)
 
 
 def chain_max_sum(m: int, j: int, tau: int, a1: float, b1: float, a2: float, b2: float) -> float:

@@ -1,15 +1,16 @@
 """Exact privacy loss from the enumerated channel (docs/audit.md §1, docs/math.md §13.1).
 
-The audit dispatches on the protocol's report kind (``proto.report_kind``, a
-:class:`~longldp.protocols.ReportKind`); a kind it has no channel for is refused with
-``ValueError``, never approximated by another kind's channel. A one-shot protocol of kind
-``enumerated`` enumerates its own channel from its sampler's probabilities
-(``proto.report_channel()``), which the audit checks against its closed-form claim.
+The audit asks the protocol's report kind (``proto.report_kind``, a
+:class:`~longldp.protocols.ReportKind` object) for everything it needs: the output space, the
+exact channels (:meth:`~longldp.protocols.ReportKind.channel`) and the attacker's sufficient
+statistic. A report kind that is not a :class:`~longldp.protocols.ReportKind` is refused with
+``ValueError``, never approximated by another kind's channel; a continuous report has no exact
+channel (the binned black-box game audits it).
 
 The channels are built from the per-round mechanisms (matrix products of the round channels,
-enumeration of every output), never from the library's P1/P0 closed forms, so that a wrong
-closed form in :mod:`longldp.privacy` cannot hide behind itself. Given an enumerated channel,
-:func:`longldp.privacy.channel_epsilon` gives its ε.
+enumeration of every output, :mod:`longldp.privacy.channels`), never from the library's P1/P0
+closed forms, so that a wrong closed form in :mod:`longldp.privacy` cannot hide behind itself.
+Given an enumerated channel, :func:`longldp.privacy.channel_epsilon` gives its ε.
 
 :func:`exact_lifetime_epsilon` extends this to τ reports of one memo: the reports are i.i.d.
 given the memo, so the sufficient statistic is the per-symbol (or per-bit) count of the τ
@@ -19,11 +20,8 @@ reports, and the worst ratio is found by maximizing over counts (docs/math.md §
 from __future__ import annotations
 
 import functools
-import itertools
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,19 +29,28 @@ from scipy.special import xlogy
 
 from longldp import _validate as check
 from longldp.privacy import channel_epsilon
-from longldp.protocols import PROTOCOL_CLASSES, DBitFlipPM, FrequencyOracle, ReportKind
-from longldp.protocols.rappor import RapporChain
+from longldp.privacy.channels import bit_matrix, grr_matrix, unary_channel
+from longldp.protocols import FrequencyOracle, ReportKind
+from longldp.protocols.report_kinds import MAX_OUTPUTS
 
-#: Largest number of outputs an enumerated channel may have (2^16 unary-encoded vectors).
-MAX_OUTPUTS = 1 << 16
-#: The unary-encoding classes of the registry (report kind ``bits``): independent bits.
-UNARY = tuple(cls for cls in PROTOCOL_CLASSES if cls.report_kind is ReportKind.BITS)
-#: Report kinds whose report is a vector of bits (counted per bit by the black-box game).
-BIT_KINDS = frozenset({ReportKind.BITS, ReportKind.COHORT_BITS, ReportKind.SAMPLED_BITS})
-#: Report kinds of a hash function and a bucket: the worst case is taken over the family.
-HASH_KINDS = frozenset({ReportKind.HASHED, ReportKind.HADAMARD})
-#: Hash functions drawn from a hashing protocol's own family to take the worst ε over.
-HASH_DRAWS = 40
+__all__ = [
+    "MAX_OUTPUTS",
+    "ExactEpsilons",
+    "bit_matrix",
+    "dbitflip_channel",
+    "exact_epsilons",
+    "exact_lifetime_epsilon",
+    "grr_matrix",
+    "memoized",
+    "no_round_two",
+    "output_space_size",
+    "report_kind",
+    "ue_channel",
+    "unary_count_llr",
+]
+
+#: The channel over the 2^k outputs of k independent bits (``privacy.channels.unary_channel``).
+ue_channel = unary_channel
 
 
 @dataclass(frozen=True)
@@ -54,168 +61,53 @@ class ExactEpsilons:
     first_round: float
 
 
-def grr_matrix(keep: float, m: int) -> NDArray[np.float64]:
-    """Round channel of GRR over m symbols: keep with ``keep``, else a uniform other symbol."""
-    if m == 1:
-        return np.ones((1, 1))
-    off = (1 - keep) / (m - 1)
-    return np.full((m, m), off) + np.eye(m) * (keep - off)
-
-
-def bit_matrix(p: float, q: float) -> NDArray[np.float64]:
-    """Per-bit channel: rows = input bit (0, 1), columns = output bit (0, 1)."""
-    return np.array([[1 - q, q], [1 - p, p]])
-
-
-def ue_channel(
-    k: int, per_bit: NDArray[np.float64], patterns: NDArray[np.bool_] | None = None
-) -> NDArray[np.float64]:
-    """Channel over all 2^k output vectors of k independent bits.
-
-    Rows are the encoded inputs: ``patterns`` (P, k) boolean, default the k one-hot vectors.
-    """
-    outputs = np.array(list(itertools.product((0, 1), repeat=k)))
-    rows = np.eye(k, dtype=int) if patterns is None else np.asarray(patterns, dtype=int)
-    return np.stack([np.prod(per_bit[row[None, :], outputs], axis=1) for row in rows])
-
-
-def hashed_epsilon(
-    proto: FrequencyOracle, bucket_channel: NDArray[np.float64], rng: np.random.Generator
-) -> float:
-    """Worst ε over hash functions drawn from the protocol's own family.
-
-    Given H the report (H, y) has Pr[y | v] = bucket_channel[H(v), y]; H is public and drawn
-    independently of v, so the worst case over H is the privacy loss.
-    """
-    worst = 0.0
-    for _ in range(HASH_DRAWS):
-        state = proto._new_state(1, rng)
-        table = np.array([proto._memo_key(np.array([v]), state)[0] for v in range(proto.k)])
-        worst = max(worst, channel_epsilon(bucket_channel[table]))
-    return worst
-
-
-def dbitflip_channel(proto: DBitFlipPM) -> NDArray[np.float64]:
-    """Every sampled d-subset S and every d-bit answer: Pr[(S, y) | v]."""
-    b, d, p = proto.n_buckets, proto.d, proto.p1
-    bucket = (np.arange(proto.k) * b) // proto.k
-    subsets = list(itertools.combinations(range(b), d))
-    cols = []
-    for s in subsets:
-        truth = (np.array(s)[None, :] == bucket[:, None]).astype(int)
-        for y in itertools.product((0, 1), repeat=d):
-            prob = np.where(np.array(y)[None, :] == truth, p, 1 - p).prod(axis=1)
-            cols.append(prob / len(subsets))
-    return np.array(cols).T
+def dbitflip_channel(proto: FrequencyOracle) -> NDArray[np.float64]:
+    """Every sampled d-subset S and every d-bit answer: Pr[(S, y) | v] (the mechanism's own
+    enumeration, ``proto.report_channel()``)."""
+    return proto.report_channel()  # type: ignore[attr-defined]
 
 
 def report_kind(proto: FrequencyOracle) -> ReportKind:
-    """``proto``'s report kind; ``ValueError`` for a kind the audit has no channel for."""
+    """``proto``'s report kind; ``ValueError`` for one the audit has no channel for."""
     kind = getattr(type(proto), "report_kind", None)
-    if not isinstance(kind, ReportKind) or kind not in _SPACE:
-        known = ", ".join(str(k) for k in _SPACE)
+    if not isinstance(kind, ReportKind):
         raise ValueError(
-            f"{proto.name}: the audit has no channel for report kind {kind!r}; it knows {known}."
+            f"{proto.name}: the audit has no channel for report kind {str(kind)!r}; a report "
+            "kind is a longldp.protocols.ReportKind object."
         )
     return kind
 
 
-_SPACE = {
-    ReportKind.SYMBOL: lambda p: p.k,
-    ReportKind.BITS: lambda p: 2**p.k,
-    ReportKind.HASHED: lambda p: None if p.hash_pool is None else p.hash_pool * p.g,
-    ReportKind.HADAMARD: lambda p: p.m * 2,
-    ReportKind.SAMPLED_BITS: lambda p: math.comb(p.n_buckets, p.d) * 2**p.d,
-    ReportKind.COHORT_BITS: lambda p: p.m * 2**p.k,
-    ReportKind.ENUMERATED: lambda p: p.report_space_size(),
-}
-
-
 def output_space_size(proto: FrequencyOracle) -> int | None:
     """Number of distinct reports a protocol can emit, or None when unbounded (per-user hash)."""
-    return _SPACE[report_kind(proto)](proto)
+    return report_kind(proto).output_space_size(proto)
 
 
 def exact_epsilons(proto: FrequencyOracle, rng: np.random.Generator | None = None) -> ExactEpsilons:
     """(single-report ε, first-round ε) of ``proto`` from its enumerated channel.
 
-    Refuses domains whose channel has more than :data:`MAX_OUTPUTS` outputs.
-    ``rng`` draws the hash functions of the hashing protocols (default: seed 0).
+    Refuses domains whose channel has more than :data:`MAX_OUTPUTS` outputs and continuous
+    reports. ``rng`` draws the hash functions of a per-user family (default: seed 0); the worst
+    ε over the functions is the loss.
     """
     rng = np.random.default_rng(0) if rng is None else rng
-    kind = report_kind(proto)
-    size = output_space_size(proto)
-    if size is not None and size > MAX_OUTPUTS and kind not in HASH_KINDS:
-        raise ValueError(
-            f"{proto.name}: the exact audit enumerates the channel; k = {proto.k} gives {size} "
-            f"outputs, more than the {MAX_OUTPUTS} allowed; use a smaller k."
-        )
-    return _EXACT[kind](proto, rng)
-
-
-def _sampled_bits_exact(proto: DBitFlipPM, rng: np.random.Generator) -> ExactEpsilons:
-    eps = channel_epsilon(dbitflip_channel(proto))
-    return ExactEpsilons(eps, eps)
-
-
-def _hashed_exact(proto: Any, rng: np.random.Generator) -> ExactEpsilons:
-    r1 = grr_matrix(proto.p1, proto.g)
-    both = r1 @ grr_matrix(proto.p2, proto.g) if proto.longitudinal else r1
-    return ExactEpsilons(hashed_epsilon(proto, both, rng), hashed_epsilon(proto, r1, rng))
-
-
-def _bits_exact(proto: FrequencyOracle, rng: np.random.Generator) -> ExactEpsilons:
-    b1 = bit_matrix(proto.p1, proto.q1)
-    both = b1 @ bit_matrix(proto.p2, proto.q2)
+    exact = report_kind(proto).channel(proto, rng)
     return ExactEpsilons(
-        channel_epsilon(ue_channel(proto.k, both)), channel_epsilon(ue_channel(proto.k, b1))
+        max(channel_epsilon(ch) for ch in exact.single),
+        max(channel_epsilon(ch) for ch in exact.first_round),
     )
-
-
-def _enumerated_exact(proto: FrequencyOracle, rng: np.random.Generator) -> ExactEpsilons:
-    """The protocol's own enumeration of its one-report channel (a one-shot oracle: its
-    round 1 is the whole channel)."""
-    if proto.longitudinal:
-        raise ValueError(f"{proto.name}: the audit enumerates one-shot reports only.")
-    eps = channel_epsilon(proto.report_channel())
-    return ExactEpsilons(eps, eps)
-
-
-def _symbol_exact(proto: FrequencyOracle, rng: np.random.Generator) -> ExactEpsilons:
-    r1 = grr_matrix(proto.p1, proto.k)
-    return ExactEpsilons(channel_epsilon(r1 @ grr_matrix(proto.p2, proto.k)), channel_epsilon(r1))
-
-
-def _cohort_bits_exact(proto: RapporChain, rng: np.random.Generator) -> ExactEpsilons:
-    """Every encoding a client can hold (``proto.possible_encodings()``) through the PRR and
-    IRR bit channels (a one-time variant's round 1 is already the composed channel)."""
-    patterns = proto.possible_encodings()
-    if patterns.shape[0] * 2**proto.k > 1 << 24:
-        raise ValueError(
-            f"{proto.name}: the exact audit enumerates {patterns.shape[0]} encodings × "
-            f"2^{proto.k} outputs; use a smaller k or h."
-        )
-    b1 = bit_matrix(proto.p1, proto.q1)
-    both = b1 @ bit_matrix(proto.p2, proto.q2)
-    single = channel_epsilon(ue_channel(proto.k, both, patterns))
-    return ExactEpsilons(single, channel_epsilon(ue_channel(proto.k, b1, patterns)))
-
-
-_EXACT: dict[ReportKind, Callable[[Any, np.random.Generator], ExactEpsilons]] = {
-    ReportKind.SYMBOL: _symbol_exact,
-    ReportKind.BITS: _bits_exact,
-    ReportKind.HASHED: _hashed_exact,
-    ReportKind.HADAMARD: _hashed_exact,
-    ReportKind.SAMPLED_BITS: _sampled_bits_exact,
-    ReportKind.COHORT_BITS: _cohort_bits_exact,
-    ReportKind.ENUMERATED: _enumerated_exact,
-}
 
 
 def memoized(proto: FrequencyOracle) -> bool:
     """Does the client keep round 1 across reports? (Longitudinal protocols do; the one-shot
     oracles and one-time RAPPOR do not.)"""
     return proto.longitudinal
+
+
+def no_round_two(proto: FrequencyOracle) -> bool:
+    """A memoizing client whose reports repeat the memo (p2 = 1, q2 = 0: dBitFlipPM): τ reports
+    reveal exactly what one does."""
+    return memoized(proto) and proto.p2 == 1.0 and proto.q2 == 0.0
 
 
 # ------------------------------------------------------------------------------ lifetime
@@ -241,34 +133,28 @@ def exact_lifetime_epsilon(proto: FrequencyOracle, tau: int, alternating: bool =
 
 
 def _one_value_lifetime(proto: FrequencyOracle, tau: int) -> float:
+    """The kind's sufficient statistic decides: τ fresh reports compose (τ·ε); reports that
+    repeat the memo reveal one report's ε; bits count per bit (the two inputs differ in
+    ``differing_bits``, each contributing the worst log-likelihood ratio of its count, r or
+    −r); symbols of a GRR chain over the kind's ``width`` symbols (docs/math.md §13.2)."""
     kind = report_kind(proto)
-    if not memoized(proto) or kind is ReportKind.SAMPLED_BITS:
+    if not memoized(proto) or no_round_two(proto):
         single = _cached_single(proto)
-        return single if kind is ReportKind.SAMPLED_BITS else tau * single
-    if kind is ReportKind.COHORT_BITS:
-        # Two encodings differ in at most (x, y) bits, set in one and not the other: each such
-        # bit contributes the worst log-likelihood ratio of its count, r or −r.
+        return single if memoized(proto) else tau * single
+    if kind.statistic == "bits":
         r = unary_count_llr(np.arange(tau + 1), tau, proto.p1, proto.q1, proto.p2, proto.q2)
-        x, y = proto.differing_bits  # type: ignore[attr-defined]
+        x, y = kind.differing_bits(proto)
         up, down = float(r.max()), float((-r).max())
         return max(x * up + y * down, y * up + x * down)
-    if kind is ReportKind.BITS:
-        return _unary_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, tau)
-    m = proto.g if kind in HASH_KINDS else proto.k  # type: ignore[attr-defined]
+    if kind.symbol_channel(proto) is not None:
+        raise ValueError(f"{proto.name}: the audit enumerates one-shot enumerated reports only.")
+    m = kind.width(proto)
     return _categorical_chain_lifetime(proto.p1, proto.q1, proto.p2, proto.q2, m, tau)
 
 
 @functools.lru_cache(maxsize=256)
 def _cached_single(proto: FrequencyOracle) -> float:
     return exact_epsilons(proto).single
-
-
-def _unary_chain_lifetime(p1: float, q1: float, p2: float, q2: float, tau: int) -> float:
-    """Two inputs differ in two bits; per bit the count c of ones over τ reports has the
-    log-likelihood ratio r(c) = ℓ1(c) − ℓ0(c); the worst output maximizes r at one bit and −r
-    at the other: max r + max(−r)."""
-    r = unary_count_llr(np.arange(tau + 1), tau, p1, q1, p2, q2)
-    return float(r.max() + (-r).max())
 
 
 def unary_count_llr(

@@ -19,7 +19,7 @@ from functools import cache
 import numpy as np
 from numpy.typing import NDArray
 
-from longldp.protocols import FrequencyOracle, ReportKind
+from longldp.protocols import FrequencyOracle
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import row_slices
 
@@ -44,10 +44,10 @@ def _misencoded_class(cls: type) -> type:
 
 def misencoded_unary(proto: FrequencyOracle) -> FrequencyOracle:
     """The same unary-encoding protocol with the buggy client (true bit 1 w.p. p + (1 − p)q)."""
-    if type(proto).report_kind is not ReportKind.BITS:
+    if type(proto).report_kind != "bits":
         raise ValueError(
             "misencoded_unary: 'proto' must be a unary-encoding protocol (report kind "
-            f"'{ReportKind.BITS}'); got {proto.name} ({type(proto).report_kind})."
+            f"'bits'); got {proto.name} ({type(proto).report_kind})."
         )
     params = {f.name: getattr(proto, f.name) for f in dataclasses.fields(proto) if f.init}
     return _misencoded_class(type(proto))(**params)

@@ -32,8 +32,8 @@ from scipy.special import xlogy
 from longldp import _validate as check
 from longldp import privacy
 from longldp.audit import stats
-from longldp.audit.channels import BIT_KINDS, HASH_KINDS, memoized, report_kind, unary_count_llr
-from longldp.protocols import FrequencyOracle, ReportKind, SecureRandom
+from longldp.audit.channels import memoized, report_kind, unary_count_llr
+from longldp.protocols import FrequencyOracle, SecureRandom
 
 ATTACKS = ("lr", "majority")
 PATTERNS = ("one-value", "alternating")
@@ -125,64 +125,45 @@ class _Tally:
         self.proto, self.n, self.value_a, self.value_b = proto, n, a, b
         self.tau = 0
         self.kind = report_kind(proto)
-        self.bits = self.kind in BIT_KINDS
-        if self.kind is ReportKind.ENUMERATED:
-            width = proto.report_space_size()
-            if proto.longitudinal or width > MAX_ENUMERATED:
-                raise ValueError(
-                    f"{proto.name}: the game tallies enumerated reports of one-shot protocols "
-                    f"with at most {MAX_ENUMERATED} outputs; this one has {width}."
-                )
-        elif self.kind is ReportKind.SAMPLED_BITS:
-            width = proto.d  # type: ignore[attr-defined]
-        elif self.kind in HASH_KINDS:
-            width = proto.g  # type: ignore[attr-defined]
-        else:
-            width = proto.k
+        if not self.kind.discrete:
+            raise ValueError(
+                f"{proto.name}: the game tallies discrete reports; report kind "
+                f"{self.kind.name!r} is continuous (audit it with the binned black box)."
+            )
+        self.bits = self.kind.statistic == "bits"
+        self.channel = self.kind.symbol_channel(proto)
+        width = self.kind.width(proto)
+        if self.channel is not None and (proto.longitudinal or width > MAX_ENUMERATED):
+            raise ValueError(
+                f"{proto.name}: the game tallies enumerated reports of one-shot protocols "
+                f"with at most {MAX_ENUMERATED} outputs; this one has {width}."
+            )
         self.counts = np.zeros((n, width), dtype=np.int32)
         self.a: NDArray = np.empty(0)
         self.b: NDArray = np.empty(0)
 
     def add(self, reports: NDArray) -> None:
-        proto = self.proto
         if self.tau == 0:
             self.a = self._target(reports, self.value_a)
             self.b = self._target(reports, self.value_b)
-        if self.kind is ReportKind.SAMPLED_BITS:
-            self.counts += reports["bits"]
-        elif self.kind is ReportKind.COHORT_BITS:
-            self.counts += np.unpackbits(reports["bits"], axis=1, count=proto.k)
-        elif self.kind is ReportKind.BITS:
-            self.counts += np.unpackbits(reports, axis=1, count=proto.k)
+        observed = self.kind.observe(self.proto, reports)
+        if self.bits:
+            self.counts += observed
         else:
-            if self.kind is ReportKind.ENUMERATED:
-                col = proto.report_index(reports)
-            else:
-                col = reports["bucket"] if reports.dtype.names else reports
             m = self.counts.shape[1]
-            flat = np.bincount(np.arange(self.n) * m + col, minlength=self.n * m)
+            flat = np.bincount(np.arange(self.n) * m + observed, minlength=self.n * m)
             self.counts += flat.reshape(self.n, m).astype(np.int32)
         self.tau += 1
 
     def _target(self, reports: NDArray, value: Any) -> NDArray:
-        proto, n = self.proto, self.n
-        if self.kind is ReportKind.SAMPLED_BITS:
-            bucket = privacy.bucket_of(np.array([value]), proto.k, proto.n_buckets)[0]
-            return reports["buckets"] == bucket
-        if self.kind is ReportKind.COHORT_BITS:
-            # One encoding per cohort (every client here holds the same value).
-            cohorts = np.unique(reports["cohort"])
-            packed = proto.encode(value_batch(proto, value, cohorts.size), cohorts)
-            per_cohort = np.unpackbits(packed, axis=1, count=proto.k).astype(bool)
-            return per_cohort[np.searchsorted(cohorts, reports["cohort"])]
-        if self.kind is ReportKind.BITS:
-            return np.broadcast_to(np.arange(proto.k) == value, (n, proto.k))
-        if self.kind is ReportKind.ENUMERATED:  # the channel row of the value
+        """Per client what ``value`` points at: its symbol (n,), its bit mask (n, width), or
+        for an enumerated channel the channel row of the value."""
+        if self.channel is not None:
             return np.asarray(value)
-        vals = np.full(n, value, dtype=np.int64)
-        if self.kind in HASH_KINDS:
-            return proto._memo_key(vals, {"hash_id": reports["hash_id"]})
-        return vals
+        got = self.kind.targets(self.proto, reports, [value])
+        if self.bits:
+            return np.broadcast_to(got[:, 0, :], self.counts.shape)
+        return np.asarray(got[:, 0])
 
     def pick(self, cols: NDArray[np.int64]) -> NDArray[np.int64]:
         """Counts at one column per client."""
@@ -194,8 +175,8 @@ def _score(tally: _Tally, attack: str, rng: np.random.Generator) -> NDArray[np.f
     p = tally.proto
     tau, p1, q1, p2, q2 = tally.tau, p.p1, p.q1, p.p2, p.q2
     kept = memoized(p)
-    if tally.kind is ReportKind.ENUMERATED:  # the log-likelihood ratio of each output
-        channel = p.report_channel()
+    if tally.channel is not None:  # the log-likelihood ratio of each output
+        channel = tally.channel
         r = np.log(channel[tally.a]) - np.log(channel[tally.b])
         if attack == "majority":
             mode = np.argmax(tally.counts + rng.random(tally.counts.shape) * 0.5, axis=1)
@@ -333,10 +314,9 @@ def check_inputs(proto: FrequencyOracle, inputs: tuple[Any, Any]) -> tuple[Any, 
         x0, x1 = int(vals[0]), int(vals[1])
     if x0 == x1:
         raise ValueError(f"{name}: 'inputs' must be two different values; got {x0!r} twice.")
-    if report_kind(proto) is ReportKind.SAMPLED_BITS:
-        bx = privacy.bucket_of(np.array([x0, x1]), proto.k, proto.n_buckets)
-        if bx[0] == bx[1]:
-            raise ValueError(f"{name}: 'inputs' {x0} and {x1} fall in the same bucket.")
+    why = report_kind(proto).indistinguishable(proto, x0, x1)
+    if why:
+        raise ValueError(f"{name}: 'inputs' {x0} and {x1} {why}.")
     return x0, x1
 
 

@@ -80,7 +80,7 @@ def channel_bounds(
     for x in range(inputs):
         reporter = CLIENTS[clients](proto, trials, gen)
         values = proto.as_inputs(np.full(trials, x, dtype=np.int64))
-        encoded = proto._encode(reporter.report(values))
+        encoded = proto.encode_bodies(reporter.report(values))
         rows.append(np.ascontiguousarray(encoded).view(np.dtype((np.void, encoded.shape[1]))))
     _, inverse = np.unique(np.concatenate(rows).ravel(), return_inverse=True)
     seen = int(inverse.max()) + 1

@@ -2,8 +2,9 @@
 
 ``log_likelihoods(proto, reports)`` takes the τ report batches of n clients (what ``perturb``
 returns at each timestamp) and returns the (n, k) matrix ln Pr[reports of client i | value v]
-up to a constant per client, from the protocol's public parameters (p1, q1, p2, q2, P1, P0,
-g, the hash functions of the wire format, RAPPOR's encoder, dBitFlipPM's buckets). Adding
+up to a constant per client, from the protocol's public parameters (p1, q1, p2, q2, P1, P0)
+and its report kind (the symbols or bits a client's reports reduce to, and what each value
+points at: the hash function of the wire format, RAPPOR's encoder, dBitFlipPM's buckets). Adding
 ln π(v) and taking the argmax is the maximum-a-posteriori guess of the value, the attack of
 :mod:`longldp.audit.asr` (simulated ASR) and :mod:`longldp.audit.reidentify`.
 
@@ -28,92 +29,45 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from longldp import privacy
-from longldp.audit.channels import UNARY, report_kind, unary_count_llr
-from longldp.protocols import LSH, RAPPOR, SH, DBitFlipPM, FrequencyOracle, ReportKind
-from longldp.protocols.hadamard import hadamard_parity
-from longldp.protocols.lh import mix_hash
-from longldp.protocols.rappor import RapporBoolean, RapporChain
-
-
-def is_hashing(proto: FrequencyOracle) -> bool:
-    """Reports carry a per-user hash function (local hashing, LOLOHA, SH, L-SH)."""
-    return hasattr(proto, "g") and hasattr(proto, "hash_pool")
-
-
-def value_buckets(
-    proto: FrequencyOracle, hash_ids: NDArray[np.int64], values: NDArray[np.int64]
-) -> NDArray[np.int64]:
-    """H_u(v) for every client u (its report's hash id) and value v: shape (n, len(values)).
-
-    SH and L-SH: the Hadamard parity of (row, v); local hashing and LOLOHA: the wire format's
-    mixing hash of the user's seed, or of the public pool's seed at that index
-    (docs/wire-format.md §3)."""
-    if isinstance(proto, (SH, LSH)):
-        return hadamard_parity(hash_ids[:, None], values[None, :])
-    pool = getattr(proto, "hash_pool", None)
-    seeds = hash_ids if pool is None else proto.pool_seeds()[hash_ids]  # type: ignore[attr-defined]
-    return mix_hash(seeds[:, None], values[None, :], proto.g)  # type: ignore[attr-defined]
-
-
-def rappor_masks(proto: RapporChain, cohorts: NDArray[np.int64]) -> NDArray[np.bool_]:
-    """(n, values, bits): the encoding of every value (the strings str(v) for Bloom filters)
-    in each client's cohort."""
-    return _cohort_table(proto)[cohorts]
-
-
-def _cohort_table(proto: RapporChain) -> NDArray[np.bool_]:
-    """(m, values, bits): every value's encoding in every cohort (computed once per protocol)."""
-    cached = _TABLES.get(id(proto))
-    if cached is not None and cached[0] is proto:
-        return cached[1]
-    values = domain_size(proto)
-    per = []
-    for c in range(proto.m):
-        vals: Any = np.arange(values)
-        if isinstance(proto, RAPPOR):  # Bloom filters of strings
-            vals = [str(v) for v in range(values)]
-        packed = proto.encode(vals, np.full(values, c, dtype=np.int64))
-        per.append(np.unpackbits(packed, axis=1, count=proto.k).astype(bool))
-    table = np.stack(per)
-    _TABLES.clear()  # one protocol at a time: the table is small, the cache is not a store
-    _TABLES[id(proto)] = (proto, table)
-    return table
-
-
-_TABLES: dict[int, tuple[RapporChain, NDArray[np.bool_]]] = {}
+from longldp.audit.channels import no_round_two, report_kind, unary_count_llr
+from longldp.protocols import FrequencyOracle
 
 
 def domain_size(proto: FrequencyOracle) -> int:
-    """Number of values the attacker chooses among (boolean RAPPOR: 2)."""
-    if isinstance(proto, RapporBoolean):
-        return 2
-    return proto.k
+    """Number of values the attacker chooses among: the domain's size (boolean RAPPOR: 2), or
+    k for a domain that cannot be listed (Bloom RAPPOR: the strings of codes 0..k−1)."""
+    return proto.domain_size or proto.k
+
+
+def audited_inputs(proto: FrequencyOracle) -> Any:
+    """The inputs of the values :func:`domain_size` counts (``proto.as_inputs`` of 0..V−1)."""
+    return proto.as_inputs(np.arange(domain_size(proto)))
 
 
 def log_likelihoods(
     proto: FrequencyOracle, reports: Sequence[NDArray], memoized: bool
 ) -> NDArray[np.float64]:
-    """(n, k): ln Pr[the τ reports of client i | value v], up to a constant per client.
+    """(n, V): ln Pr[the τ reports of client i | value v], up to a constant per client.
 
-    ``reports``: τ batches of n report records of the same n clients, in time order.
+    ``reports``: τ batches of n report records of the same n clients, in time order. The
+    report kind gives the sufficient statistic (symbols or bits per report) and what each value
+    points at (:meth:`~longldp.protocols.ReportKind.targets`); the chain gives the law.
     """
     tau = len(reports)
     if tau == 0:
         raise ValueError(f"{proto.name}: 'reports' must hold at least one batch.")
     kind = report_kind(proto)  # refuses a kind the audit has no channel for
-    if isinstance(proto, DBitFlipPM):
-        return _dbitflip(proto, reports, memoized)
-    if isinstance(proto, (RapporChain, *UNARY)):
-        return _bits(proto, reports, memoized)
-    if is_hashing(proto):
-        return _hashed(proto, reports, memoized)
-    if kind is ReportKind.ENUMERATED:  # τ fresh reports: Σ_t ln Pr[y_t | v] of its channel
-        log_ch = np.log(proto.report_channel())
-        return sum(log_ch[:, proto.report_index(rep)].T for rep in reports)
-    if kind is not ReportKind.SYMBOL:
-        raise ValueError(f"{proto.name}: no likelihood for report kind {str(kind)!r}.")
-    return _symbols(proto, reports, memoized)
+    if not kind.discrete:
+        raise ValueError(f"{proto.name}: no likelihood for continuous report kind {kind.name!r}.")
+    memoized = memoized and proto.longitudinal  # one-time RAPPOR keeps no memo
+    values = audited_inputs(proto)
+    explicit = kind.symbol_channel(proto)
+    if explicit is not None:  # τ fresh reports: Σ_t ln Pr[y_t | v] of its channel
+        log_ch = np.log(explicit)
+        return sum(log_ch[:, kind.observe(proto, rep)].T for rep in reports)
+    if kind.statistic == "bits":
+        return _bits(proto, kind, reports, values, memoized)
+    return _symbols(proto, kind, reports, values, memoized)
 
 
 def _chain(proto: FrequencyOracle, memoized: bool) -> tuple[float, float, float, float]:
@@ -124,7 +78,7 @@ def _chain(proto: FrequencyOracle, memoized: bool) -> tuple[float, float, float,
     return 1.0, 0.0, proto.P1, proto.P0
 
 
-def _grr_chain_ll(counts: NDArray, at_value: NDArray, chain: tuple) -> NDArray[np.float64]:
+def grr_chain_ll(counts: NDArray, at_value: NDArray, chain: tuple) -> NDArray[np.float64]:
     """ln[b1·S + (a1 − b1)·ρ^{N_v}] (13.2) with S = Σ_j ρ^{N_j}, ρ = a2/b2; when b2 = 0 every
     report repeats the memo and ln Pr = ln a1 or ln b1 (the memo is the value or not)."""
     a1, b1, a2, b2 = chain
@@ -139,35 +93,29 @@ def _grr_chain_ll(counts: NDArray, at_value: NDArray, chain: tuple) -> NDArray[n
     return np.logaddexp(math.log(b1) + log_s, math.log(a1 - b1) + at_value * lr)
 
 
-def _symbols(proto: FrequencyOracle, reports: Sequence[NDArray], memoized: bool) -> NDArray:
-    k = proto.k
+def _symbols(
+    proto: FrequencyOracle, kind: Any, reports: Sequence[NDArray], values: Any, memoized: bool
+) -> NDArray:
+    """GRR-type symbols over the kind's ``width`` (L-GRR over k, LOLOHA and L-SH over the g
+    buckets of the user's function): per report the symbol supports v when it is v's target."""
+    m = kind.width(proto)
     n = np.asarray(reports[0]).shape[0]
-    counts = _counts(reports, n, k)
     if not memoized:
-        # Composed GRR over k: keep P1, each other symbol P0.
-        return counts * math.log(proto.P1 / proto.P0)
-    return _grr_chain_ll(counts, counts, _chain(proto, True))
-
-
-def _hashed(proto: FrequencyOracle, reports: Sequence[NDArray], memoized: bool) -> NDArray:
-    g = proto.g  # type: ignore[attr-defined]
-    values = np.arange(proto.k, dtype=np.int64)
-    n = reports[0].shape[0]
-    if not memoized:
-        # Per report: the bucket supports v (H(v) = y) with P1, any other bucket (1 − P1)/(g − 1).
-        gain = math.log(proto.P1 * (g - 1) / (1 - proto.P1))
-        out = np.zeros((n, proto.k))
+        # Per report: the target symbol with P1, any other symbol (1 − P1)/(m − 1).
+        gain = math.log(proto.P1 * (m - 1) / (1 - proto.P1))
+        out = np.zeros((n, len(values)))
         for rep in reports:
-            hit = value_buckets(proto, rep["hash_id"], values) == rep["bucket"][:, None]
+            hit = kind.targets(proto, rep, values) == kind.observe(proto, rep)[:, None]
             out += hit * gain
         return out
-    ids = reports[0]["hash_id"]
-    if any(np.any(rep["hash_id"] != ids) for rep in reports[1:]):
-        raise ValueError(f"{proto.name}: a memoized client's reports must share its hash id.")
-    counts = _counts([rep["bucket"] for rep in reports], n, g)
-    table = value_buckets(proto, ids, values)  # (n, k) bucket of every value
-    at_value = np.take_along_axis(counts, table, axis=1)
-    return _grr_chain_ll(counts, at_value, _chain(proto, True))
+    at = kind.targets(proto, reports[0], values)  # (n, V): fixed by the per-user state
+    if any(np.any(kind.targets(proto, rep, values) != at) for rep in reports[1:]):
+        raise ValueError(
+            f"{proto.name}: a memoized client's reports must share its per-user state."
+        )
+    counts = _counts([kind.observe(proto, rep) for rep in reports], n, m)
+    at_value = np.take_along_axis(counts, np.asarray(at), axis=1)
+    return grr_chain_ll(counts, at_value, _chain(proto, True))
 
 
 def _counts(symbols: Sequence[NDArray], n: int, m: int) -> NDArray[np.float64]:
@@ -177,45 +125,34 @@ def _counts(symbols: Sequence[NDArray], n: int, m: int) -> NDArray[np.float64]:
     return np.bincount(flat, minlength=n * m).reshape(n, m).astype(np.float64)
 
 
-def _bits(proto: FrequencyOracle, reports: Sequence[NDArray], memoized: bool) -> NDArray:
+def spread(masks: NDArray[np.bool_], r: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Σ_b masks[i, v, b]·r[i, b]: per client the sum of the bit scores each value sets
+    (masks of shape (1, V, width) are shared by every client)."""
+    if masks.shape[0] == 1:
+        m = masks[0]
+        if m.shape[0] == m.shape[1] and np.array_equal(m, np.eye(m.shape[0], dtype=bool)):
+            return r  # one-hot: value v is bit v
+        return r @ m.T.astype(np.float64)
+    return np.einsum("nvb,nb->nv", masks, r)
+
+
+def _bits(
+    proto: FrequencyOracle, kind: Any, reports: Sequence[NDArray], values: Any, memoized: bool
+) -> NDArray:
+    """Independent bits (UE, RAPPOR, dBitFlipPM's sampled buckets): per-bit counts, each with
+    its log-likelihood ratio, summed over the bits a value sets (13.3)."""
+    if memoized and no_round_two(proto):
+        reports = reports[:1]  # no round 2: a memo's reports are identical
     tau = len(reports)
-    rappor = isinstance(proto, RapporChain)
-    memoized = memoized and proto.longitudinal  # one-time RAPPOR keeps no memo
-    width = proto.k
-    first = reports[0]
-    n = first.shape[0]
-
-    def bits(rep: NDArray) -> NDArray[np.uint8]:
-        packed = rep["bits"] if rappor else rep
-        return np.unpackbits(np.asarray(packed), axis=1, count=width)
-
     a1, b1, a2, b2 = _chain(proto, memoized)
     if memoized:
-        counts = np.zeros((n, width), dtype=np.int64)
-        for rep in reports:
-            counts += bits(rep)
+        counts = sum(kind.observe(proto, rep).astype(np.int64) for rep in reports)
         r = unary_count_llr(np.arange(tau + 1), tau, a1, b1, a2, b2)[counts]
-        if not rappor:
-            return r
-        return np.einsum("nvb,nb->nv", rappor_masks(proto, first["cohort"]), r)
-    out = np.zeros((n, domain_size(proto)))
+        return spread(kind.targets(proto, reports[0], values), r)
+    n = np.asarray(reports[0]).shape[0]
+    out = np.zeros((n, len(values)))
     on, off = math.log(a2 / b2), math.log((1 - a2) / (1 - b2))
     for rep in reports:
-        r = np.where(bits(rep) == 1, on, off)
-        if rappor:
-            out += np.einsum("nvb,nb->nv", rappor_masks(proto, rep["cohort"]), r)
-        else:
-            out += r
-    return out
-
-
-def _dbitflip(proto: DBitFlipPM, reports: Sequence[NDArray], memoized: bool) -> NDArray:
-    bucket = privacy.bucket_of(np.arange(proto.k), proto.k, proto.n_buckets)  # (k,)
-    keep = proto.p1
-    use = reports[:1] if memoized else reports  # no round 2: a memo's reports are identical
-    out = np.zeros((reports[0].shape[0], proto.k))
-    for rep in use:
-        truth = rep["buckets"][:, :, None] == bucket[None, None, :]  # (n, d, k)
-        agree = (rep["bits"][:, :, None] == 1) == truth
-        out += np.where(agree, math.log(keep), math.log(1 - keep)).sum(axis=1)
+        r = np.where(kind.observe(proto, rep) == 1, on, off)
+        out += spread(kind.targets(proto, rep, values), r)
     return out

@@ -257,8 +257,7 @@ def client_memory(proto: Any, users: int = 4) -> tuple[int, int]:
 
     def peak(n: int) -> int:
         rng = np.random.default_rng(0)
-        strings = getattr(proto, "encoder", None) == "bloom"
-        values = np.array(["v1"] * n, dtype=object) if strings else np.zeros(n, np.int64)
+        values = proto.as_inputs(np.zeros(n, np.int64))  # codes, or the strings they stand for
         tracemalloc.start()
         try:
             memo = proto.new_memo(n)

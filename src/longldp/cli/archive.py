@@ -119,7 +119,7 @@ def _check_simulation_size(proto, out: Path, n: int, epochs: int, chunk: int) ->
             f"{human_bytes(size)}, more than the {human_bytes(free)} free in {str(folder)!r}; "
             "lower --n or --epochs."
         )
-    domain = 100 if getattr(proto, "encoder", None) == "bloom" else proto.k
+    domain = proto.domain_size or 100  # a domain of strings: the 100 simulated values
     truth = 8 * epochs * domain  # the true counts per epoch, returned with the archive
     check_memory(truth, f"counting the true values of {epochs:,} epochs", "lower --epochs.")
     fixed, per_user = client_memory(proto)

@@ -53,7 +53,13 @@ def audit_cmd(
         str | None,
         typer.Argument(help="Protocol name (see `longldp protocols`); omit with --exec."),
     ] = None,
-    k: Annotated[int, typer.Option(help="Domain size (small: the exact audit enumerates).")] = 8,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            help="Domain size (small: the exact audit enumerates) [default: 8; required with "
+            "--exec]."
+        ),
+    ] = None,
     eps: Annotated[float | None, typer.Option(help="ε of a one-shot oracle.")] = None,
     eps_perm: Annotated[float | None, typer.Option(help="ε∞ of a chain.")] = None,
     eps_1: Annotated[float | None, typer.Option(help="ε1 of a chain.")] = None,
@@ -145,7 +151,6 @@ def audit_cmd(
     """
     import numpy as np
 
-    import longldp as ll
     from longldp import audit
 
     if seed is not None and seed < 0:
@@ -185,14 +190,7 @@ def audit_cmd(
     if control not in CONTROLS:
         raise ValueError(f"'--control' must be one of {', '.join(CONTROLS)}; got {control!r}.")
     patterns = ["one-value", "alternating"] if pattern == "both" else [pattern]
-    params: dict[str, Any] = {"k": k, **_parse_params(param or [])}
-    for name, value in (("eps", eps), ("eps_perm", eps_perm), ("eps_1", eps_1)):
-        if value is not None:
-            params[name] = value
-    fields = dataclasses.fields(ll.get_protocol_class(protocol))
-    if not any(f.name == "k" and f.init for f in fields):
-        del params["k"]  # a protocol without k (RAPPOR-boolean: one bit)
-    proto = ll.protocol(protocol, **params)
+    proto = _protocol(protocol, k, eps, eps_perm, eps_1, param)
     if control == "misencoded":
         proto = audit.misencoded_unary(proto)
     rng: Any = "secure" if secure else np.random.default_rng(seed)
@@ -229,6 +227,28 @@ def audit_cmd(
         raise typer.Exit(1)
 
 
+def _protocol(
+    protocol: str,
+    k: int | None,
+    eps: float | None,
+    eps_perm: float | None,
+    eps_1: float | None,
+    param: list[str] | None,
+) -> Any:
+    """The protocol the options describe: k (default 8) unless the class takes none
+    (RAPPOR-boolean: one bit), the budget options, then the NAME=VALUE parameters."""
+    import longldp as ll
+
+    params: dict[str, Any] = {"k": 8 if k is None else k, **_parse_params(param or [])}
+    for name, value in (("eps", eps), ("eps_perm", eps_perm), ("eps_1", eps_1)):
+        if value is not None:
+            params[name] = value
+    fields = dataclasses.fields(ll.get_protocol_class(protocol))
+    if not any(f.name == "k" and f.init for f in fields):
+        del params["k"]  # a protocol without k (RAPPOR-boolean: one bit)
+    return ll.protocol(protocol, **params)
+
+
 def _check_audit_memory(
     proto: Any, trials: int, taus: list[int], lifetime_trials: int, alternating: bool
 ) -> None:
@@ -240,9 +260,8 @@ def _check_audit_memory(
     pair of values, two for the alternating pattern); the τ values of the sequences.
     """
     from longldp.audit.game import CHUNK
-    from longldp.protocols import DBitFlipPM
 
-    width = proto.d if isinstance(proto, DBitFlipPM) else getattr(proto, "g", proto.k)
+    width = proto.report_kind.width(proto)  # what the game tallies per report
     fixed, per_client = client_memory(proto)
     games = [(trials, 1, "--trials"), *((lifetime_trials, t, "--taus") for t in taus)]
     for clients, tau, option in games:
@@ -269,7 +288,7 @@ def _ints(text: str | None, name: str) -> list[int] | None:
 def _blackbox(
     protocol: str | None,
     command: str | None,
-    k: int,
+    k: int | None,
     eps: float | None,
     eps_perm: float | None,
     eps_1: float | None,
@@ -288,7 +307,6 @@ def _blackbox(
     """Black-box audits through audit_randomizer / audit_lifetime (docs/audit.md §7–§9)."""
     import numpy as np
 
-    import longldp as ll
     from longldp.audit import blackbox as bb
     from longldp.audit import claimed_epsilon, exec_client, randomizers
 
@@ -301,6 +319,10 @@ def _blackbox(
     if command is not None:
         if protocol is not None:
             raise ValueError("audit: give either a PROTOCOL or --exec, not both.")
+        if k is None:
+            raise ValueError(
+                "audit --exec: '--k' (the client's domain size: inputs 0 … k − 1) is required."
+            )
         if claim is None:
             raise ValueError("audit --exec: '--claim' (the ε the client claims) is required.")
         if tau < 1:
@@ -332,13 +354,7 @@ def _blackbox(
     else:
         if protocol is None:
             raise ValueError("audit --blackbox: give the PROTOCOL to audit.")
-        params: dict[str, Any] = {"k": k, **_parse_params(param or [])}
-        for name, value in (("eps", eps), ("eps_perm", eps_perm), ("eps_1", eps_1)):
-            if value is not None:
-                params[name] = value
-        if protocol.lower() == "rappor" and params.get("encoder") == "boolean":
-            params["k"] = 1
-        proto = ll.protocol(protocol, **params)
+        proto = _protocol(protocol, k, eps, eps_perm, eps_1, param)
         domain = randomizers.audit_domain(proto)
         one = proto.single_report_epsilon() if claim is None else claim
         results.append(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -22,9 +22,10 @@ def protocols_cmd(
     ] = 100,
     delta: Annotated[float, typer.Option(help="δ of the shuffled central figures.")] = 1e-6,
 ) -> None:
-    """Print every protocol with its privacy parameters and V* at the given setting, and the
-    central ε when each epoch's n reports are shuffled (per epoch, and for a collection of τ
-    epochs whose values never change; docs/math.md §17, `longldp privacy` for details).
+    """Print every protocol with what persists per device, its privacy parameters and V* at the
+    given setting, and the central ε when each epoch's n reports are shuffled (per epoch, and
+    for a collection of τ epochs whose values never change, by the routes valid for what
+    persists; docs/math.md §17, `longldp privacy` for details).
 
     A protocol that cannot reach the setting (e.g. L-OUE at a large α) shows why in its row;
     a setting that no protocol accepts (k = 1, n = 0, ...) is refused.
@@ -43,7 +44,8 @@ def protocols_cmd(
     if central_summary is not None:
         title += f"; shuffled: δ = {delta:g}, τ = {epochs}"
     table = Table(title=title)
-    columns = ["protocol", "kind", "g", "p1", "q1", "p2", "q2", "ε one report", "ε memo", "V*"]
+    columns = ["protocol", "kind", "persists", "g", "p1", "q1", "p2", "q2"]
+    columns += ["ε one report", "ε memo", "V*"]
     if central_summary is not None:
         columns += ["ε epoch shuffled", "ε collection shuffled"]
     for col in columns:
@@ -63,12 +65,13 @@ def protocols_cmd(
             central = [] if central_summary is None else central_summary(proto, n, epochs, delta)
         except ValueError as err:
             errors.append(err)
-            table.add_row(info.name, "", *[""] * 7, f"[red]{err}[/red]")
+            table.add_row(info.name, "", "", *[""] * 7, f"[red]{err}[/red]")
             continue
         table.add_row(
             info.name,
             "longitudinal" if info.longitudinal else "one-shot",
-            str(getattr(proto, "g", "")),
+            proto.linkage.describe(short=True),
+            _hash_range(proto),
             *(f"{x:.4g}" for x in (proto.p1, proto.q1, proto.p2, proto.q2)),
             f"{proto.single_report_epsilon():.4g}",
             f"{proto.first_round_epsilon():.4g}" if info.longitudinal else "-",
@@ -102,3 +105,9 @@ def register(app: typer.Typer) -> None:
     """Add ``protocols`` and ``datasets`` to ``app``."""
     app.command("protocols")(protocols_cmd)
     app.command("datasets")(datasets_cmd)
+
+
+def _hash_range(proto: Any) -> str:
+    """g, the buckets of the hash family a report names ("" when it names none)."""
+    family = proto.report_kind.hash_family(proto)
+    return "" if family is None else str(family.range)

@@ -67,7 +67,9 @@ def privacy_cmd(
 ) -> None:
     """Privacy of PROTOCOL's collection: LDP budgets per report, per memo and per device, and
     the central (ε, δ) when each epoch's reports pass through a shuffler, per epoch and for
-    the whole collection (the minimum of the valid routes, docs/math.md §17)."""
+    the whole collection (the minimum of the routes valid for what persists per device: a hash
+    seed, row, cohort or bucket map in every report links a device's epochs; docs/math.md
+    §17)."""
     import longldp as ll
     from longldp.shuffle import central_summary
 
@@ -88,6 +90,7 @@ def privacy_cmd(
     d = f"{delta:g}"
     table = Table(
         title=f"{proto.name}: n = {n:,} devices, τ = {epochs} epochs, {memos} memo(s) per device"
+        f"; persists per device: {summary.linkage}"
     )
     for col in ("scope", "ε", "δ", "what it covers"):
         table.add_column(col, justify="right" if col in ("ε", "δ") else "left")
@@ -97,7 +100,8 @@ def privacy_cmd(
         table.add_row("per memo (LDP)", _fmt(summary.per_memo), "0", "every report of one value")
     device = "τ·ε" if stateless else "min(τ·ε1, memos·ε∞)"
     table.add_row("whole collection (LDP)", _fmt(summary.collection_local), "0", device)
-    table.add_row("per epoch, shuffled", _fmt(summary.per_epoch), d, "one epoch's n reports")
+    epoch_scope = "one epoch's n reports" + (", seen alone" if summary.linked_by else "")
+    table.add_row("per epoch, shuffled", _fmt(summary.per_epoch), d, epoch_scope)
     if not stateless:
         table.add_row(
             "per memo, shuffled", _fmt(summary.per_memo_shuffled), d, "the n memos, shuffled"
@@ -108,6 +112,10 @@ def privacy_cmd(
     con.print(table)
     for route in summary.routes:
         con.print(f"route {route.name}: ε = {route.epsilon:.4g} ({route.how})")
+    for name, why in summary.excluded:
+        con.print(f"route {name}: not valid here: {why} (docs/math.md §17.4)")
+    if summary.linked_by:
+        con.print(summary.linkage_words())
     con.print("The shuffled figures assume: " + "; ".join(summary.assumptions) + ".")
     con.print(
         "A server that sees which device sent a report (device credentials, report ids, "

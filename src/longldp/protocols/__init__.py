@@ -29,12 +29,15 @@ from longldp.protocols._registry import (
     protocol_from_spec,
 )
 from longldp.protocols._rng import HmacRandom, SecureRandom
-from longldp.protocols.base import Aggregator, Estimate, FrequencyOracle, ReportKind
+from longldp.protocols.base import Aggregator, Estimate, FrequencyOracle, OneShot
 from longldp.protocols.client import Client, DerivedRound1, DrawnRound1, Round1Source
+from longldp.protocols.codec import ReportCodec
 from longldp.protocols.dbitflip import DBitFlipPM
+from longldp.protocols.estimator import Estimator, SupportEstimator
 from longldp.protocols.grr import GRR, LGRR
 from longldp.protocols.hadamard import LSH, SH
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
+from longldp.protocols.mechanism import Mechanism, PopulationStep
 from longldp.protocols.rappor import (
     RAPPOR,
     RapporBoolean,
@@ -42,6 +45,25 @@ from longldp.protocols.rappor import (
     RapporOneHot,
     RapporOneHotOneTime,
     RapporOneTime,
+)
+from longldp.protocols.report_kinds import (
+    BitReports,
+    ContinuousReport,
+    EnumeratedReports,
+    ExactChannel,
+    HashFamily,
+    ReportKind,
+    SymbolReports,
+)
+from longldp.protocols.subset import SubsetSelection
+from longldp.protocols.traits import (
+    Categorical,
+    Domain,
+    Estimand,
+    Interval,
+    ItemSpace,
+    Rounds,
+    Strings,
 )
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
@@ -74,24 +96,44 @@ __all__ = [
     "SUE",
     "Aggregator",
     "BiLOLOHA",
+    "BitReports",
+    "Categorical",
     "Client",
+    "ContinuousReport",
     "DBitFlipPM",
     "DerivedRound1",
+    "Domain",
     "DrawnRound1",
+    "EnumeratedReports",
+    "Estimand",
     "Estimate",
+    "Estimator",
+    "ExactChannel",
     "FrequencyOracle",
+    "HashFamily",
     "HmacRandom",
+    "Interval",
+    "ItemSpace",
+    "Mechanism",
     "MemoStore",
+    "OneShot",
     "PopulationMemo",
+    "PopulationStep",
     "ProtocolInfo",
     "RapporBoolean",
     "RapporBooleanOneTime",
     "RapporOneHot",
     "RapporOneHotOneTime",
     "RapporOneTime",
+    "ReportCodec",
     "ReportKind",
     "Round1Source",
+    "Rounds",
     "SecureRandom",
+    "Strings",
+    "SubsetSelection",
+    "SupportEstimator",
+    "SymbolReports",
     "aggregator_from_state",
     "get_protocol_class",
     "list_protocols",

@@ -2,9 +2,9 @@
 
 A private leaf of :mod:`longldp.protocols`: it imports no protocol module, and works on any
 object exposing the protocol traits it reads (``name``, ``wire_id``, ``spec()``,
-``wire_header``, ``wire_size``) and the two body hooks ``_encode`` / ``_decode``. The base
-class calls it for :meth:`~longldp.protocols.base.FrequencyOracle.encode_reports` and
-:meth:`~longldp.protocols.base.FrequencyOracle.decode_reports`; the public module
+``wire_header``, ``wire_size``) and the two body hooks ``encode_bodies`` / ``decode_bodies``.
+The codec role (:class:`longldp.protocols.codec.ReportCodec`) calls it for ``encode_reports``
+and ``decode_reports``; the public module
 :mod:`longldp.protocols.wire` re-exports it and adds upload records and JSON batches
 (docs/wire-format.md).
 
@@ -36,7 +36,7 @@ FINGERPRINT_SIZE = 8
 STATE_FORMAT = "longldp.aggregator/1"
 
 #: Wire id → protocol name of every protocol class defined so far, filled as the classes are
-#: created (``FrequencyOracle.__init_subclass__``), which also refuses a reused id. Used only to
+#: created (``Mechanism.__init_subclass__``), which also refuses a reused id. Used only to
 #: name a foreign protocol in an error message.
 WIRE_NAMES: dict[int, str] = {}
 
@@ -107,7 +107,7 @@ def header(wire_id: int, spec: Mapping[str, Any]) -> bytes:
 
 def encode_reports(proto: Any, records: ArrayLike) -> bytes:
     """Header + body of each report record (as from ``perturb``), concatenated."""
-    rows = proto._encode(np.asarray(records))
+    rows = proto.encode_bodies(np.asarray(records))
     out = np.empty((rows.shape[0], HEADER_SIZE + rows.shape[1]), dtype=np.uint8)
     out[:, :HEADER_SIZE] = np.frombuffer(proto.wire_header, dtype=np.uint8)
     out[:, HEADER_SIZE:] = rows
@@ -146,27 +146,22 @@ def decode_rows(proto: Any, rows: NDArray[np.uint8], what: str = "report") -> ND
         else np.zeros((rows.shape[0], 0), dtype=np.uint8)
     )
     try:
-        return proto._decode(bodies)
+        return proto.decode_bodies(bodies)
     except ValueError:
         # Bisect for the first item whose body does not decode: prefixes are monotone.
         lo, hi = 0, rows.shape[0] - 1
         while lo < hi:
             mid = (lo + hi) // 2
             try:
-                proto._decode(bodies[: mid + 1])
+                proto.decode_bodies(bodies[: mid + 1])
                 lo = mid + 1
             except ValueError:
                 hi = mid
         try:
-            proto._decode(bodies[lo : lo + 1])
+            proto.decode_bodies(bodies[lo : lo + 1])
         except ValueError as item_exc:
             exc = item_exc
         raise WireFormatError(f"{proto.name}: {what} {lo} has an invalid body: {exc}", lo) from None
-
-
-def empty_records(proto: Any) -> NDArray:
-    """Zero report records of ``proto``, with their dtype and shape (an empty aggregation)."""
-    return proto._decode(np.zeros((0, proto.report_nbytes), dtype=np.uint8))
 
 
 def fields(rows: NDArray[np.uint8], formats: list[str], offsets: list[int]) -> NDArray:

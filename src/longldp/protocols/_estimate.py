@@ -1,6 +1,6 @@
 """One estimate with its standard error and normal interval (docs/math.md §1.5).
 
-:meth:`FrequencyOracle.estimate_with_se` and :meth:`Aggregator.estimate_with_se` call
+:meth:`Estimator.estimate_with_se` and :meth:`Aggregator.estimate_with_se` call
 :func:`estimate_with_se`; the collection server, the report archive and the command line all
 use it, so they agree on every number. The rule:
 
@@ -72,9 +72,8 @@ def estimate_with_se(
         )
     raw = proto.estimate(counts, n)
     est = raw if postprocess is None else proto.estimate(counts, n, postprocess)
-    with np.errstate(invalid="ignore"):
-        plug_in = np.clip(raw, 0.0, 1.0)
-    se = np.sqrt(proto._estimate_variance(counts, n, plug_in))
+    plug_in = proto.plug_in(raw)
+    se = np.sqrt(proto.estimate_variance(counts, n, plug_in))
     name = postprocess if postprocess is None or isinstance(postprocess, str) else "callable"
     return Estimate(int(n), name, float(level), est, raw, se, raw - z * se, raw + z * se)
 

@@ -1,8 +1,8 @@
 """The registry: the one table of protocol classes, and everything derived from it.
 
 Each class declares its traits (``name``, ``aliases``, ``wire_id``, ``report_kind``,
-``budget_params``, ``test_params``; docs/design.md §2.1). This module lists the classes once,
-in :data:`PROTOCOL_CLASSES`, and derives the lookup by name, the wire ids
+``budget_params``, ``test_params``, ``linkage``; docs/design.md §2.1). This module lists the
+classes once, in :data:`PROTOCOL_CLASSES`, and derives the lookup by name, the wire ids
 (:data:`PROTOCOL_IDS`, re-exported by :mod:`longldp.protocols.wire`), the listing
 ``ll.protocols()``, and the one spec parser :func:`protocol_from_spec`. Names (with aliases,
 case-insensitively) and wire ids are checked unique at import, and every protocol class that
@@ -18,12 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from longldp import privacy
+from longldp.privacy.linkage import Linkage
 from longldp.protocols import _codec
-from longldp.protocols.base import Aggregator, FrequencyOracle, ReportKind
+from longldp.protocols.base import Aggregator, FrequencyOracle
+from longldp.protocols.codec import ReportCodec
 from longldp.protocols.dbitflip import DBitFlipPM
+from longldp.protocols.estimator import Estimator
 from longldp.protocols.grr import GRR, LGRR
 from longldp.protocols.hadamard import LSH, SH
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
+from longldp.protocols.mechanism import Mechanism
 from longldp.protocols.rappor import (
     RAPPOR,
     RapporBoolean,
@@ -32,7 +36,9 @@ from longldp.protocols.rappor import (
     RapporOneHotOneTime,
     RapporOneTime,
 )
+from longldp.protocols.report_kinds import ReportKind
 from longldp.protocols.subset import SubsetSelection
+from longldp.protocols.traits import Estimand, Rounds
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
 #: Every protocol, in the order ``ll.protocols()`` lists them (one-shot first).
@@ -84,11 +90,8 @@ def _check_table() -> None:
     if len(set(ids)) != len(ids):
         raise RuntimeError(f"protocol registry: wire ids used twice: {sorted(ids)}.")
     for cls in PROTOCOL_CLASSES:
-        for trait in ("wire_id", "report_kind", "budget_params", "test_params", "longitudinal"):
-            if not hasattr(cls, trait):
-                raise RuntimeError(f"protocol registry: {cls.name} does not declare {trait!r}.")
-        if not isinstance(cls.report_kind, ReportKind):
-            raise RuntimeError(f"protocol registry: {cls.name}.report_kind is not a ReportKind.")
+        check_class(cls)
+        _check_linkage(cls)
         if not cls.test_params:
             raise RuntimeError(f"protocol registry: {cls.name} has no test parameters.")
         unknown = set(cls.budget_params) - set(_init_parameters(cls))
@@ -104,9 +107,64 @@ def _check_table() -> None:
         )
 
 
+def _check_linkage(cls: type[FrequencyOracle]) -> None:
+    """The class declares its own ``linkage`` (never inherited: a one-time variant keeps none of
+    its parent's memos), a :class:`Linkage` with a memo exactly when the class memoizes."""
+    linkage = cls.__dict__.get("linkage")
+    if not isinstance(linkage, Linkage):
+        raise RuntimeError(
+            f"protocol registry: {cls.name} does not declare its own 'linkage' (a Linkage of "
+            "what persists per device; docs/design.md §2.1)."
+        )
+    if linkage.memoized != cls.longitudinal:
+        raise RuntimeError(
+            f"protocol registry: {cls.name}.linkage says memo = {linkage.memoized}, but "
+            f"longitudinal = {cls.longitudinal}."
+        )
+
+
+#: The traits every registered class declares (or inherits), with the type each must have.
+TRAITS: dict[str, type | tuple[type, ...]] = {
+    "name": str,
+    "wire_id": int,
+    "report_kind": ReportKind,
+    "budget_params": tuple,
+    "test_params": tuple,
+    "longitudinal": bool,
+    "rounds": Rounds,
+    "estimand": Estimand,
+    "input_domain": type,
+}
+
+
+def check_class(cls: type) -> None:
+    """A protocol class is the three roles and declares every trait of :data:`TRAITS` with
+    its type; ``RuntimeError`` naming the class and the trait otherwise (checked at import for
+    this package's table and for every protocol registered from outside)."""
+    name = getattr(cls, "name", cls.__name__)
+    roles = (Mechanism, Estimator, ReportCodec)
+    if not (isinstance(cls, type) and all(issubclass(cls, role) for role in roles)):
+        raise RuntimeError(
+            f"protocol registry: {name} must subclass the mechanism, estimator and codec roles "
+            "(e.g. longldp.protocols.FrequencyOracle)."
+        )
+    if not dataclasses.is_dataclass(cls):
+        raise RuntimeError(f"protocol registry: {name} must be a (frozen) dataclass.")
+    for trait, kind in TRAITS.items():
+        value = getattr(cls, trait, None)
+        if value is None or not isinstance(value, kind) or isinstance(value, bool) != (
+            kind is bool
+        ):
+            raise RuntimeError(
+                f"protocol registry: {name} does not declare {trait!r} "
+                f"(a {getattr(kind, '__name__', kind)}); got {value!r}."
+            )
+
+
 @dataclass(frozen=True)
 class ProtocolInfo:
-    """One registry row: the protocol's name, traits, constructor parameters and summary."""
+    """One registry row: the protocol's name, traits, constructor parameters and summary
+    (``linkage``: what persists per device, in words, :meth:`Linkage.describe`)."""
 
     name: str
     longitudinal: bool
@@ -115,6 +173,10 @@ class ProtocolInfo:
     wire_id: int
     report_kind: str
     budget_params: tuple[str, ...]
+    estimand: str = Estimand.FREQUENCIES.value
+    rounds: str = Rounds.ONE_SHOT.value
+    domain: str = "categorical"
+    linkage: str = ""
 
 
 def get_protocol_class(name: str) -> type[FrequencyOracle]:
@@ -190,6 +252,10 @@ def list_protocols() -> list[ProtocolInfo]:
             cls.wire_id,
             str(cls.report_kind),
             cls.budget_params,
+            str(cls.estimand),
+            str(cls.rounds),
+            cls.input_domain.kind,
+            cls.linkage.describe(),
         )
         for cls in PROTOCOL_CLASSES
     ]

@@ -13,10 +13,10 @@ round-2 source). Where the randomness comes from is the client's choice, not the
 - round 2: the OS CSPRNG (:class:`~longldp.protocols._rng.SecureRandom`, the default) or a
   generator (simulation).
 
-The client talks to its protocol through four public hooks of
-:class:`~longldp.protocols.base.FrequencyOracle`: ``client_key`` (memo key of an input),
-``client_round1``, ``client_round2`` and ``client_record``; the budget is
-:meth:`~longldp.protocols.base.FrequencyOracle.budget_spent`.
+The client talks to its protocol through the public client hooks of the mechanism role
+(:class:`~longldp.protocols.mechanism.Mechanism`): ``new_client_state`` (per-user state),
+``client_key`` (memo key of an input), ``client_round1``, ``client_round2``, ``client_record``
+and ``example_memo``; the budget is :meth:`~longldp.protocols.mechanism.Mechanism.budget_spent`.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from longldp import privacy
 from longldp.protocols._rng import HmacRandom, RandomSource, SecureRandom
 
 if TYPE_CHECKING:  # pragma: no cover
-    from longldp.protocols.base import FrequencyOracle
+    from longldp.protocols.mechanism import Mechanism
 
 #: Labels of the device derivation (docs/client.md §2). A change of the derivation must bump
 #: the version, so that no device ever mixes memos of two derivations.
@@ -57,11 +57,11 @@ class Round1Source(ABC):
     reproducible: bool = False
 
     @abstractmethod
-    def state(self, proto: FrequencyOracle) -> dict[str, NDArray]:
+    def state(self, proto: Mechanism) -> dict[str, NDArray]:
         """The client's per-user state (drawn once)."""
 
     @abstractmethod
-    def memo(self, proto: FrequencyOracle, key: int | bytes, encoded: Any, state: dict) -> NDArray:
+    def memo(self, proto: Mechanism, key: int | bytes, encoded: Any, state: dict) -> NDArray:
         """The round-1 memo of memo key ``key`` (``encoded``: what round 1 randomizes)."""
 
 
@@ -71,10 +71,10 @@ class DrawnRound1(Round1Source):
     def __init__(self, rng: RandomSource):
         self.rng = rng
 
-    def state(self, proto: FrequencyOracle) -> dict[str, NDArray]:
-        return proto._new_state(1, self.rng)
+    def state(self, proto: Mechanism) -> dict[str, NDArray]:
+        return proto.new_client_state(self.rng)
 
-    def memo(self, proto: FrequencyOracle, key: int | bytes, encoded: Any, state: dict) -> NDArray:
+    def memo(self, proto: Mechanism, key: int | bytes, encoded: Any, state: dict) -> NDArray:
         return proto.client_round1(encoded, state, self.rng)
 
 
@@ -101,17 +101,17 @@ class DerivedRound1(Round1Source):
         self.context = bytes(context)
 
     @staticmethod
-    def context_of(proto: FrequencyOracle, collection: str) -> bytes:
+    def context_of(proto: Mechanism, collection: str) -> bytes:
         """ctx of a device of ``collection``: wire header ‖ len(name) u16 ‖ name (UTF-8)."""
         name = collection.encode("utf-8")
         if len(name) >= 1 << 16:
             raise ValueError("DerivedRound1: the collection name is too long.")
         return proto.wire_header + len(name).to_bytes(2, "big") + name
 
-    def state(self, proto: FrequencyOracle) -> dict[str, NDArray]:
-        return proto._new_state(1, HmacRandom(self._secret, STATE_LABEL + self.context))
+    def state(self, proto: Mechanism) -> dict[str, NDArray]:
+        return proto.new_client_state(HmacRandom(self._secret, STATE_LABEL + self.context))
 
-    def memo(self, proto: FrequencyOracle, key: int | bytes, encoded: Any, state: dict) -> NDArray:
+    def memo(self, proto: Mechanism, key: int | bytes, encoded: Any, state: dict) -> NDArray:
         stream = HmacRandom(self._secret, ROUND1_LABEL + self.context + key_bytes(key))
         return proto.client_round1(encoded, state, stream)
 
@@ -129,7 +129,7 @@ class Client:
 
     Parameters
     ----------
-    oracle : FrequencyOracle
+    oracle : Mechanism
     rng : Generator or RandomSource, optional
         Both rounds from this one source, in call order (simulation). Default: the OS CSPRNG.
     round1 : Round1Source, optional
@@ -144,7 +144,7 @@ class Client:
 
     def __init__(
         self,
-        oracle: FrequencyOracle,
+        oracle: Mechanism,
         rng: RandomSource | None = None,
         *,
         round1: Round1Source | None = None,
@@ -159,7 +159,7 @@ class Client:
         self.state = self.round1.state(oracle) if state is None else state
         self._memo: dict[int | bytes, NDArray] = {}
         if memo:
-            template = oracle._example_payload()[0]
+            template = oracle.example_memo()
             for key, raw in memo.items():
                 self._memo[key] = np.frombuffer(raw, dtype=template.dtype).reshape(template.shape)
         self._reports = 0

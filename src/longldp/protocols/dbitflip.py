@@ -15,6 +15,7 @@ prints V* without the square: see :func:`longldp.privacy.dbitflip_unit_variance`
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -25,19 +26,62 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
-from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
+from longldp.privacy.linkage import Linkage, Persistent
+from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
+    PopulationStep,
     ReportKind,
-    _frequencies,
     bytes_to_uint,
+    frequencies,
     min_bytes,
     packed_column_sums,
     row_slices,
     set_derived,
     uint_to_bytes,
 )
+from longldp.protocols.report_kinds import ExactChannel
+
+
+class SampledBitsReports(ReportKind):
+    """(d sampled buckets, one bit each) (dBitFlipPM): bit j answers "is my value's bucket
+    the j-th sampled one?", kept with p and flipped otherwise."""
+
+    name: ClassVar[str] = "sampled-bits"
+    statistic: ClassVar[str] = "bits"
+
+    def output_space_size(self, proto: Any) -> int:
+        return math.comb(proto.n_buckets, proto.d) * 2**proto.d
+
+    def channel(self, proto: Any, rng: np.random.Generator) -> ExactChannel:
+        """Every sampled d-subset S and every d-bit answer: Pr[(S, y) | v] (no round 2: the
+        report is the memo, so both channels are this one)."""
+        ch = proto.report_channel()
+        return ExactChannel((ch,), (ch,))
+
+    def width(self, proto: Any) -> int:
+        return int(proto.d)
+
+    def observe(self, proto: Any, reports: NDArray) -> NDArray[np.uint8]:
+        return np.asarray(reports["bits"], dtype=np.uint8)
+
+    def targets(self, proto: Any, reports: NDArray, values: Any) -> NDArray[np.bool_]:
+        """Bit j of a client points at v when its j-th sampled bucket is v's bucket."""
+        vals = np.atleast_1d(np.asarray(values, dtype=np.int64))
+        bucket = privacy.bucket_of(vals, proto.k, proto.n_buckets)
+        return np.asarray(reports["buckets"])[:, None, :] == bucket[None, :, None]
+
+    def indistinguishable(self, proto: Any, a: Any, b: Any) -> str | None:
+        bucket = privacy.bucket_of(np.array([a, b]), proto.k, proto.n_buckets)
+        return "fall in the same bucket" if bucket[0] == bucket[1] else None
+
+    def attack_kind(self, proto: Any) -> str:
+        return "bucket-bits"
+
+
+#: dBitFlipPM's report kind.
+SAMPLED_BITS = SampledBitsReports()
 
 
 @dataclass(frozen=True)
@@ -57,10 +101,12 @@ class DBitFlipPM(FrequencyOracle):
     p2: float = field(init=False, default=1.0)
     q2: float = field(init=False, default=0.0)
     name: ClassVar[str] = "dBitFlipPM"
+    #: The sampled buckets, kept for life and sent in every report, and a memo per bucket.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.BUCKET_MAP, Persistent.MEMO)
     aliases: ClassVar[tuple[str, ...]] = ("dBitFlip",)
     longitudinal: ClassVar[bool] = True
     wire_id: ClassVar[int] = 13
-    report_kind: ClassVar[ReportKind] = ReportKind.SAMPLED_BITS
+    report_kind: ClassVar[ReportKind] = SAMPLED_BITS
     #: One round: ε∞ alone sets it (one report costs min(d, 2)·ε∞/2).
     budget_params: ClassVar[tuple[str, ...]] = ("eps_perm",)
     #: d = 1, d = 3 (two sampled bits can differ), and d = b = 2 (bBitFlipPM: nothing sampled).
@@ -76,7 +122,7 @@ class DBitFlipPM(FrequencyOracle):
         b = k if self.b is None else check.integer(self.name, "b", self.b, minimum=2, maximum=k)
         set_derived(self, b=b)
         check.integer(self.name, "d", self.d, minimum=1, maximum=b)
-        p = 1.0 / (1.0 + math.exp(-eps / 2))
+        p = privacy.drawn(1.0 / (1.0 + math.exp(-eps / 2)))  # as the sampler draws it
         set_derived(self, p1=p, q1=1.0 - p)
 
     @property
@@ -122,14 +168,14 @@ class DBitFlipPM(FrequencyOracle):
     def variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
         """n·Var = (b/d)·e^{ε/2}/(e^{ε/2}−1)² + f·(b/d − 1) (ours, see the privacy module)."""
         n = check.integer(self.name, "n", n, minimum=1)
-        freqs = _frequencies(self.name, f)
+        freqs = frequencies(self.name, f)
         return privacy.dbitflip_unit_variance(self.eps_perm, self.n_buckets, self.d, freqs) / n
 
     def first_round_variance(self, n: int, f: ArrayLike) -> NDArray[np.float64]:
         """No second round: the reports are the memos, so the whole variance is fixed by them."""
         return self.variance(n, f)
 
-    def _channel_info(self, n: int) -> pp.ChannelInfo:
+    def postprocess_channel(self, n: int) -> pp.ChannelInfo:
         # Base-cut reads V* from here: give it dBitFlipPM's own, through an equivalent channel.
         frac = self.d / self.n_buckets
         return pp.ChannelInfo(P1=frac * self.p1, P0=frac * self.q1, n=n, grr_type=False)
@@ -139,10 +185,24 @@ class DBitFlipPM(FrequencyOracle):
         """Row 0: ones per bucket; row 1: users who sampled the bucket."""
         return (2, self.n_buckets)
 
-    def _unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    def unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
         """f̂_j = (b/(n·d))·(C_j − S_j·q)/(p − q), from ``support = [C; S]``."""
         ones, samplers = support[..., 0, :], support[..., 1, :]
         return self.n_buckets / (n * self.d) * (ones - samplers * self.q1) / (self.p1 - self.q1)
+
+    def report_channel(self) -> NDArray[np.float64]:
+        """Pr[(S, y) | v] for every sampled d-subset S of the buckets (lexicographic) and every
+        d-bit answer y (S-major): the exact one-report channel from the sampler's p."""
+        b, d, p = self.n_buckets, self.d, self.p1
+        bucket = privacy.bucket_of(np.arange(self.k), self.k, b)
+        subsets = list(itertools.combinations(range(b), d))
+        cols = []
+        for s in subsets:
+            truth = (np.array(s)[None, :] == bucket[:, None]).astype(int)
+            for y in itertools.product((0, 1), repeat=d):
+                prob = np.where(np.array(y)[None, :] == truth, p, 1 - p).prod(axis=1)
+                cols.append(prob / len(subsets))
+        return np.array(cols).T
 
     # -- client side
     @property
@@ -184,22 +244,15 @@ class DBitFlipPM(FrequencyOracle):
         out["bits"] = np.unpackbits(payload, axis=1, count=self.d)
         return out
 
-    def _support_from_memos(
-        self,
-        payload: NDArray,
-        values: NDArray[np.int64],
-        keys: NDArray[np.int64],
-        state: dict,
-        rng: RandomSource,
-        memo: PopulationMemo,
-        who: NDArray[np.int64],
+    def support_from_memos(
+        self, memos: NDArray, step: PopulationStep, rng: RandomSource
     ) -> NDArray[np.int64]:
         """No second round: the reports are the memos; count them without building records."""
         if self.samples_everything:
-            ones = packed_column_sums(payload, self.d)
-            return np.vstack([ones, np.full(self.n_buckets, payload.shape[0], dtype=np.int64)])
-        where = state["sampled"].ravel()
-        bits = np.unpackbits(payload, axis=1, count=self.d).ravel()
+            ones = packed_column_sums(memos, self.d)
+            return np.vstack([ones, np.full(self.n_buckets, memos.shape[0], dtype=np.int64)])
+        where = step.state["sampled"].ravel()
+        bits = np.unpackbits(memos, axis=1, count=self.d).ravel()
         ones = np.bincount(where, weights=bits, minlength=self.n_buckets).astype(np.int64)
         return np.vstack([ones, np.bincount(where, minlength=self.n_buckets)])
 
@@ -239,13 +292,13 @@ class DBitFlipPM(FrequencyOracle):
     def _sample_support_batch(self, counts: NDArray, totals: NDArray, rng: RandomSource) -> NDArray:
         return self._sample_support(counts, totals, rng)
 
-    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+    def encode_bodies(self, reports: NDArray) -> NDArray[np.uint8]:
         rep = self._check_reports(reports)
         width = min_bytes(self.n_buckets - 1)
         ids = uint_to_bytes(rep["buckets"].ravel(), width).reshape(rep.size, self.d * width)
         return np.hstack([ids, np.packbits(rep["bits"], axis=1)])
 
-    def _decode(self, rows: NDArray[np.uint8]) -> NDArray:
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray:
         width = min_bytes(self.n_buckets - 1)
         ids = rows[:, : self.d * width].reshape(-1, width)
         out = np.empty(rows.shape[0], dtype=self.report_dtype)

@@ -18,11 +18,12 @@ from numpy.typing import NDArray
 from longldp import _validate as check
 from longldp import postprocess as pp
 from longldp import privacy
-from longldp.protocols._memo import PopulationMemo
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
     OneShot,
+    PopulationStep,
     ReportKind,
     bytes_to_uint,
     grr_round,
@@ -30,12 +31,16 @@ from longldp.protocols.base import (
     set_derived,
     uint_to_bytes,
 )
+from longldp.protocols.report_kinds import SymbolReports
+
+#: The report kind of GRR-type oracles: one symbol of [0, k).
+SYMBOL = SymbolReports()
 
 
 class _SymbolReports(FrequencyOracle):
     """Shared machinery of the oracles whose report is one symbol of [0, k)."""
 
-    report_kind: ClassVar[ReportKind] = ReportKind.SYMBOL
+    report_kind: ClassVar[ReportKind] = SYMBOL
 
     def single_report_epsilon(self) -> float:
         """ln(P1/P0): the composed channel is Pr[v|v] = P1, Pr[u|v] = P0 for all u ≠ v."""
@@ -45,7 +50,7 @@ class _SymbolReports(FrequencyOracle):
         """ln(p1/q1) of the stored round-1 parameters (the channel the sampler realizes)."""
         return privacy.round_up(privacy.grr_report_epsilon(self.p1, self.q1))
 
-    def _channel_info(self, n: int) -> pp.ChannelInfo:
+    def postprocess_channel(self, n: int) -> pp.ChannelInfo:
         return pp.ChannelInfo(P1=self.P1, P0=self.P0, n=n, grr_type=True)
 
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
@@ -67,11 +72,11 @@ class _SymbolReports(FrequencyOracle):
         rest = totals[:, 0] - kept.sum(axis=1)
         return kept + rng.multinomial(rest, np.full(self.k, 1.0 / self.k))
 
-    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+    def encode_bodies(self, reports: NDArray) -> NDArray[np.uint8]:
         y = check.domain_values(self.name, reports, self.k, "reports")
         return uint_to_bytes(y, min_bytes(self.k - 1))
 
-    def _decode(self, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
         return check.domain_values(self.name, bytes_to_uint(rows), self.k, "reports")
 
 
@@ -86,6 +91,8 @@ class GRR(OneShot, _SymbolReports):
     p2: float = field(init=False, default=1.0)
     q2: float = field(init=False, default=0.0)
     name: ClassVar[str] = "GRR"
+    #: Nothing persists: every report is a fresh draw.
+    linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 1
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
@@ -124,6 +131,8 @@ class LGRR(_SymbolReports):
     p2: float = field(init=False)
     q2: float = field(init=False)
     name: ClassVar[str] = "L-GRR"
+    #: One memo per value, never sent; reports carry nothing per device.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     longitudinal: ClassVar[bool] = True
     wire_id: ClassVar[int] = 6
     budget_params: ClassVar[tuple[str, ...]] = ("eps_perm", "eps_1")
@@ -145,19 +154,12 @@ class LGRR(_SymbolReports):
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
         return grr_round(payload, self.k, self.p2, rng)
 
-    def _support_from_memos(
-        self,
-        payload: NDArray,
-        values: NDArray[np.int64],
-        keys: NDArray[np.int64],
-        state: dict,
-        rng: RandomSource,
-        memo: PopulationMemo,
-        who: NDArray[np.int64],
+    def support_from_memos(
+        self, memos: NDArray, step: PopulationStep, rng: RandomSource
     ) -> NDArray[np.int64]:
         """Round 2 keeps a memo with p2 − q2, else draws a uniform symbol (as in
         ``_sample_support``): binomial keeps of the memo histogram plus one multinomial."""
-        memo_counts = np.bincount(payload, minlength=self.k)
+        memo_counts = np.bincount(memos, minlength=self.k)
         kept = rng.binomial(memo_counts, self.p2 - self.q2)
-        rest = int(payload.size - kept.sum())
+        rest = int(memos.size - kept.sum())
         return kept + rng.multinomial(rest, np.full(self.k, 1.0 / self.k))

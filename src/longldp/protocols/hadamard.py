@@ -27,17 +27,19 @@ References: [WAN17] §4.4; [ARC23]; Bassily and Smith, STOC 2015; docs/math.md.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp import privacy
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import OneShot, ReportKind, bytes_to_uint, min_bytes, uint_to_bytes
-from longldp.protocols.lh import _LOLOHA, REPORT_DTYPE, _LocalHashing, _set_chain
+from longldp.protocols.lh import _LOLOHA, REPORT_DTYPE, HashedReports, _LocalHashing, _set_chain
+from longldp.protocols.report_kinds import HashFamily
 
 #: Largest domain handled (m = 2^26 rows; the transform holds m int64 sums).
 MAX_K = 1 << 26
@@ -82,10 +84,27 @@ def fwht(x: ArrayLike) -> NDArray:
     return a
 
 
+class HadamardReports(HashedReports):
+    """(a Sylvester Hadamard row, a bit): local hashing over the m Hadamard rows, a public
+    family of two-bucket functions (the report supports v when parity(row, v) = bit)."""
+
+    name: ClassVar[str] = "hadamard"
+
+    def hash_family(self, proto: Any) -> HashFamily:
+        return HashFamily(proto, proto.m, 2)
+
+    def attack_kind(self, proto: Any) -> str:
+        return "hadamard"
+
+
+#: The report kind of SH and L-SH.
+HADAMARD = HadamardReports()
+
+
 class _Hadamard(_LocalHashing):
     """Hadamard rows as the hash family of a two-bucket local-hashing oracle."""
 
-    report_kind: ClassVar[ReportKind] = ReportKind.HADAMARD
+    report_kind: ClassVar[ReportKind] = HADAMARD
 
     m: int
 
@@ -105,8 +124,9 @@ class _Hadamard(_LocalHashing):
     def _new_state(self, m: int, rng: RandomSource) -> dict[str, NDArray]:
         return {"hash_id": np.asarray(rng.integers(0, self.m, size=m), np.int64)}
 
-    def _memo_key(self, values: NDArray[np.int64], state: dict) -> NDArray[np.int64]:
-        return hadamard_parity(state["hash_id"], values)
+    def hash_buckets(self, hash_ids: ArrayLike, values: ArrayLike) -> NDArray[np.int64]:
+        """The parity popcount(row AND v) mod 2 (the bucket H_row(v)), broadcasting."""
+        return hadamard_parity(hash_ids, values)
 
     def _check_reports(self, reports: NDArray) -> NDArray:
         rep = np.asarray(reports)
@@ -145,13 +165,13 @@ class _Hadamard(_LocalHashing):
         rep = self._check_reports(reports)
         return self.support_from_row_sums(self.row_sums(rep), rep.size)
 
-    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+    def encode_bodies(self, reports: NDArray) -> NDArray[np.uint8]:
         rep = self._check_reports(reports)
         return np.hstack(
             [uint_to_bytes(rep["hash_id"], min_bytes(self.m - 1)), uint_to_bytes(rep["bucket"], 1)]
         )
 
-    def _decode(self, rows: NDArray[np.uint8]) -> NDArray:
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray:
         out = np.empty(rows.shape[0], dtype=REPORT_DTYPE)
         out["hash_id"] = bytes_to_uint(rows[:, :-1])
         out["bucket"] = bytes_to_uint(rows[:, -1:])
@@ -170,6 +190,8 @@ class SH(OneShot, _Hadamard):
     k: int
     eps: float
     name: ClassVar[str] = "SH"
+    #: The device's row, kept for life and sent in every report.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HADAMARD_ROW)
     wire_id: ClassVar[int] = 15
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
     g: int = field(init=False)
@@ -197,6 +219,7 @@ class LSH(_Hadamard, _LOLOHA):
     the Hadamard family (docs/gfim.md, longitudinal GFIM); at most two memos per user."""
 
     name: ClassVar[str] = "L-SH"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HADAMARD_ROW, Persistent.MEMO)
     wire_id: ClassVar[int] = 16
     test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
     m: int = field(init=False)

@@ -27,18 +27,21 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp import privacy
+from longldp.privacy.channels import grr_matrix
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
     OneShot,
+    PopulationStep,
     ReportKind,
     bytes_to_uint,
     grr_round,
@@ -48,6 +51,7 @@ from longldp.protocols.base import (
     set_derived,
     uint_to_bytes,
 )
+from longldp.protocols.report_kinds import ExactChannel, HashFamily, hash_channel
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
@@ -79,10 +83,55 @@ def mix_hash(seed: NDArray, x: NDArray, g: int) -> NDArray[np.int64]:
     return z.astype(np.int64)
 
 
+class HashedReports(ReportKind):
+    """(a hash function of a public family, a bucket of [0, g)): local hashing. The report
+    supports every v with H(v) = bucket; given H it is the chain over the g buckets."""
+
+    name: ClassVar[str] = "hashed"
+    statistic: ClassVar[str] = "symbols"
+
+    def hash_family(self, proto: Any) -> HashFamily:
+        return HashFamily(proto, proto.hash_pool, proto.g)
+
+    def output_space_size(self, proto: Any) -> int | None:
+        family = self.hash_family(proto)
+        return None if family.size is None else family.size * family.range
+
+    def channel(self, proto: Any, rng: np.random.Generator) -> ExactChannel:
+        """Given H, Pr[(H, y) | v] = Pr[y | H(v)] of GRR(p1) then GRR(p2) over the g buckets."""
+        r1 = grr_matrix(proto.p1, proto.g)
+        both = r1 @ grr_matrix(proto.p2, proto.g)
+        return hash_channel(proto, self.hash_family(proto), (both, r1), rng)
+
+    def width(self, proto: Any) -> int:
+        return int(proto.g)
+
+    def observe(self, proto: Any, reports: NDArray) -> NDArray[np.int64]:
+        return np.asarray(reports["bucket"], dtype=np.int64)
+
+    def targets(self, proto: Any, reports: NDArray, values: Any) -> NDArray[np.int64]:
+        """H_u(v): the bucket each client's function gives each value."""
+        vals = np.atleast_1d(np.asarray(values, dtype=np.int64))
+        return proto.hash_buckets(np.asarray(reports["hash_id"])[:, None], vals[None, :])
+
+    def value_table(self, proto: Any) -> NDArray[np.int64] | None:
+        ids = self.hash_family(proto).ids()
+        if ids is None:
+            return None
+        return proto.hash_buckets(ids[:, None], np.arange(proto.k, dtype=np.int64)[None, :])
+
+    def attack_kind(self, proto: Any) -> str:
+        return "hashed"
+
+
+#: The report kind of the local-hashing oracles.
+HASHED = HashedReports()
+
+
 class _LocalHashing(FrequencyOracle):
     """Shared machinery of the hashing oracles; subclasses set ``g`` and the chain."""
 
-    report_kind: ClassVar[ReportKind] = ReportKind.HASHED
+    report_kind: ClassVar[ReportKind] = HASHED
 
     g: int
     hash_pool: int | None
@@ -140,12 +189,29 @@ class _LocalHashing(FrequencyOracle):
     def _seeds(self, hash_id: NDArray[np.int64]) -> NDArray[np.int64]:
         return hash_id if self.hash_pool is None else self.pool_seeds()[hash_id]
 
+    def hash_buckets(self, hash_ids: ArrayLike, values: ArrayLike) -> NDArray[np.int64]:
+        """H_id(v) for report hash ids (per-user seeds or pool indices), broadcasting."""
+        ids = np.asarray(hash_ids, dtype=np.int64)
+        return mix_hash(self._seeds(ids), np.asarray(values, dtype=np.int64), self.g)
+
+    def hash_records(self, hash_ids: ArrayLike, buckets: ArrayLike) -> NDArray:
+        """Report records (hash id, bucket)."""
+        ids = np.asarray(hash_ids, dtype=np.int64)
+        out = np.empty(ids.size, dtype=REPORT_DTYPE)
+        out["hash_id"] = ids.ravel()
+        out["bucket"] = np.asarray(buckets, dtype=np.int64).ravel()
+        return out
+
+    def new_hash_ids(self, m: int, rng: RandomSource) -> NDArray[np.int64]:
+        """The hash ids m new clients draw (their per-user state)."""
+        return self._new_state(m, rng)["hash_id"]
+
     def _new_state(self, m: int, rng: RandomSource) -> dict[str, NDArray]:
         high = _SEED_LIMIT if self.hash_pool is None else self.hash_pool
         return {"hash_id": np.asarray(rng.integers(0, high, size=m), np.int64)}
 
     def _memo_key(self, values: NDArray[np.int64], state: dict) -> NDArray[np.int64]:
-        return mix_hash(self._seeds(state["hash_id"]), values, self.g)
+        return self.hash_buckets(state["hash_id"], values)
 
     def _memo_store(self, n_users: int) -> MemoStore | DenseMemoStore:
         return make_memo_store(n_users, self.g, (), np.int64)
@@ -154,10 +220,7 @@ class _LocalHashing(FrequencyOracle):
         return grr_round(keys, self.g, self.p1, rng)
 
     def _make_reports(self, payload: NDArray, state: dict) -> NDArray:
-        out = np.empty(payload.shape[0], dtype=REPORT_DTYPE)
-        out["hash_id"] = state["hash_id"]
-        out["bucket"] = payload
-        return out
+        return self.hash_records(state["hash_id"], payload)
 
     # -- server
     def _check_reports(self, reports: NDArray) -> NDArray:
@@ -220,7 +283,7 @@ class _LocalHashing(FrequencyOracle):
             return super()._sample_support_batch(counts, totals, rng)
         return rng.binomial(counts, self.P1) + rng.binomial(totals - counts, 1.0 / self.g)
 
-    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+    def encode_bodies(self, reports: NDArray) -> NDArray[np.uint8]:
         rep = self._check_reports(reports)
         id_width = 8 if self.hash_pool is None else min_bytes(self.hash_pool - 1)
         return np.hstack(
@@ -230,7 +293,7 @@ class _LocalHashing(FrequencyOracle):
             ]
         )
 
-    def _decode(self, rows: NDArray[np.uint8]) -> NDArray:
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray:
         id_width = rows.shape[1] - min_bytes(self.g - 1)
         out = np.empty(rows.shape[0], dtype=REPORT_DTYPE)
         out["hash_id"] = bytes_to_uint(rows[:, :id_width])
@@ -261,6 +324,8 @@ class BLH(_OneShotLH):
     """Binary local hashing: g = 2, GRR over the two buckets at ε ([WAN17] §4.4)."""
 
     name: ClassVar[str] = "BLH"
+    #: The device's hash seed (or pool index), kept for life and sent in every report.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED)
     wire_id: ClassVar[int] = 4
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
@@ -274,6 +339,8 @@ class OLH(_OneShotLH):
     """Optimized local hashing: g = the integer minimising V* (≈ e^ε + 1) ([WAN17] §4.4)."""
 
     name: ClassVar[str] = "OLH"
+    #: The device's hash seed (or pool index), kept for life and sent in every report.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED)
     wire_id: ClassVar[int] = 5
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
@@ -302,15 +369,8 @@ class _LOLOHA(_LocalHashing):
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
         return grr_round(payload, self.g, self.p2, rng)
 
-    def _support_from_memos(
-        self,
-        payload: NDArray,
-        values: NDArray[np.int64],
-        keys: NDArray[np.int64],
-        state: dict,
-        rng: RandomSource,
-        memo: PopulationMemo,
-        who: NDArray[np.int64],
+    def support_from_memos(
+        self, memos: NDArray, step: PopulationStep, rng: RandomSource
     ) -> NDArray[np.int64]:
         """Round 2 per user, then C_v = #{u : H_u(v) = y_u} with each user's H_u kept for all
         calls, as the real client does: exact jointly over v and over time (a non-holder of v
@@ -320,11 +380,11 @@ class _LOLOHA(_LocalHashing):
         reported bucket and sums columns, O(n·k/8). When the masks would exceed
         :data:`HASH_CACHE_LIMIT` bytes, or with a hash pool, the reports are built and
         aggregated as the server does (exact too, O(n·k) hashing per call)."""
-        buckets = self._round2(payload, rng)
-        masks = self._bucket_masks(memo, who, state)
+        buckets = self._round2(memos, rng)
+        masks = self._bucket_masks(step.memo, step.users, step.state)
         if masks is None:
-            return self.support_counts(self._make_reports(buckets, state))
-        rows = np.take(masks.reshape(-1, masks.shape[2]), who * self.g + buckets, axis=0)
+            return self.support_counts(self._make_reports(buckets, step.state))
+        rows = np.take(masks.reshape(-1, masks.shape[2]), step.users * self.g + buckets, axis=0)
         return packed_column_sums(rows, self.k)
 
     def _bucket_masks(
@@ -344,7 +404,7 @@ class _LOLOHA(_LocalHashing):
             values = np.arange(self.k, dtype=np.int64)[None, :]
             buckets = np.arange(self.g, dtype=np.int64)[None, :, None]
             for rows in row_slices(need.size, self.g * self.k):
-                hashed = self._memo_key(values, {"hash_id": ids[rows, None]})  # (m, k): H_u(v)
+                hashed = self.hash_buckets(ids[rows, None], values)  # (m, k): H_u(v)
                 masks[who[need[rows]]] = np.packbits(hashed[:, None, :] == buckets, axis=2)
             done[who[need]] = True
         return masks
@@ -361,6 +421,7 @@ class BiLOLOHA(_LOLOHA):
     """LOLOHA with g = 2: L-GRR over two hash buckets, at most two memos per user ([ARC23])."""
 
     name: ClassVar[str] = "BiLOLOHA"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED, Persistent.MEMO)
     wire_id: ClassVar[int] = 11
     test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
 
@@ -373,6 +434,7 @@ class OLOLOHA(_LOLOHA):
     """LOLOHA with g the integer argmin of V* (:func:`longldp.privacy.loloha_optimal_g`)."""
 
     name: ClassVar[str] = "OLOLOHA"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED, Persistent.MEMO)
     wire_id: ClassVar[int] = 12
     test_params: ClassVar[tuple[dict, ...]] = (
         {"eps_perm": 2.0, "eps_1": 1.0},

@@ -23,13 +23,14 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from longldp import _validate as check
 from longldp import privacy
+from longldp.privacy.linkage import Linkage
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
@@ -39,6 +40,31 @@ from longldp.protocols.base import (
     row_slices,
     set_derived,
 )
+from longldp.protocols.report_kinds import EnumeratedReports
+
+
+class SubsetReports(EnumeratedReports):
+    """An enumerated report that is a subset of fixed size ω of the domain, supporting its
+    members: attackable as ``subset`` (docs/attacks.md §1) when its report space is exactly
+    the C(k, ω) subsets."""
+
+    def attack_kind(self, proto: Any) -> str:
+        omega = proto.omega
+        if (
+            isinstance(omega, int)
+            and 1 <= omega < proto.k
+            and proto.report_space_size() == math.comb(proto.k, omega)
+        ):
+            return "subset"
+        raise ValueError(
+            f"'{proto.name}' has an enumerated report space that is not the subsets "
+            "of a fixed size 'omega' of the domain; its reports are opaque to the attacks (no "
+            "attack knows which values they support)."
+        )
+
+
+#: Subset selection's report kind.
+SUBSETS = SubsetReports()
 
 
 @dataclass(frozen=True)
@@ -54,9 +80,10 @@ class SubsetSelection(OneShot, FrequencyOracle):
     q2: float = field(init=False, default=0.0)
     not_p1: float = field(init=False, repr=False)
     name: ClassVar[str] = "SS"
+    linkage: ClassVar[Linkage] = Linkage()
     aliases: ClassVar[tuple[str, ...]] = ("subset-selection",)
     wire_id: ClassVar[int] = 22
-    report_kind: ClassVar[ReportKind] = ReportKind.ENUMERATED
+    report_kind: ClassVar[ReportKind] = SUBSETS
     #: At ε = 0.5 the V*-optimal ω is 2 for k = 6 (1, GRR, at k ≤ 3).
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 0.5},)
 
@@ -131,10 +158,10 @@ class SubsetSelection(OneShot, FrequencyOracle):
     def _sample_support_batch(self, counts: NDArray, totals: NDArray, rng: RandomSource) -> NDArray:
         return self._sample_support(counts, totals, rng)
 
-    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+    def encode_bodies(self, reports: NDArray) -> NDArray[np.uint8]:
         return self._check_rows(reports)
 
-    def _decode(self, rows: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray[np.uint8]:
         return self._check_rows(rows)
 
     # ------------------------------------------------------------------ the enumerated channel

@@ -19,22 +19,28 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import privacy
-from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
+from longldp.privacy.linkage import Linkage, Persistent
+from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import (
     FrequencyOracle,
     OneShot,
+    PopulationStep,
     ReportKind,
     packed_column_sums,
     row_slices,
     set_derived,
 )
+from longldp.protocols.report_kinds import BitReports
+
+#: The report kind of the unary encodings: k independent bits.
+BITS = BitReports()
 
 
 class _UnaryEncoding(FrequencyOracle):
     """Shared machinery: packed bit vectors, bitwise rounds, column sums."""
 
-    report_kind: ClassVar[ReportKind] = ReportKind.BITS
+    report_kind: ClassVar[ReportKind] = BITS
 
     @property
     def nbytes(self) -> int:
@@ -61,10 +67,11 @@ class _UnaryEncoding(FrequencyOracle):
         return out
 
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
-        """Bit i of the report is 1 w.p. p2 if the memo bit is set, else q2. With p2 + q2 = 1
-        (L-SUE, L-OSUE) that is the memo XOR flips of probability q2, on packed bytes."""
+        """Bit i of the report is 1 w.p. p2 if the memo bit is set, else q2. With p2 = 1 − q2
+        exactly (L-SUE, L-OSUE; both on the sampler's grid, so the complement is exact) that is
+        the memo XOR flips of probability q2, on packed bytes."""
         out = np.empty_like(payload)
-        symmetric = abs(self.p2 + self.q2 - 1.0) < 1e-15
+        symmetric = self.p2 == 1.0 - self.q2
         for rows in row_slices(payload.shape[0], self.k):
             u = rng.random((rows.stop - rows.start, self.k))
             if symmetric:
@@ -74,19 +81,12 @@ class _UnaryEncoding(FrequencyOracle):
                 out[rows] = np.packbits(np.where(memo, u < self.p2, u < self.q2), axis=1)
         return out
 
-    def _support_from_memos(
-        self,
-        payload: NDArray,
-        values: NDArray[np.int64],
-        keys: NDArray[np.int64],
-        state: dict,
-        rng: RandomSource,
-        memo: PopulationMemo,
-        who: NDArray[np.int64],
+    def support_from_memos(
+        self, memos: NDArray, step: PopulationStep, rng: RandomSource
     ) -> NDArray[np.int64]:
         """Bit i of the reports sums to Bin(#memos with bit i set, p2) + Bin(the rest, q2)."""
-        ones = packed_column_sums(payload, self.k)
-        return rng.binomial(ones, self.p2) + rng.binomial(payload.shape[0] - ones, self.q2)
+        ones = packed_column_sums(memos, self.k)
+        return rng.binomial(ones, self.p2) + rng.binomial(memos.shape[0] - ones, self.q2)
 
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
         """Column sums of the packed bit vectors."""
@@ -112,10 +112,10 @@ class _UnaryEncoding(FrequencyOracle):
             raise ValueError(f"{self.name}: 'reports' has bits set beyond position k = {self.k}.")
         return rows
 
-    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+    def encode_bodies(self, reports: NDArray) -> NDArray[np.uint8]:
         return self._check_rows(reports)
 
-    def _decode(self, rows: NDArray[np.uint8]) -> NDArray[np.uint8]:
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray[np.uint8]:
         return self._check_rows(rows)
 
 
@@ -139,6 +139,7 @@ class SUE(_OneShotUE):
     """Symmetric UE (basic one-time RAPPOR): p = e^{ε/2}/(e^{ε/2}+1), q = 1 − p ([WAN17] §4.2)."""
 
     name: ClassVar[str] = "SUE"
+    linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 2
 
     def __post_init__(self) -> None:
@@ -151,6 +152,7 @@ class OUE(_OneShotUE):
     """Optimized UE: p = 1/2, q = 1/(e^ε+1) ([WAN17] §4.2, eq. 11)."""
 
     name: ClassVar[str] = "OUE"
+    linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 3
 
     def __post_init__(self) -> None:
@@ -177,6 +179,7 @@ class LSUE(_UEChain):
     """L-SUE (RAPPOR): SUE(ε∞) memoized, symmetric round 2 with 2p2−1 = tanh(ε1/4)/tanh(ε∞/4)."""
 
     name: ClassVar[str] = "L-SUE"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 7
 
     def __post_init__(self) -> None:
@@ -193,6 +196,7 @@ class LOSUE(_UEChain):
     """
 
     name: ClassVar[str] = "L-OSUE"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 10
 
     def __post_init__(self) -> None:
@@ -209,6 +213,7 @@ class LOUE(_UEChain):
     """
 
     name: ClassVar[str] = "L-OUE"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 8
 
     @classmethod
@@ -227,6 +232,7 @@ class LSOUE(_UEChain):
     """L-SOUE: SUE(ε∞) memoized, round 2 with p2 = 1/2 and q2 solving the ε1 quadratic."""
 
     name: ClassVar[str] = "L-SOUE"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 9
 
     @classmethod

@@ -4,10 +4,10 @@ A plain codec. A *report* is a 12-byte header followed by the protocol's fixed-w
 
     magic "LL" (2) | version u8 = 1 | protocol id u8 | parameter fingerprint (8) | body
 
-(:meth:`FrequencyOracle.encode_reports` / :meth:`~FrequencyOracle.decode_reports`; the header,
+(:meth:`ReportCodec.encode_reports` / :meth:`~ReportCodec.decode_reports`; the header,
 the checks and the bisection for a bad body are :mod:`longldp.protocols._codec`, re-exported
 here). The fingerprint is the first 8 bytes of SHA-256 over the canonical JSON encoding of the
-protocol's :meth:`~FrequencyOracle.spec` (its name and every constructor parameter), so an
+protocol's :meth:`~ReportCodec.spec` (its name and every constructor parameter), so an
 aggregator refuses reports of another protocol, of other parameters, of another length or of
 an unknown version instead of returning wrong estimates. The protocol id is the class trait
 ``wire_id``; :data:`PROTOCOL_IDS` is read from the registry.

@@ -6,6 +6,11 @@ the collection's protocol at n = the smallest number of reports in one of its ep
 epoch's shuffle holds at least that many; the figures fall as n grows, so the smallest epoch
 gives a bound valid for all) and τ = the number of epochs with reports. δ is :data:`DELTA`.
 
+The routes follow the protocol's ``linkage`` trait: when every report carries a per-device
+field (a hash seed, a Hadamard row, a cohort, a bucket map), the note says that it links a
+device's epochs and that the whole-collection figure never composes per-epoch shuffles
+(docs/math.md §17.4).
+
 It degrades, saying why, when there are no reports yet, when SciPy (the ``shuffle`` extra) is
 not installed, and when n is so small that shuffling hides almost nothing (the shuffled ε of
 one epoch within :data:`LITTLE_AMPLIFICATION` of the local ε of one report). The figures are
@@ -114,6 +119,9 @@ def central_privacy(
             f"n = {min_epoch_reports:,} is the smallest number of reports in one epoch (every "
             f"epoch's shuffle holds at least that many), τ = {epochs} the epochs with reports."
         )
+    linked = summary.linkage_words()  # a seed, row, cohort or bucket map in every report
+    if linked:
+        out["note"] += " " + linked
     return out
 
 

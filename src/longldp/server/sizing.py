@@ -4,10 +4,10 @@ A collection is refused at creation when the peak working memory of one request 
 ingest at the server's limits, or an estimate) exceeds the server's budget
 (``Limits.max_collection_bytes``), instead of being created and then failing every ingest
 (docs/server.md, "Bounds"). The sizes come from the protocol object: ``support_shape`` (the
-support counts stored per epoch), ``estimate_shape``, ``wire_size``, and its trait
-``report_kind`` says how ``support_counts`` works (local hashing: ``hash_pool``, ``g`` and
-``k``; Hadamard rows: ``m``), so a registered protocol is sized by its traits, never by a list
-of names. Each term is an upper bound of what the code in :mod:`longldp.server.service` and
+support counts stored per epoch), ``estimate_shape``, ``wire_size``, and its report kind's
+hash family says how ``support_counts`` works (local hashing: the family's size, its range g
+and k; Hadamard rows: the m rows), so a registered protocol is sized by its traits, never by a
+list of names. Each term is an upper bound of what the code in :mod:`longldp.server.service` and
 the protocol's ``support_counts`` allocate:
 
 - **body**: the request body, its chunks and the split id and report arrays: 3 × body bytes;
@@ -40,7 +40,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from longldp.protocols import FrequencyOracle, ReportKind, wire
+from longldp.protocols import FrequencyOracle, wire
 
 CELL = 8  # bytes of an int64 support count or a float64
 #: Hash evaluations of one block of per-user hashing (lh.py's support_counts).
@@ -135,14 +135,14 @@ def _counting_bytes(proto: Any) -> int:
     """Working memory of ``support_counts`` beyond its input, by the protocol's report kind
     (see the module docstring)."""
     kind = proto.report_kind
-    if kind == ReportKind.HASHED:
-        pool = getattr(proto, "hash_pool", None)
-        if pool is not None:
-            return 3 * CELL * int(pool) * proto.k + CELL * int(pool) * int(proto.g)
-        return 3 * CELL * max(proto.k, HASH_BLOCK)
-    if kind == ReportKind.HADAMARD:
-        return 4 * CELL * int(proto.m)
-    return 2 * CELL * math.prod(proto.support_shape)
+    family = kind.hash_family(proto)
+    if family is None:
+        return 2 * CELL * math.prod(proto.support_shape)
+    if kind == "hadamard":  # the transform over the m rows
+        return 4 * CELL * int(family.size)
+    if family.size is not None:  # a public pool: its (pool × k) table and bucket histograms
+        return 3 * CELL * int(family.size) * proto.k + CELL * int(family.size) * family.range
+    return 3 * CELL * max(proto.k, HASH_BLOCK)
 
 
 def _mib(n: int) -> str:

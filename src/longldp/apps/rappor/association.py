@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from longldp.protocols.rappor import RAPPOR, RapporBoolean, candidate_map
+from longldp.protocols.rappor import RAPPOR, candidate_map
 
 OWNER = "rappor.association"
 OTHER = "Other"
@@ -37,18 +37,24 @@ def report_likelihoods(
 
     ``shares`` are the candidates' estimated proportions (for Other's bit rates; default 0).
     """
-    rec = proto._check_reports(reports)
+    rec = proto.check_reports(reports)
     S = len(candidates)
     qs, ps = proto.effective
     bits = np.unpackbits(np.ascontiguousarray(rec["bits"]), axis=1, count=proto.k).astype(bool)
     coh = rec["cohort"]
-    if isinstance(proto, RAPPOR):
+    if not proto.domain.codes:  # strings: each candidate's Bloom bits in every cohort
         idx = candidate_map(candidates, proto.h, proto.k, proto.m)  # (S, m, h)
         member = np.zeros((S, proto.m, proto.k), dtype=bool)
         member[np.arange(S)[:, None, None], np.arange(proto.m)[None, :, None], idx] = True
-    else:  # boolean: candidates are "FALSE", "TRUE" → bit patterns 0 and 1
-        member = np.zeros((S, proto.m, proto.k), dtype=bool)
-        member[1:, :, 0] = True
+    else:  # codes (boolean: candidates "FALSE", "TRUE" are codes 0 and 1): their encodings
+        codes = np.arange(S, dtype=np.int64)
+        member = np.stack(
+            [
+                np.unpackbits(proto.encode(codes, np.full(S, j)), axis=1, count=proto.k)
+                for j in range(proto.m)
+            ],
+            axis=1,
+        ).astype(bool)
     f = np.zeros(S) if shares is None else np.clip(np.asarray(shares, dtype=np.float64), 0, 1)
     # Other: per cohort and bit, the share of set bits the listed strings leave unexplained.
     rest = max(1e-9, 1 - f.sum())
@@ -72,7 +78,7 @@ def report_likelihoods(
 def _needs_other(proto: RAPPOR, shares: ArrayLike | None) -> bool:
     """An "Other" category unless the candidates exhaust the variable (boolean, or shares
     summing to 1)."""
-    if isinstance(proto, RapporBoolean):
+    if proto.domain.codes:  # a listed domain (boolean): the candidates are every value
         return False
     return shares is None or float(np.sum(shares)) < 1 - 1e-6
 

@@ -373,7 +373,7 @@ def _decode(
     lasso: bool | None,
     seed: int,
 ) -> DecodeResult:
-    if not isinstance(proto, RAPPOR):
+    if proto.report_kind != "cohort-bits" or proto.domain.codes:
         raise ValueError(f"{OWNER}: decode needs Bloom-filter RAPPOR; got {proto.name!r}.")
     alpha = check.positive_float(OWNER, "alpha", alpha, upper=1.0)
     correction = check.choice(OWNER, "correction", correction, CORRECTIONS)

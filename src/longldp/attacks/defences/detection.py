@@ -39,7 +39,6 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp.attacks import crafting, kinds
 from longldp.protocols import FrequencyOracle
-from longldp.protocols.hadamard import hadamard_parity
 
 OWNER = "detect_fake_reports"
 
@@ -53,7 +52,7 @@ def check_applies(proto: FrequencyOracle, owner: str = OWNER) -> str:
             "has no itemsets; itemset detection applies to unary, subset, hashing and Hadamard "
             "reports."
         )
-    if getattr(proto, "hash_pool", None) is not None:
+    if kind == "hashed" and kinds.hash_family(proto).size is not None:
         raise ValueError(
             f"{owner}: with a shared hash pool honest users of one function share its "
             "collisions, so honest supports are correlated; detection needs per-user hashing."
@@ -74,10 +73,7 @@ def supported_sets(proto: FrequencyOracle, records: ArrayLike) -> NDArray[np.boo
     for start in range(0, rec.shape[0], step):
         part = rec[start : start + step]
         ids, got = part["hash_id"][:, None], part["bucket"][:, None]
-        if kind == "hadamard":
-            out[start : start + step] = hadamard_parity(ids, values) == got
-        else:
-            out[start : start + step] = crafting.hash_buckets(proto, ids, values) == got
+        out[start : start + step] = crafting.hash_buckets(proto, ids, values) == got
     return out
 
 

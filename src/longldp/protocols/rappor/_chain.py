@@ -29,15 +29,106 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp import privacy
+from longldp.privacy.channels import bit_matrix, unary_channel
 from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource, as_random_source
-from longldp.protocols.base import ReportKind, _user_index, packed_column_sums, row_slices
+from longldp.protocols.base import (
+    PopulationStep,
+    ReportKind,
+    packed_column_sums,
+    row_slices,
+)
 from longldp.protocols.rappor._hashing import MAX_COHORTS
 from longldp.protocols.rappor.client import rappor_client
+from longldp.protocols.report_kinds import ExactChannel
+from longldp.protocols.traits import Estimand
 from longldp.protocols.ue import _UnaryEncoding
 
 #: Memo keys of Bloom patterns: ids in a population's pattern table.
 PATTERN_KEY_RANGE = 1 << 31
+
+
+class CohortBitsReports(ReportKind):
+    """(a cohort, the k bits of a randomized encoding of the value) (RAPPOR): every bit goes
+    through PRR then IRR independently; the encoding depends on the value and the cohort."""
+
+    name: ClassVar[str] = "cohort-bits"
+    statistic: ClassVar[str] = "bits"
+    #: Largest number of encodings × outputs the exact channel enumerates.
+    MAX_CELLS: ClassVar[int] = 1 << 24
+
+    def output_space_size(self, proto: Any) -> int:
+        return int(proto.m) * 2 ** int(proto.k)
+
+    def channel(self, proto: Any, rng: Any) -> ExactChannel:
+        """Every encoding a client can hold (``proto.possible_encodings()``) through the PRR
+        and IRR bit channels (a one-time variant's round 1 is already the composed channel)."""
+        patterns = proto.possible_encodings()
+        if patterns.shape[0] * 2**proto.k > self.MAX_CELLS:
+            raise ValueError(
+                f"{proto.name}: the exact audit enumerates {patterns.shape[0]} encodings × "
+                f"2^{proto.k} outputs; use a smaller k or h."
+            )
+        b1 = bit_matrix(proto.p1, proto.q1)
+        both = b1 @ bit_matrix(proto.p2, proto.q2)
+        return ExactChannel(
+            (unary_channel(proto.k, both, patterns),), (unary_channel(proto.k, b1, patterns),)
+        )
+
+    def width(self, proto: Any) -> int:
+        return int(proto.k)
+
+    def observe(self, proto: Any, reports: NDArray) -> NDArray[np.uint8]:
+        bits = np.ascontiguousarray(np.asarray(reports)["bits"])
+        return np.unpackbits(bits, axis=1, count=proto.k)
+
+    def targets(self, proto: Any, reports: NDArray, values: Any) -> NDArray[np.bool_]:
+        """The encoding of each value in each client's cohort: (n, V, k)."""
+        cohorts = np.asarray(np.asarray(reports)["cohort"], dtype=np.int64)
+        uniq, inv = np.unique(cohorts, return_inverse=True)
+        return self._masks(proto, values, uniq)[inv.ravel()]
+
+    def value_table(self, proto: Any) -> NDArray[np.bool_]:
+        """The encodings of every audited input in every cohort: (m, V, k)."""
+        size = proto.domain_size or proto.k
+        values = proto.as_inputs(np.arange(size))
+        return self._masks(proto, values, np.arange(proto.m, dtype=np.int64))
+
+    def differing_bits(self, proto: Any) -> tuple[int, int]:
+        return tuple(proto.differing_bits)  # type: ignore[return-value]
+
+    @staticmethod
+    def _masks(proto: Any, values: Any, cohorts: NDArray[np.int64]) -> NDArray[np.bool_]:
+        vals = list(values) if not isinstance(values, np.ndarray) else values
+        size = len(vals)
+        per = []
+        for c in cohorts.tolist():
+            packed = proto.encode(vals, np.full(size, c, dtype=np.int64))
+            per.append(np.unpackbits(packed, axis=1, count=proto.k).astype(bool))
+        return np.stack(per) if per else np.zeros((0, size, proto.k), dtype=bool)
+
+    def attack_kind(self, proto: Any) -> str:
+        """Attackable as ``unary`` iff the estimate is a frequency vector, there is one cohort
+        and every possible encoding is one-hot (RAPPOR-onehot)."""
+        if not proto.estimates_frequencies:
+            raise ValueError(
+                f"'{proto.name}' estimates, per cohort, the share of clients whose encoded bit "
+                "is set (estimates_frequencies is False), not a frequency vector over values, so "
+                "a gain on target values is undefined; attack RAPPOR's string decoder with "
+                "longldp.attacks.apps.promote_string."
+            )
+        if int(proto.m) != 1 or not np.array_equal(
+            proto.possible_encodings(), np.eye(proto.k, dtype=bool)
+        ):
+            raise ValueError(
+                f"'{proto.name}' reports cohort bits whose encoding is not one-hot in one "
+                "cohort; no attack knows which values such a report supports."
+            )
+        return "unary"
+
+
+#: RAPPOR's report kind.
+COHORT_BITS = CohortBitsReports()
 
 
 class RapporMemo(PopulationMemo):
@@ -66,7 +157,7 @@ class RapporChain(_UnaryEncoding):
     p: float
     q: float
     longitudinal: ClassVar[bool] = True
-    report_kind: ClassVar[ReportKind] = ReportKind.COHORT_BITS
+    report_kind: ClassVar[ReportKind] = COHORT_BITS
     #: RAPPOR's own parameters: PRR f, IRR p and q (ε∞ and ε1 follow, with h).
     budget_params: ClassVar[tuple[str, ...]] = ("f", "p", "q")
     budget_note: ClassVar[str] = (
@@ -98,11 +189,14 @@ class RapporChain(_UnaryEncoding):
         return f, p, q
 
     def _set_chain(self) -> None:
+        """(p1, q1, p2, q2) = (1 − f/2, f/2, q, p), each as its sampler draws it
+        (:func:`longldp.privacy.drawn`; p1 the exact complement of q1)."""
         f, p, q = self._check_rates()
-        object.__setattr__(self, "p1", 1 - f / 2)
-        object.__setattr__(self, "q1", f / 2)
-        object.__setattr__(self, "p2", q)
-        object.__setattr__(self, "q2", p)
+        q1 = privacy.drawn(f / 2)
+        object.__setattr__(self, "p1", 1.0 - q1)
+        object.__setattr__(self, "q1", q1)
+        object.__setattr__(self, "p2", privacy.drawn(q))
+        object.__setattr__(self, "q2", privacy.drawn(p))
 
     # ------------------------------------------------------------------ privacy
     @property
@@ -117,15 +211,20 @@ class RapporChain(_UnaryEncoding):
 
     def single_report_epsilon(self) -> float:
         """ε1 = h·ln[q*(1−p*)/(p*(1−q*))] ([ERL14] Theorem 2) for encodings that differ in h
-        bits each way; in general :func:`longldp.privacy.rappor_report_epsilon` of
-        ``differing_bits`` (boolean RAPPOR: one bit, one way)."""
-        eps = privacy.rappor_report_epsilon(self.p, self.q, self.f, self.differing_bits)
+        bits each way; in general :func:`longldp.privacy.rappor_bits_epsilon` of
+        ``differing_bits`` (boolean RAPPOR: one bit, one way), at (q*, p*) = (P1, P0) of the
+        stored chain, the probabilities its samplers draw with, and their complements summed
+        per round (:func:`longldp.privacy.chain_nonsupport`)."""
+        n1, n0 = privacy.chain_nonsupport(self.p1, self.q1, self.p2, self.q2)
+        eps = privacy.rappor_bits_epsilon(self.P1, self.P0, *self.differing_bits, n1, n0)
         return privacy.round_up(eps)
 
     def first_round_epsilon(self) -> float:
         """ε∞ = 2h·ln((1−f/2)/(f/2)) ([ERL14] Theorem 1); in general
-        :func:`longldp.privacy.rappor_prr_epsilon` of ``differing_bits``."""
-        return privacy.round_up(privacy.rappor_prr_epsilon(self.f, self.differing_bits))
+        :func:`longldp.privacy.rappor_bits_epsilon` of ``differing_bits`` at the PRR's stored
+        (p1, q1) (:func:`longldp.privacy.rappor_prr_epsilon` is the same from f)."""
+        eps = privacy.rappor_bits_epsilon(self.p1, self.q1, *self.differing_bits)
+        return privacy.round_up(eps)
 
     @property
     def effective(self) -> tuple[float, float]:
@@ -197,23 +296,17 @@ class RapporChain(_UnaryEncoding):
             return {"cohort": np.zeros(m, dtype=np.int64)}
         return {"cohort": np.asarray(rng.integers(0, self.m, size=m), dtype=np.int64)}
 
-    def _population_step(
-        self, values: Any, memo: PopulationMemo | None, users: ArrayLike | None, source: Any
-    ) -> tuple[PopulationMemo, NDArray[np.int64], dict, Any, NDArray[np.int64]]:
-        parsed, n = self._parse_values(values)
-        if memo is None:
-            if self.longitudinal:
-                raise ValueError(f"{self.name}: 'memo' is required (use new_memo(n_users)).")
-            memo = self.new_memo(max(1, n))
+    def _check_population_values(self, values: Any) -> tuple[Any, int]:
+        return self._parse_values(values)
+
+    def _population_memo(self, memo: PopulationMemo | None, n: int) -> PopulationMemo:
+        memo = super()._population_memo(memo, n)
         if not isinstance(memo, RapporMemo):
             raise ValueError(f"{self.name}: 'memo' must come from {self.name}'s new_memo.")
-        who = _user_index(self.name, users, n, memo.n_users)
-        state = self._ensure_state(memo, who, source)
-        vals, keys = self._memo_keys(parsed, memo, state)
-        return memo, who, state, vals, keys
+        return memo
 
     def _memo_keys(
-        self, parsed: Any, memo: RapporMemo, state: dict
+        self, parsed: Any, memo: PopulationMemo, state: dict
     ) -> tuple[Any, NDArray[np.int64]]:
         """(values, memo keys) of one call; the default: the values are the keys."""
         return parsed, parsed
@@ -244,18 +337,11 @@ class RapporChain(_UnaryEncoding):
             ones[j] = packed_column_sums(rows[bounds[j] : bounds[j + 1]], self.k)
         return ones, n_j
 
-    def _support_from_memos(
-        self,
-        payload: NDArray,
-        values: NDArray,
-        keys: NDArray,
-        state: dict,
-        rng: RandomSource,
-        memo: PopulationMemo,
-        who: NDArray[np.int64],
+    def support_from_memos(
+        self, memos: NDArray, step: PopulationStep, rng: RandomSource
     ) -> NDArray[np.int64]:
         """Per cohort and bit: Bin(#PRR ones, q) + Bin(#PRR zeros, p)."""
-        ones, n_j = self._cohort_sums(payload, state["cohort"])
+        ones, n_j = self._cohort_sums(memos, step.state["cohort"])
         drawn = rng.binomial(ones, self.p2) + rng.binomial(n_j[:, None] - ones, self.q2)
         return self._support(drawn, n_j)
 
@@ -280,15 +366,19 @@ class RapporChain(_UnaryEncoding):
         self._check_rows(np.ascontiguousarray(rec["bits"]).reshape(-1, self.nbytes))
         return rec.reshape(-1)
 
+    def check_reports(self, records: ArrayLike) -> NDArray:
+        """Records with fields cohort and bits, every cohort and bit checked (1-D)."""
+        return self._check_reports(np.asarray(records))
+
     # ------------------------------------------------------------------ bytes
-    def _encode(self, reports: NDArray) -> NDArray[np.uint8]:
+    def encode_bodies(self, reports: NDArray) -> NDArray[np.uint8]:
         rec = self._check_reports(reports)
         out = np.empty((rec.size, 2 + self.nbytes), dtype=np.uint8)
         out[:, :2] = rec["cohort"].astype(">u2").view(np.uint8).reshape(-1, 2)
         out[:, 2:] = rec["bits"]
         return out
 
-    def _decode(self, rows: NDArray[np.uint8]) -> NDArray:
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray:
         coh = rows[:, :2].copy().view(">u2").ravel().astype(np.int64)
         rec = np.empty(rows.shape[0], dtype=self.report_dtype)
         rec["cohort"] = coh
@@ -318,7 +408,7 @@ class CohortShares(RapporChain):
     and bit, the share of clients whose encoded bit is set (Bloom, boolean). Memo keys are ids
     of distinct encodings in the population's pattern table."""
 
-    estimates_frequencies: ClassVar[bool] = False
+    estimand: ClassVar[Estimand] = Estimand.COHORT_SHARES
 
     @property
     def support_shape(self) -> tuple[int, ...]:
@@ -342,8 +432,9 @@ class CohortShares(RapporChain):
         raise NotImplementedError
 
     def _memo_keys(
-        self, parsed: Any, memo: RapporMemo, state: dict
+        self, parsed: Any, memo: PopulationMemo, state: dict
     ) -> tuple[Any, NDArray[np.int64]]:
+        assert isinstance(memo, RapporMemo)
         coh = self._check_cohorts(state["cohort"])
         inv, upacked = self._pattern_rows(parsed, coh)
         # Memo key: the id of the distinct pattern (equal filters share one PRR).
@@ -371,7 +462,7 @@ class CohortShares(RapporChain):
     def _sample_support(self, counts: NDArray, n: int, rng: RandomSource) -> NDArray[np.int64]:
         return self.sample_support(counts, n, rng)
 
-    def _unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+    def unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
         """Per cohort and bit the share t̂_ij/N_j of clients whose encoded bit is set:
         (c_ij/N_j − p*)/(q* − p*); NaN for empty cohorts."""
         n_j = support[..., :1]
@@ -379,7 +470,7 @@ class CohortShares(RapporChain):
             share = np.where(n_j > 0, support[..., 1:] / np.where(n_j > 0, n_j, 1), np.nan)
         return (share - self.P0) / (self.P1 - self.P0)
 
-    def _estimate_variance(
+    def estimate_variance(
         self, support: NDArray, n: int, plug_in: NDArray[np.float64]
     ) -> NDArray[np.float64]:
         """Per cohort j, the variance of a share of N_j reports (NaN for an empty cohort)."""
@@ -407,8 +498,8 @@ class OneTime:
     def _set_chain(self) -> None:
         f, p, q = self._check_rates(allow_f0=True)  # type: ignore[attr-defined]
         q_star, p_star = privacy.rappor_effective(p, q, f)
-        object.__setattr__(self, "p1", q_star)
-        object.__setattr__(self, "q1", p_star)
+        object.__setattr__(self, "p1", privacy.drawn(q_star))  # as the one draw realizes them
+        object.__setattr__(self, "q1", privacy.drawn(p_star))
         object.__setattr__(self, "p2", 1.0)
         object.__setattr__(self, "q2", 0.0)
 
@@ -427,9 +518,9 @@ class OneTime:
         """Support of :meth:`perturb` at count level: per cohort and bit,
         Bin(#set, q*) + Bin(#unset, p*) of the clients' encodings."""
         source = as_random_source(rng)
-        memo, who, state, _, keys = self._population_step(values, memo, users, source)  # type: ignore[attr-defined]
-        memo.reports[who] += 1
-        enc = self._encodings(keys, state)  # type: ignore[attr-defined]
-        ones, n_j = self._cohort_sums(enc, state["cohort"])  # type: ignore[attr-defined]
+        step = self._population_step(values, memo, users, source)  # type: ignore[attr-defined]
+        step.memo.reports[step.users] += 1
+        enc = self._encodings(step.keys, step.state)  # type: ignore[attr-defined]
+        ones, n_j = self._cohort_sums(enc, step.state["cohort"])  # type: ignore[attr-defined]
         drawn = source.binomial(ones, self.P1) + source.binomial(n_j[:, None] - ones, self.P0)
         return self._support(drawn, n_j)  # type: ignore[attr-defined]

@@ -19,6 +19,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._rng import as_random_source
 from longldp.protocols.rappor._chain import CohortShares, OneTime
 from longldp.protocols.rappor._hashing import (
@@ -28,6 +29,7 @@ from longldp.protocols.rappor._hashing import (
     candidate_map,
     pack_indices,
 )
+from longldp.protocols.traits import Strings
 
 BLOOM_HASHES = ("rappor-md5-1byte",)
 
@@ -56,7 +58,11 @@ class RAPPOR(CohortShares):
     p2: float = field(init=False)
     q2: float = field(init=False)
     name: ClassVar[str] = "RAPPOR"
+    #: The cohort, kept for life and sent in every report (shared by about n/m devices; with
+    #: m = 1 it links nothing, which the class-level trait does not distinguish), and memos.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT, Persistent.MEMO)
     wire_id: ClassVar[int] = 14
+    input_domain: ClassVar[type[Strings]] = Strings
     test_params: ClassVar[tuple[dict, ...]] = (
         {"k": 8, "h": 2, "m": 2, "f": 0.5, "p": 0.25, "q": 0.75},
     )
@@ -75,13 +81,9 @@ class RAPPOR(CohortShares):
         return (self.h, self.h)
 
     @property
-    def domain_size(self) -> int | None:
-        """None: the inputs are strings (str or bytes), not codes."""
-        return None
-
-    def as_inputs(self, codes: ArrayLike) -> list[str]:
-        """The strings ``"value-<code>"`` that integer codes stand for (tests, audits)."""
-        return [f"value-{int(c)}" for c in np.asarray(codes).ravel()]
+    def domain(self) -> Strings:
+        """Strings (str or bytes); codes stand for the strings ``"value-<code>"``."""
+        return Strings()
 
     def encode(self, values: Any, cohorts: ArrayLike) -> NDArray[np.uint8]:
         """Packed Bloom filters (n, ⌈k/8⌉) of ``values`` for clients in ``cohorts``."""
@@ -209,6 +211,7 @@ class RapporOneTime(OneTime, RAPPOR):
     afresh (f = 0 allowed: a single randomized response with (p, q))."""
 
     name: ClassVar[str] = "RAPPOR-one-time"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT)
     wire_id: ClassVar[int] = 19
     test_params: ClassVar[tuple[dict, ...]] = (
         {"k": 8, "h": 2, "m": 2, "f": 0.0, "p": 0.25, "q": 0.75},

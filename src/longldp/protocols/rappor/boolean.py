@@ -9,7 +9,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols.rappor._chain import CohortShares, OneTime
+from longldp.protocols.traits import Categorical
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,7 @@ class RapporBoolean(CohortShares):
     h: ClassVar[int] = 1
     differing_bits: ClassVar[tuple[int, int]] = (1, 0)
     name: ClassVar[str] = "RAPPOR-boolean"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT, Persistent.MEMO)
     wire_id: ClassVar[int] = 18
     test_params: ClassVar[tuple[dict, ...]] = ({"m": 2, "f": 0.5, "p": 0.25, "q": 0.75},)
 
@@ -36,12 +39,9 @@ class RapporBoolean(CohortShares):
         self._set_chain()
 
     @property
-    def domain_size(self) -> int | None:
+    def domain(self) -> Categorical:
         """Two inputs: 0 (False) and 1 (True)."""
-        return 2
-
-    def as_inputs(self, codes: ArrayLike) -> NDArray[np.int64]:
-        return np.asarray(codes, dtype=np.int64) % 2
+        return Categorical(2, booleans=True)
 
     def _ints(self, values: Any, name: str = "values") -> NDArray[np.int64]:
         arr = np.asarray(values)
@@ -80,5 +80,6 @@ class RapporBooleanOneTime(OneTime, RapporBoolean):
     """One-time boolean RAPPOR: one report per client, f = 0 allowed."""
 
     name: ClassVar[str] = "RAPPOR-boolean-one-time"
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT)
     wire_id: ClassVar[int] = 21
     test_params: ClassVar[tuple[dict, ...]] = ({"m": 2, "f": 0.0, "p": 0.25, "q": 0.75},)

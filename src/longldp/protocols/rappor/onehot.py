@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
+from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.rappor._chain import OneTime, RapporChain
 from longldp.protocols.ue import _UnaryEncoding
@@ -34,6 +35,8 @@ class RapporOneHot(RapporChain):
     h: ClassVar[int] = 1
     m: ClassVar[int] = 1
     name: ClassVar[str] = "RAPPOR-onehot"
+    #: No cohorts (m = 1): reports carry nothing per device; a memo per value.
+    linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 17
     test_params: ClassVar[tuple[dict, ...]] = ({"f": 0.5, "p": 0.25, "q": 0.75},)
 
@@ -78,5 +81,6 @@ class RapporOneHotOneTime(OneTime, RapporOneHot):
     randomized response per bit with (p, q): ε = ln 3 at p = 0.5, q = 0.75)."""
 
     name: ClassVar[str] = "RAPPOR-onehot-one-time"
+    linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 20
     test_params: ClassVar[tuple[dict, ...]] = ({"f": 0.0, "p": 0.5, "q": 0.75},)
