@@ -516,18 +516,22 @@ async def _device(port: int, requests: list[bytes], stop_at: float, done: list[i
         writer.close()
 
 
-async def _devices_run(port: int, per_device: list[list[bytes]], seconds: float) -> float:
+async def _devices_run(
+    port: int, per_device: list[list[bytes]], seconds: float
+) -> tuple[int, float]:
     done = [0]
     t0 = time.perf_counter()
     await asyncio.gather(*(_device(port, reqs, t0 + seconds, done) for reqs in per_device))
-    return done[0] / (time.perf_counter() - t0)
+    return done[0], time.perf_counter() - t0
 
 
 def devices_rate(
     db_url: str, args: argparse.Namespace, source: Reports, endpoint: str, src: Path | None
-) -> tuple[float, float]:
-    """(one-report requests per second, load) of ``args.devices`` devices at once against
-    a fresh server (of ``src``), posting to ``…/reports`` or ``…/reports/check``."""
+) -> tuple[float, float, float]:
+    """(one-report requests per second, load, the server's CPU seconds per 1,000 requests) of
+    ``args.devices`` devices at once against a fresh server (of ``src``), posting to
+    ``…/reports`` or ``…/reports/check``. The CPU time per request depends little on what
+    else the shared machine runs; the rate does."""
     port = free_port()
     proc = start_server(db_url, port, src=src)
     try:
@@ -551,7 +555,10 @@ def devices_rate(
             bodies = [body([i], [w]) for i, w in zip(ids, wires, strict=True)]
             per_device.append(device_requests(f"/v1/collections/dev/{endpoint}", cred, bodies))
         at = load()
-        return asyncio.run(_devices_run(port, per_device, args.device_seconds)), at
+        cpu0 = cpu_seconds(proc.pid)
+        done, elapsed = asyncio.run(_devices_run(port, per_device, args.device_seconds))
+        cpu = (cpu_seconds(proc.pid) - cpu0) * 1000 / max(1, done)
+        return done / elapsed, at, cpu
     finally:
         stop(proc)
 
@@ -605,27 +612,32 @@ def devices_part(args: argparse.Namespace, source: Reports) -> dict:
                     else:
                         assert cluster is not None
                         url = cluster.new_database()
-                    rate, at = devices_rate(url, args, source, endpoint, src)
+                    rate, at, cpu = devices_rate(url, args, source, endpoint, src)
                     row[f"{kind}_per_s"], row[f"{kind}_load"] = round(rate, 1), at
+                    row[f"{kind}_server_cpu_s_per_1000"] = round(cpu, 3)
                 row["group_over_noop"] = row["group_per_s"] / row["noop_per_s"]
                 if folder is not None:
                     row["group_over_baseline"] = row["group_per_s"] / row["baseline_per_s"]
                 runs.append(row)
+                shown = [k for k, _, _ in kinds]
                 print(
-                    f"  {backend} round {rnd}: group commit {row['group_per_s']:,.0f}/s "
-                    f"(load {row['group_load']}), no-op {row['noop_per_s']:,.0f}/s "
-                    f"(load {row['noop_load']})"
-                    + (
-                        f", baseline {row['baseline_per_s']:,.0f}/s "
-                        f"(load {row['baseline_load']})"
-                        if folder is not None
-                        else ""
+                    f"  {backend} round {rnd}: "
+                    + ", ".join(
+                        f"{k} {row[f'{k}_per_s']:,.0f}/s (load {row[f'{k}_load']}, server "
+                        f"{row[f'{k}_server_cpu_s_per_1000']} CPU s per 1,000)"
+                        for k in shown
                     ),
                     flush=True,
                 )
             summary = {
                 "runs": runs,
                 "group_over_noop_median": statistics.median(r["group_over_noop"] for r in runs),
+                **{
+                    f"{k}_server_cpu_s_per_1000_median": statistics.median(
+                        r[f"{k}_server_cpu_s_per_1000"] for r in runs
+                    )
+                    for k in ("group", "noop", *(("baseline",) if folder is not None else ()))
+                },
             }
             if folder is not None:
                 summary["group_over_baseline_median"] = statistics.median(

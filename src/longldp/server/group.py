@@ -36,6 +36,8 @@ log = logging.getLogger("longldp.server")
 GROUP_MAX_REPORTS = 64
 #: Most jobs in one group transaction.
 MAX_GROUP_JOBS = 512
+#: Seconds a committer thread waits for a job before it ends.
+IDLE_S = 30.0
 #: Fault injection for the tests only: seconds the committer waits between a group's commit
 #: and its answers (tests/server_sim.py kills the process there).
 FAULT_PAUSE_ENV = "LONGLDP_FAULT_GROUP_PAUSE"
@@ -48,21 +50,17 @@ def groupable(job: ingest.Job) -> bool:
 
 class GroupCommitter:
     """Committer threads over ``engine`` (one on SQLite, whose writers are serialized anyway;
-    two on PostgreSQL, so that one group gathers while the other commits)."""
+    two on PostgreSQL, so that one group gathers while the other commits). A thread starts
+    with the first job and ends after :data:`IDLE_S` seconds without one."""
 
     def __init__(self, engine: Engine):
         self.engine = engine
         self._pending: collections.deque[tuple[ingest.Job, Future]] = collections.deque()
         self._cond = threading.Condition()
         self._closed = False
+        self._live: list[threading.Thread] = []
         self.pause = float(os.environ.get(FAULT_PAUSE_ENV, "0") or 0)
-        threads = 2 if db.is_postgres(engine) else 1
-        self._threads = [
-            threading.Thread(target=self._run, name=f"longldp-group-commit-{i}", daemon=True)
-            for i in range(threads)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self.threads = 2 if db.is_postgres(engine) else 1
 
     def submit(self, job: ingest.Job) -> Future:
         """Queue ``job``; its future holds its answer (or its :class:`ClientError`, or the
@@ -72,6 +70,12 @@ class GroupCommitter:
             if self._closed:
                 raise RuntimeError("the group committer is closed")
             self._pending.append((job, future))
+            while len(self._live) < self.threads:
+                thread = threading.Thread(
+                    target=self._run, name="longldp-group-commit", daemon=True
+                )
+                self._live.append(thread)
+                thread.start()
             self._cond.notify()
         return future
 
@@ -93,8 +97,10 @@ class GroupCommitter:
         while True:
             with self._cond:
                 while not self._pending and not self._closed:
-                    self._cond.wait()
+                    if not self._cond.wait(IDLE_S) and not self._pending:
+                        break  # idle: this thread ends (the next job starts another)
                 if not self._pending:
+                    self._live.remove(threading.current_thread())
                     return
                 group = self._take()
             try:
@@ -116,5 +122,6 @@ class GroupCommitter:
         with self._cond:
             self._closed = True
             self._cond.notify_all()
-        for thread in self._threads:
+            live = list(self._live)
+        for thread in live:
             thread.join()
