@@ -342,6 +342,7 @@ class Service:
         self._protocols: dict[str, tuple[FrequencyOracle, dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._committer: GroupCommitter | None = None
+        self._who_sql: tuple[str, list[str], dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ collections
     def is_admin(self, token: str | None) -> bool:
@@ -631,8 +632,7 @@ class Service:
         device = tokens.device_of(token)
         wanted = name if isinstance(name, str) and NAME_RE.fullmatch(name) else db.DECOY_NAME
         params = {"name": wanted, "device": -1 if device is None else device}
-        with db.transaction(self.engine, write=False) as conn:
-            row = conn.execute(_WHO, params).mappings().one()
+        row = self._who(params)
         col = self._from_row(row)  # the decoy's too: the same work
         known = row["name"] != db.DECOY_NAME
         shared = row["auth"] == db.AUTH_SHARED
@@ -652,6 +652,41 @@ class Service:
         if not known:
             return Access(None, role)
         return Access(col, role, device if role == "device" else db.SHARED_DEVICE)
+
+    def _who(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The row of :data:`_WHO`, read on a pooled driver connection with the statement
+        compiled once: one SELECT, no explicit transaction around it (a single statement
+        reads a consistent snapshot), none of SQLAlchemy's per-statement work. Every request
+        runs it, so it is the server's most frequent query."""
+        compiled = self._who_sql
+        if compiled is None:
+            c = _WHO.compile(dialect=self.engine.dialect)
+            order = list(c.positiontup or [])
+            compiled = self._who_sql = (str(c), order, dict(c.params))
+        sql, order, fixed = compiled
+        values = {**fixed, **params}
+        driver_error = self.engine.dialect.loaded_dbapi.Error
+        try:
+            raw = self.engine.raw_connection()
+        except (driver_error, sa.exc.DBAPIError) as exc:  # cannot connect
+            raise db.DatabaseUnavailableError(str(exc)) from None
+        try:
+            cur = raw.cursor()
+            try:
+                cur.execute(sql, tuple(values[k] for k in order) if order else values)
+                names = [d[0] for d in cur.description]
+                found = cur.fetchone()
+            finally:
+                cur.close()
+            raw.rollback()  # PostgreSQL began a transaction; SQLite: nothing to end
+        except driver_error as exc:  # the driver's own errors
+            raw.invalidate()
+            raise db.DatabaseUnavailableError(str(exc)) from None
+        finally:
+            raw.close()  # back to the pool
+        if found is None:
+            raise db.DatabaseUnavailableError("the decoy collection is missing (migration 4)")
+        return dict(zip(names, found, strict=True))
 
     def role_of(self, col: Collection, token: str | None) -> str | None:
         """'admin', 'read', 'ingest', 'enroll', 'device' or None for ``token`` on ``col``."""
