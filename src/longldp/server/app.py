@@ -11,7 +11,6 @@ answers 503 with ``Retry-After``.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 import sqlalchemy as sa
@@ -388,7 +387,7 @@ def create_app(service: Service) -> FastAPI:
     async def ingest(name: Name, request: Request) -> dict[str, int]:
         job = await _job(request, name)
         if group.groupable(job):
-            return await asyncio.wrap_future(service.committer.submit(job))
+            return await service.committer.submit_async(job)
         return await run_in_threadpool(service.store_job, job)
 
     @app.post(

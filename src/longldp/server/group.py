@@ -18,17 +18,19 @@ the lock order of :mod:`longldp.server.ingest` is the same for both, so they nev
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextlib
 import logging
 import os
 import threading
 import time
 from concurrent.futures import Future
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
 from longldp.server import db, ingest
-from longldp.server.errors import ClientError
 
 log = logging.getLogger("longldp.server")
 
@@ -48,6 +50,36 @@ def groupable(job: ingest.Job) -> bool:
     return job.device != db.SHARED_DEVICE and len(job.batch) <= GROUP_MAX_REPORTS
 
 
+def _settle(future: Any, result: Any) -> None:
+    """Resolve a future with an answer or an exception (a cancelled one is left alone)."""
+    if future.done():
+        return
+    if isinstance(result, BaseException):
+        future.set_exception(result)
+    else:
+        future.set_result(result)
+
+
+def _settle_all(pairs: list[tuple[Any, Any]]) -> None:
+    for future, result in pairs:
+        _settle(future, result)
+
+
+def _deliver(targets: list[Any], results: list[Any]) -> None:
+    """Hand each answer to its target: concurrent futures at once, asyncio ones in their
+    loop, one call per loop."""
+    by_loop: dict[Any, list[tuple[Any, Any]]] = {}
+    for target, result in zip(targets, results, strict=True):
+        if isinstance(target, tuple):
+            loop, future = target
+            by_loop.setdefault(loop, []).append((future, result))
+        else:
+            _settle(target, result)
+    for loop, pairs in by_loop.items():
+        with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(_settle_all, pairs)
+
+
 class GroupCommitter:
     """Committer threads over ``engine`` (one on SQLite, whose writers are serialized anyway;
     two on PostgreSQL, so that one group gathers while the other commits). A thread starts
@@ -55,7 +87,9 @@ class GroupCommitter:
 
     def __init__(self, engine: Engine):
         self.engine = engine
-        self._pending: collections.deque[tuple[ingest.Job, Future]] = collections.deque()
+        # Each queued job with where its answer goes: a concurrent Future, or an asyncio
+        # future and its event loop.
+        self._pending: collections.deque[tuple[ingest.Job, Any]] = collections.deque()
         self._cond = threading.Condition()
         self._closed = False
         self._live: list[threading.Thread] = []
@@ -66,10 +100,22 @@ class GroupCommitter:
         """Queue ``job``; its future holds its answer (or its :class:`ClientError`, or the
         database's error) once its group has committed."""
         future: Future = Future()
+        self._queue(job, future)
+        return future
+
+    def submit_async(self, job: ingest.Job) -> asyncio.Future:
+        """:meth:`submit` from a running event loop: an asyncio future, resolved in that loop
+        (one wake-up per group, however many of its jobs came from the loop)."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._queue(job, (loop, future))
+        return future
+
+    def _queue(self, job: ingest.Job, target: Any) -> None:
         with self._cond:
             if self._closed:
                 raise RuntimeError("the group committer is closed")
-            self._pending.append((job, future))
+            self._pending.append((job, target))
             while len(self._live) < self.threads:
                 thread = threading.Thread(
                     target=self._run, name="longldp-group-commit", daemon=True
@@ -77,9 +123,8 @@ class GroupCommitter:
                 self._live.append(thread)
                 thread.start()
             self._cond.notify()
-        return future
 
-    def _take(self) -> list[tuple[ingest.Job, Future]]:
+    def _take(self) -> list[tuple[ingest.Job, Any]]:
         """The next group (the lock held): queued jobs in order, one per device."""
         group, later, seen = [], [], set()
         while self._pending and len(group) < MAX_GROUP_JOBS:
@@ -104,18 +149,13 @@ class GroupCommitter:
                     return
                 group = self._take()
             try:
-                results = ingest.run_group(self.engine, [job for job, _ in group])
+                results: list[Any] = ingest.run_group(self.engine, [job for job, _ in group])
             except BaseException as exc:  # the database's error: every job answers 503
-                for _, future in group:
-                    future.set_exception(exc)
-                continue
-            if self.pause:
-                time.sleep(self.pause)
-            for (_, future), result in zip(group, results, strict=True):
-                if isinstance(result, ClientError):
-                    future.set_exception(result)
-                else:
-                    future.set_result(result)
+                results = [exc] * len(group)
+            else:
+                if self.pause:
+                    time.sleep(self.pause)
+            _deliver([target for _, target in group], results)
 
     def close(self) -> None:
         """Stop after the queued jobs are done."""

@@ -149,7 +149,7 @@ class Job:
 def prepare(col: Collection, batch: Batch, device: int, limits: Limits) -> Job:
     """The job of one request, after the checks that need no database (409, 413)."""
     keep = distinct_items(batch)
-    epochs = np.unique(batch.epochs)
+    epochs = batch.epochs if len(batch) == 1 else np.unique(batch.epochs)
     if epochs.size > limits.max_epochs_per_request:
         raise ClientError(
             413,
@@ -203,10 +203,16 @@ class _AloneError(Exception):
         self.index = index
 
 
+_ONE = np.zeros(1, dtype=np.int64)
+_ONE.setflags(write=False)
+
+
 def distinct_items(batch: Batch) -> NDArray[np.int64]:
     """Indices of the first item of each distinct report id, in report-id order (the order
     reports are inserted in); 409 for a repeated id with a different epoch, report or cohort."""
     n = len(batch)
+    if n == 1:  # one report (what devices send): nothing to compare
+        return _ONE
     key = np.ascontiguousarray(batch.ids).view("V16").ravel()
     _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     if first.size < n:
@@ -226,6 +232,11 @@ def distinct_items(batch: Batch) -> NDArray[np.int64]:
                 409, f"item {i}: report id repeats item {first_i} with a different report.", i
             )
     return first.astype(np.int64)
+
+
+def _ascending(items: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``items`` sorted (in batch order: the order refusals name items in)."""
+    return items if items.size < 2 else np.sort(items)
 
 
 def _epochs(epochs: NDArray[np.int64], items: NDArray[np.int64]) -> list[int]:
@@ -262,7 +273,7 @@ class _Group:
         self.looked_up[i] = True
         try:
             self.fresh[i] = _check_repeats(job.batch, job.keep, ids, stored)
-            _check_open(job.col, job.batch.epochs, np.sort(self.fresh[i]))
+            _check_open(job.col, job.batch.epochs, _ascending(self.fresh[i]))
         except ClientError as exc:
             self.refused[i] = exc
 
@@ -284,7 +295,7 @@ class _Group:
 
     def _closed_and_quota(self, i: int) -> None:
         job = self.jobs[i]
-        fresh = np.sort(self.fresh[i])
+        fresh = _ascending(self.fresh[i])
         if not fresh.size:
             return
         cid = job.col.id
@@ -327,7 +338,7 @@ def _store_jobs(conn: Connection, engine: Engine, jobs: list[Job]) -> list[Any]:
     for i in g.live():
         job = jobs[i]
         try:
-            _check_open(job.col, job.batch.epochs, np.sort(job.keep))
+            _check_open(job.col, job.batch.epochs, _ascending(job.keep))
         except ClientError:
             g.look_up(i)
     # 3. The count rows of the epochs of the new items, locked; closed epochs; quotas.
@@ -564,8 +575,11 @@ def _check_open(col: Collection, epochs: NDArray[np.int64], items: NDArray[np.in
     ``Retry-After`` when it opens later (the device's clock runs ahead of the collection's;
     the client keeps the report), 422 when it never will."""
     low, high = col.open_range()
-    mine = epochs[items]
-    bad = items[(mine < low) | (mine > high)]
+    if items.size == 1:  # one report: no array work
+        bad = items if not low <= epochs[items[0]] <= high else items[:0]
+    else:
+        mine = epochs[items]
+        bad = items[(mine < low) | (mine > high)]
     if bad.size:
         i = int(bad[0])
         e = int(epochs[i])
