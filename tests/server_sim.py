@@ -73,7 +73,7 @@ OPS = {
     "estimate": 4,
     "kill9": 0.5,
     "burst": 6,
-    "group_kill9": 1.5,
+    "group_kill9": 0.5,
     "advance": 3,
 }
 MAX_EPOCHS_PER_REQUEST = 8
@@ -288,7 +288,7 @@ class Sequence:
         if shared:
             model.devices[db.SHARED_DEVICE] = info["ingest_token"]
         else:
-            for _ in range(int(rng.integers(2, 7))):
+            for _ in range(int(rng.integers(2, 5))):
                 self.enroll(model)
         return model
 
