@@ -362,3 +362,36 @@ def test_sigterm_stops_the_workers(tmp_path):
     assert "interrupted" in out
     _gone, alive = psutil.wait_procs(workers, timeout=30)
     assert not alive, f"workers still running: {[p.pid for p in alive]}"
+
+
+# ------------------------------------------------------------------ the one NAME=VALUE parser
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["privacy", "L-OSUE", "k=20", "eps_perm=2", "eps_1=0.8", "--n", "1000"],
+        ["simulate-reports", "L-OSUE", "k=20", "eps_perm=2", "eps_1=0.8", "--n", "10"],
+    ],
+    ids=["privacy", "simulate-reports"],
+)
+def test_every_command_parses_name_value_the_same_way(command, tmp_path, monkeypatch):
+    """``privacy`` and ``simulate-reports`` take ``eps-perm=`` as ``eps_perm=`` and refuse a name
+    given twice in one line (``k=8 k=9`` used to mean k = 9 for one and fail for the other)."""
+    monkeypatch.chdir(tmp_path)
+    dashed = [w.replace("eps_perm", "eps-perm") for w in command]
+    assert runner.invoke(app, dashed, prog_name="longldp").exit_code == 0
+    at = command.index("k=20")
+    one_error_line([*command[: at + 1], "k=9", *command[at + 1 :]], contains="'k' is given twice")
+    one_error_line([*command[:at], "eps-perm=3", *command[at:]], contains="given twice")
+    one_error_line([*command[:at], "oops", *command[at:]], contains="NAME=VALUE")
+
+
+def test_audit_param_takes_the_same_parser_and_refuses_what_has_an_option():
+    one_error_line(["audit", "L-GRR", "--param", "k=9"], contains="option of its own (--k)")
+    one_error_line(
+        ["audit", "L-GRR", "--param", "calibration=paper", "--param", "calibration=exact"],
+        contains="given twice",
+    )
+    parsed = _common.parse_assignments(["eps-perm=2", "flag=true", "x=none", "s=paper", "f=0.5"])
+    assert parsed == {"eps_perm": 2, "flag": True, "x": None, "s": "paper", "f": 0.5}

@@ -38,14 +38,17 @@ def test_committed_vectors_are_the_python_clients(fresh):
 
 
 def test_vectors_cover_every_registered_protocol_and_a_refusal(fresh):
-    """Every protocol of the registry (a device runs every one) has a case, so a protocol added
-    to the registry fails here until it has vectors and the JS client implements it."""
-    from longldp.protocols import NAMES
+    """Every protocol of this package's registry declares its device client (``client_spec``)
+    and has a case (its ``vector_cases``), so a protocol added to the registry fails here until
+    it has vectors and the JS client implements it."""
+    from longldp.protocols._registry import BUILTIN_CLASSES
 
+    undeclared = [cls.name for cls in BUILTIN_CLASSES if cls.client_spec is None]
+    assert not undeclared, f"{undeclared} declare no client_spec (docs/client-spec.md)"
     names = {c["spec"]["name"] for c in fresh["cases"]}
-    missing = sorted(set(NAMES) - names)
-    assert not missing, f"no client vector case for {missing}: add one to scripts/client_vectors.py"
-    assert fresh["protocols"] == list(NAMES)
+    missing = sorted({cls.name for cls in BUILTIN_CLASSES} - names)
+    assert not missing, f"no client vector case for {missing}: declare the class's vector_cases"
+    assert fresh["protocols"] == [cls.name for cls in BUILTIN_CLASSES]
     assert any(s.get("refused") for c in fresh["cases"] for s in c["steps"])
     assert any(c["spec"]["params"].get("hash_pool") for c in fresh["cases"])
 

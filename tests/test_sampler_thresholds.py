@@ -126,9 +126,12 @@ def realized_epsilons(proto: ll.FrequencyOracle) -> tuple[float, float]:
         keep = t["p1"]
         per_bit = _log(keep / (1 - keep))
         return min(proto.d, 2) * per_bit, min(proto.d, 2) * per_bit  # type: ignore[attr-defined]
-    if kind == "enumerated":  # subset selection: v ∈ Y w.p. p1, the rest uniform
-        held, omega = t["p1"], proto.omega  # type: ignore[attr-defined]
-        eps = _log(held * (proto.k - omega) / ((1 - held) * omega))
+    if kind == "enumerated":  # v is held w.p. p1, then a uniform output of the held part or
+        # of the rest (subset selection, Hadamard response): count the two parts in the channel
+        held = t["p1"]
+        row = proto.report_channel()[0]
+        n_held, n_rest = int((row == row.max()).sum()), int((row == row.min()).sum())
+        eps = _log(held * n_rest / ((1 - held) * n_held))
         return eps, eps
     # Unary encodings and RAPPOR: round 1 sets a bit w.p. a1 (encoded 1) or a0 (encoded 0);
     # round 2 reports 1 w.p. b1 (memo 1) or b0; a symmetric round 2 flips with q2 only.

@@ -116,6 +116,50 @@ def _usage_line(err: Any) -> int:
 # ------------------------------------------------------------------------------- paths
 
 
+def parse_value(raw: str) -> Any:
+    """A parameter's value: a bool (true/false), None (none), an int or a float when the text
+    looks like one, else the text itself."""
+    low = raw.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            continue
+    return raw
+
+
+def parse_assignments(
+    items: Sequence[str], what: str = "protocol parameters", reserved: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The one ``NAME=VALUE`` parser of every command: ``k=74 eps-perm=2 calibration=paper``
+    → ``{"k": 74, "eps_perm": 2, "calibration": "paper"}``.
+
+    Names are stripped and ``-`` is ``_`` (``eps-perm=`` and ``eps_perm=`` are one name);
+    values go through :func:`parse_value`. A word without ``=`` or with an empty name, a name
+    given twice in one command line, or a name in ``reserved`` (set by an option of its own)
+    raises ``ValueError`` naming it.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        key = name.strip().replace("-", "_")
+        if not sep or not key:
+            raise ValueError(f"{what} are written NAME=VALUE (e.g. k=74); got {item!r}.")
+        if key in out:
+            raise ValueError(f"{what}: {key!r} is given twice ({key}={out[key]!r} and {item!r}).")
+        if key in reserved:
+            raise ValueError(
+                f"{what}: {key!r} has an option of its own (--{key.replace('_', '-')}); "
+                f"got {item!r}."
+            )
+        out[key] = parse_value(raw)
+    return out
+
+
 def _quoted(path: Path) -> str:
     return repr(str(path))
 

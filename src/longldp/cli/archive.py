@@ -20,6 +20,7 @@ from longldp.cli._common import (
     human_bytes,
     nearest_existing,
     output_file,
+    parse_assignments,
 )
 
 
@@ -27,20 +28,7 @@ def protocol_from_words(name: str, words: list[str]):
     """``L-OSUE`` and ``["k=74", "eps_perm=2", "eps_1=0.8"]`` -> the protocol object."""
     import longldp as ll
 
-    params: dict[str, object] = {}
-    for word in words:
-        key, sep, raw = word.partition("=")
-        if not sep or not key:
-            raise ValueError(f"protocol parameters are written name=value; got {word!r}.")
-        try:
-            value: object = int(raw)
-        except ValueError:
-            try:
-                value = float(raw)
-            except ValueError:
-                value = raw
-        params[key.strip()] = value
-    return ll.protocol(name, **params)
+    return ll.protocol(name, **parse_assignments(words))
 
 
 def simulate_reports_cmd(

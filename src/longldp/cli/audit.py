@@ -9,33 +9,18 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from longldp.cli._common import check_memory, client_memory, console
+from longldp.cli._common import check_memory, client_memory, console, parse_assignments
 
 CONTROLS = ("none", "stateless", "misencoded")
 
 
+#: Parameters with an option of their own (``--k``, ``--eps``, …), refused in ``--param``.
+OWN_OPTIONS = ("k", "eps", "eps_perm", "eps_1")
+
+
 def _parse_params(items: list[str]) -> dict[str, Any]:
-    """``name=value`` pairs; values parsed as int, float, bool or None when they look like one."""
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise ValueError(f"'--param' must be NAME=VALUE; got {item!r}.")
-        name, raw = item.split("=", 1)
-        value: Any = raw
-        low = raw.lower()
-        if low in ("true", "false"):
-            value = low == "true"
-        elif low == "none":
-            value = None
-        else:
-            for cast in (int, float):
-                try:
-                    value = cast(raw)
-                    break
-                except ValueError:
-                    continue
-        out[name.strip().replace("-", "_")] = value
-    return out
+    """``--param NAME=VALUE`` words (the one parser, ``_common.parse_assignments``)."""
+    return parse_assignments(items, "'--param'", reserved=OWN_OPTIONS)
 
 
 def _taus(text: str) -> list[int]:

@@ -24,6 +24,8 @@ References
         USENIX Security 2017 (GRR, SUE, OUE, BLH, OLH).
 [ERL14] Erlingsson et al., "RAPPOR", CCS 2014 (L-SUE).
 [DIN17] Ding et al., "Collecting telemetry data privately", NeurIPS 2017 (dBitFlipPM).
+[ASZ19] Acharya, Sun, Zhang, "Hadamard response: estimating distributions privately,
+        efficiently, and with little communication", AISTATS 2019 (HR).
 [002]   Marreiras Neto, Duarte Neto, Costa Filho, Machado, "Locally differentially private
         applications with longitudinal data" (docs/math.md §15), eqs. 3, 6, 7.
 """
@@ -153,6 +155,28 @@ def subset_size(eps: float, k: int) -> int:
         return float(_vstar_unit(p1, p0))
 
     return integer_argmin(unit, k / (math.exp(eps) + 1.0), lo=1, hi=k - 1)
+
+
+def hadamard_response_size(k: int) -> int:
+    """K = 2^⌈log₂(k + 1)⌉, the smallest power of two above k: the outputs of Hadamard response
+    over [k] (column 0 of the Sylvester matrix, all ones, is skipped; [ASZ19] §3;
+    docs/math.md §2.6)."""
+    return 1 << int(k).bit_length()
+
+
+def hadamard_response_probabilities(eps: float) -> tuple[float, float]:
+    """(P1, P0) of Hadamard response at ε: a report lands in the half C_v of the outputs that
+    supports v with P1 = e^ε/(e^ε + 1) (the sampler's one threshold, 1/(1 + e^(−ε)) stored as
+    the draw realizes it, :func:`drawn`), and in C_u for u ≠ v with P0 = ½ exactly, since two
+    columns of a Sylvester matrix agree on half the rows ([ASZ19] §3; docs/math.md §2.6)."""
+    return drawn(1.0 / (1.0 + math.exp(-eps))), 0.5
+
+
+def hadamard_response_epsilon(p1: float) -> float:
+    """ε of one Hadamard-response report from its sampler's threshold: an output in C_v but
+    not in C_u has probability 2·P1/K under v and 2·(1 − P1)/K under u, and no ratio is larger:
+    ln(P1/(1 − P1)) (docs/math.md §2.6)."""
+    return math.log(p1 / (1.0 - p1))
 
 
 def integer_argmin(f: Callable[[int], float], start: float, lo: int = 2, hi: int = G_MAX) -> int:

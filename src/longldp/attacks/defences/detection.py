@@ -22,7 +22,9 @@ It applies to reports that support many items (UE, subset selection, per-user ha
 Hadamard). One-symbol
 reports support one item and dBitFlipPM's report one bucket per sampled bit: no itemsets
 (ValueError). A shared hash pool correlates honest supports (docs/math.md §2.4): refused too.
-Honest reports that happen to support a whole itemset are removed with the fakes; for an
+An enumerated report space (Hadamard response) is refused as well: the supports of two items
+by one honest report can be positively correlated given the value. Honest reports that happen
+to support a whole itemset are removed with the fakes; for an
 itemset I that costs about R·Π_{v∈I} P0 honest reports (docs/attacks.md §8.2).
 """
 
@@ -51,6 +53,13 @@ def check_applies(proto: FrequencyOracle, owner: str = OWNER) -> str:
             f"{owner}: a '{proto.name}' report supports one item (per answered bucket), so it "
             "has no itemsets; itemset detection applies to unary, subset, hashing and Hadamard "
             "reports."
+        )
+    if kind == "enumerated":
+        raise ValueError(
+            f"{owner}: one honest '{proto.name}' report's supports of two items need not be "
+            "independent given the user's value (Hadamard response: items a, b are co-supported "
+            "more often by a holder of the item whose column is (a + 1) XOR (b + 1)), so the "
+            "honest law of the pair statistic does not hold; detection is refused."
         )
     if kind == "hashed" and kinds.hash_family(proto).size is not None:
         raise ValueError(

@@ -53,6 +53,7 @@ from longldp.experiments import seeding
 from longldp.experiments.datasets import attribute_codes, parse_dataset
 from longldp.experiments.kinds import base
 from longldp.experiments.kinds.base import Cell, GridSpec, ProtocolEntry, StudyKind
+from longldp.simulate import ENGINES
 
 __all__ = ["KIND", "AttacksSpec", "run_cell"]
 
@@ -79,7 +80,7 @@ class AttacksSpec(GridSpec):
 
 KEYS: tuple[sc.Key, ...] = (
     base.tau_key(20),
-    base.engine_key(atk.ENGINES, "count-level"),
+    base.engine_key(ENGINES, "count-level"),
     base.EPS_PERM,
     base.alpha_key(required=True),
     sc.Key("beta", sc.number_list(lower=0.0, upper=1.0, what="fake shares β"), required=True),

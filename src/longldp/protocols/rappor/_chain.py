@@ -22,6 +22,7 @@ big-bit-order, ⌈k/8⌉ bytes.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,11 +39,41 @@ from longldp.protocols.base import (
     packed_column_sums,
     row_slices,
 )
+from longldp.protocols.clientspec import ClientSpec
 from longldp.protocols.rappor._hashing import MAX_COHORTS
 from longldp.protocols.rappor.client import rappor_client
 from longldp.protocols.report_kinds import ExactChannel
 from longldp.protocols.traits import Estimand
 from longldp.protocols.ue import _UnaryEncoding
+
+#: docs/client-spec.md's rows of every RAPPOR encoder (their JavaScript family is rappor.js).
+CLIENT = ClientSpec(
+    family="rappor",
+    chain="q1 = D(f/2), p1 = 1 − q1",
+    round2="p2 = D(q), q2 = D(p)",
+    eps_1=(
+        "encodings differ in (x, y) bits (Bloom (h, h), one-hot (1, 1), boolean (1, 0)); "
+        "B(P1, P0, N1, N0) with B(h, l, n_h, n_l) = x·|ln(h·n_l/(l·n_h))| if x = y, else "
+        "max(x·U + y·V, y·U + x·V) with U = max(ln(h/l), ln(n_h/n_l)), V = max(ln(l/h), "
+        "ln(n_l/n_h)); ∞ if any of the four is 0; ρ of it"
+    ),
+    eps_perm="ρ(B(p1, q1, 1 − p1, 1 − q1))",
+    state="cohort: an integer in [0, m) when m > 1; 0 (no draw) when m = 1",
+    memo_key="the packed encoding E (§4.3)",
+    round1=(
+        "k floats u_i: bit_i = u_i < (E_i ? p1 : q1) (PRR; one-time: PRR and IRR in one draw, "
+        "(p1, q1) = (q*, p*))"
+    ),
+    draws2="UE round 2 (p2 = q, q2 = p)",
+)
+#: The one-time variants' rows: one report, PRR and IRR in one draw.
+ONE_TIME_CLIENT = dataclasses.replace(
+    CLIENT,
+    chain="D(q*), D(p*) with (q*, p*) = (P1, P0) of the chain (1 − f/2, f/2, q, p) (§3.3)",
+    round2="1, 0",
+    eps_perm="ε1",
+    draws2="none (one-shot)",
+)
 
 #: Memo keys of Bloom patterns: ids in a population's pattern table.
 PATTERN_KEY_RANGE = 1 << 31
