@@ -269,3 +269,21 @@ async def asgi_request(  # type: ignore[no-untyped-def]
 
     await app(scope, receive, send)
     return status[0], b"".join(chunks)
+
+
+#: The protocol most server tests collect with.
+LGRR_SPEC = {"name": "L-GRR", "params": {"k": 8, "eps_perm": 2.0, "eps_1": 1.0}}
+
+
+def create_shared(base: str, name: str, spec: dict | None = None, **extra) -> dict:  # type: ignore[type-arg]
+    """Create a shared-token collection on a live server (L-GRR, k = 8 unless ``spec``);
+    its description with its tokens."""
+    r = httpx.post(
+        f"{base}/v1/collections",
+        json={"name": name, "protocol": spec or LGRR_SPEC, "auth": "shared", **extra},
+        headers=bearer(ADMIN),
+        timeout=60,
+        verify=False,
+    )
+    assert r.status_code == 201, r.text
+    return r.json()

@@ -28,10 +28,11 @@ import pytest
 
 import longldp as ll
 from server_helpers import (
-    ADMIN,
+    LGRR_SPEC,
     LiveServer,
     audit,
     bearer,
+    create_shared,
     free_port,
     new_ids,
     records,
@@ -39,22 +40,10 @@ from server_helpers import (
 )
 
 pytestmark = pytest.mark.slow
-SPEC = {"name": "L-GRR", "params": {"k": 8, "eps_perm": 2.0, "eps_1": 1.0}}
-PROTO = ll.protocol_from_spec(SPEC)
+PROTO = ll.protocol_from_spec(LGRR_SPEC)
 OCTET = "application/octet-stream"
 #: How long a test waits for what the server must do at once, on a shared machine.
 PATIENCE = 30.0
-
-
-def create(base: str, name: str, spec: dict = SPEC, **extra) -> dict:
-    r = httpx.post(
-        f"{base}/v1/collections",
-        json={"name": name, "protocol": spec, "auth": "shared", **extra},
-        headers=bearer(ADMIN),
-        timeout=60,
-    )
-    assert r.status_code == 201, r.text
-    return r.json()
 
 
 def rss_bytes(pid: int) -> int:
@@ -92,7 +81,7 @@ def test_a_body_too_long_for_its_collection_is_refused_before_it_is_read(tmp_pat
     most 2 × the longest compact item) is refused by its Content-Length, at once."""
     srv = LiveServer(str(tmp_path / "len.db"), tmp_path).start()
     try:
-        col = create(srv.base, "len")
+        col = create_shared(srv.base, "len")
         path = "/v1/collections/len/reports"
         with socket.create_connection(("127.0.0.1", srv.port)) as sock:
             sock.sendall(head(path, col["ingest_token"], "application/json", 8 << 20))
@@ -118,7 +107,7 @@ def test_bytes_in_flight_are_bounded_process_wide(tmp_path):
     )  # fmt: skip
     srv = LiveServer(str(tmp_path / "budget.db"), tmp_path, args=args).start()
     try:
-        col = create(srv.base, "budget")
+        col = create_shared(srv.base, "budget")
         rng = np.random.default_rng(5)
         bodies = []
         for _ in range(12):
@@ -174,7 +163,7 @@ def test_slow_readers_are_cut_off_and_held_within_the_budget(tmp_path):
     srv = LiveServer(str(tmp_path / "slow.db"), tmp_path, args=args).start()
     try:
         spec = {"name": "L-GRR", "params": {"k": 50_000, "eps_perm": 2.0, "eps_1": 1.0}}
-        col = create(srv.base, "wide", spec)
+        col = create_shared(srv.base, "wide", spec)
         proto = ll.protocol_from_spec(spec)
         rng = np.random.default_rng(6)
         reps = proto.perturb(rng.integers(0, proto.k, 2000), proto.new_memo(2000), rng)

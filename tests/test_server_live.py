@@ -24,10 +24,10 @@ from longldp.server import db
 from longldp.server.app import RETRY_AFTER_S
 from real_parts import CHROMIUM
 from server_helpers import (
-    ADMIN,
     LiveServer,
     audit,
     bearer,
+    create_shared,
     new_ids,
     records,
     wire_reports,
@@ -46,14 +46,7 @@ def server(backend, tmp_path):
 
 
 def create(base: str, name: str = "live", **extra) -> dict:
-    r = httpx.post(
-        f"{base}/v1/collections",
-        json={"name": name, "protocol": SPEC, "auth": "shared", **extra},
-        headers=bearer(ADMIN),
-        timeout=30,
-    )
-    assert r.status_code == 201, r.text
-    return r.json()
+    return create_shared(base, name, SPEC, **extra)
 
 
 def reports(n: int, seed: int):
