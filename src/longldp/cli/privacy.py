@@ -28,8 +28,9 @@ def privacy_cmd(
         int,
         typer.Option(
             "--n",
-            help="Devices in each epoch's shuffle whose values change at the same epochs as the "
-            "one protected (all of them when values never change).",
+            help="Devices in each epoch's shuffle whose memo keys change at the same epochs as "
+            "the one protected (all of them when values never change; the key is the value, or "
+            "for LOLOHA, dBitFlipPM and Bloom RAPPOR its hash, bucket or cohort filter).",
         ),
     ] = 1_000_000,
     epochs: Annotated[int, typer.Option(help="Epochs τ of the collection.")] = 100,

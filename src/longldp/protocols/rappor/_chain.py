@@ -115,9 +115,12 @@ class CohortBitsReports(ReportKind):
 
     def targets(self, proto: Any, reports: NDArray, values: Any) -> NDArray[np.bool_]:
         """The encoding of each value in each client's cohort: (n, V, k)."""
-        cohorts = np.asarray(np.asarray(reports)["cohort"], dtype=np.int64)
-        uniq, inv = np.unique(cohorts, return_inverse=True)
-        return self._masks(proto, values, uniq)[inv.ravel()]
+        cohorts = np.asarray(np.asarray(reports)["cohort"], dtype=np.int64).ravel()
+        # The cohorts present, and each report's index among them (cohorts are < m: no sort).
+        present = np.flatnonzero(np.bincount(cohorts, minlength=int(proto.m)))
+        index = np.zeros(int(proto.m), dtype=np.int64)
+        index[present] = np.arange(present.size)
+        return self._masks(proto, values, present)[index[cohorts]]
 
     def value_table(self, proto: Any) -> NDArray[np.bool_]:
         """The encodings of every audited input in every cohort: (m, V, k)."""
@@ -131,12 +134,14 @@ class CohortBitsReports(ReportKind):
     @staticmethod
     def _masks(proto: Any, values: Any, cohorts: NDArray[np.int64]) -> NDArray[np.bool_]:
         vals = list(values) if not isinstance(values, np.ndarray) else values
-        size = len(vals)
-        per = []
-        for c in cohorts.tolist():
-            packed = proto.encode(vals, np.full(size, c, dtype=np.int64))
-            per.append(np.unpackbits(packed, axis=1, count=proto.k).astype(bool))
-        return np.stack(per) if per else np.zeros((0, size, proto.k), dtype=bool)
+        size, count = len(vals), int(cohorts.size)
+        if count == 0 or size == 0:
+            return np.zeros((count, size, proto.k), dtype=bool)
+        # One encode call for every (cohort, value) pair, cohort-major.
+        every = np.tile(vals, count) if isinstance(vals, np.ndarray) else vals * count
+        packed = proto.encode(every, np.repeat(np.asarray(cohorts, dtype=np.int64), size))
+        bits = np.unpackbits(packed, axis=1, count=proto.k).astype(bool)
+        return bits.reshape(count, size, proto.k)
 
     def attack_kind(self, proto: Any) -> str:
         """Attackable as ``unary`` iff the estimate is a frequency vector, there is one cohort
