@@ -3,7 +3,9 @@
 The page carries its data inline (a JSON block) and draws its chart with inline JavaScript into
 an inline SVG; it references no file, font or script from anywhere (the server also sends a
 Content-Security-Policy that forbids fetching anything). Shown: the privacy parameters in
-words, the central privacy under shuffling (:mod:`longldp.server.central`), the number of
+words, the central privacy under shuffling (:mod:`longldp.server.central`), the devices
+enrolled and what the surplus over the expected population could do
+(:mod:`longldp.server.sybil`), the number of
 reports per epoch, the estimated frequency of the most frequent values over the epochs with
 their 95% intervals (chart, with a note saying which values it shows, an axis title and round
 ticks), and the latest epoch's estimates (table). Bounded whatever the collection holds: it
@@ -175,6 +177,22 @@ def central_section(central: dict[str, Any] | None) -> str:
     )
 
 
+def sybil_section(sybil: dict[str, Any] | None) -> str:
+    """The "Devices" section (:mod:`longldp.server.sybil`): enrolled devices against the
+    expected population, and the largest shift of one estimate the surplus could cause."""
+    if sybil is None:
+        return ""
+    esc = html.escape
+    shift = sybil.get("largest_shift")
+    attrs = f'data-auth="{esc(str(sybil["auth"]))}"'
+    if shift is not None:
+        attrs += f' data-shift="{shift!r}" data-surplus="{sybil["surplus"]}"'
+    return (
+        f'<h2>Devices</h2>\n<div id="sybil" {attrs}><p id="sybil-note">'
+        f"{esc(sybil['note'])}</p></div>"
+    )
+
+
 def render_dashboard(
     info: dict[str, Any], view: dict[str, Any] | list[dict[str, Any]], method: str | None
 ) -> str:
@@ -186,6 +204,7 @@ def render_dashboard(
     esc = html.escape
     data = chart_data(view)
     data["central"] = view.get("central")
+    data["sybil"] = view.get("sybil")
     blob = json.dumps(data).replace("<", "\\u003c")
     counts = "".join(
         f'<tr><td>{r["epoch"]}</td><td class="num" data-n="{r["n"]}">{r["n"]:,}</td></tr>'
@@ -235,6 +254,7 @@ def render_dashboard(
         latest=latest,
         data=blob,
         central=central_section(view.get("central")),
+        sybil=sybil_section(view.get("sybil")),
     )
 
 
@@ -274,6 +294,7 @@ intervals.</p>
 {latest}</table></div>
 </div>
 {central}
+{sybil}
 <script id="data" type="application/json">{data}</script>
 <script>
 (function () {{
