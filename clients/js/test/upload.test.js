@@ -174,6 +174,8 @@ test("epochAt numbers epochs by the collection's clock; fetchCollection gives th
   const answer = { name: "c", protocol: spec, ...info, current_epoch: 9, epoch_window: 8, reports_per_epoch: 1 };
   const got = await fetchCollection("https://x.example", "c", "t", async () => new Response(JSON.stringify(answer)));
   assert.deepEqual(got, answer);
+});
+
 test("425 keeps the report it names for a later flush and sends the others", async () => {
   const srv = await scripted([
     [425, { "Retry-After": "30" }, '{"error":"item 1: epoch 1 is not open yet","item":1}'],
