@@ -1,0 +1,117 @@
+"""Longitudinal numeric mechanisms: α-point rounding, a memo per rounded value, a one-bit second
+round (docs/math.md §20.8–§20.9). Pure vectorized functions over a population.
+
+One user, at every report: round the value t ∈ [0, 1] to the grid j/s with the user's offset a
+(drawn once, :func:`new_offsets`); the first time key j is used, draw the memo y1 of the rounded
+value with the memo mechanism at ε∞ and keep it for ever (round 1); report one bit with
+Pr[1 | y1] = (1 + κ·y1)/2, κ = tanh(ε1/2) (round 2). The bit debiased, (2b − 1)/κ, is an
+unbiased estimate of u = 2t − 1.
+
+- ``"Duchi"``: the memo is Duchi's ±C∞ (a bit) and round 2 flips it with probability
+  γ = (1 − κC∞)/2: this is 1BitMean with α-point rounding, memoization and output perturbation
+  of Ding, Kulkarni and Yekhanin 2017 (§3), **L-1BitMean**, calibrated so that one report costs
+  exactly ε1.
+- ``"PM"``, ``"HM"``: the memo is a PM (HM) output at ε∞ (our design, math §20.9), **L-PM**
+  and **L-HM**: every report is still Duchi's channel at ε1, but the memo part of the variance
+  is PM's (HM's) at ε∞, which is what a long average keeps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from longldp import _validate as check
+from longldp.privacy import numeric as nm
+from longldp.protocols.numeric.oneshot import hm_sample, pm_sample
+
+
+def new_offsets(n: int, rng: object) -> NDArray[np.float64]:
+    """Each user's rounding offset a ~ U[0, 1), drawn once and kept (math §20.8)."""
+    n = check.integer("new_offsets", "n", n, minimum=0)
+    return rng.random(n)  # type: ignore[attr-defined,no-any-return]
+
+
+@dataclass
+class ChainMemo:
+    """Round-1 state of a population: offsets a (n,), memos y1 (n, s + 1), drawn flags.
+
+    A dense table: s + 1 slots per user (s is small, math §20.9 on its choice). Mutable: the
+    memos are drawn lazily, the first time a user's rounded value takes a key.
+    """
+
+    offsets: NDArray[np.float64]
+    memo: NDArray[np.float64]
+    drawn: NDArray[np.bool_]
+
+    @property
+    def s(self) -> int:
+        """Grid resolution: keys 0..s."""
+        return self.memo.shape[1] - 1
+
+    def distinct(self) -> NDArray[np.int64]:
+        """Memos each user holds (what (4.1) multiplies ε∞ by)."""
+        return np.count_nonzero(self.drawn, axis=1)
+
+
+def new_memo(n: int, s: int, rng: object) -> ChainMemo:
+    """An empty population memo with fresh offsets."""
+    s = check.integer("new_memo", "s", s, minimum=1)
+    off = new_offsets(n, rng)
+    return ChainMemo(off, np.zeros((off.size, s + 1)), np.zeros((off.size, s + 1), dtype=bool))
+
+
+def round1(
+    mechanism: str, u_grid: NDArray[np.float64], eps_perm: float, rng: object
+) -> NDArray[np.float64]:
+    """Memos y1 of rounded values u_j = 2j/s − 1 under the memo mechanism at ε∞."""
+    key = check.choice("round1", "mechanism", mechanism, ("duchi", "pm", "hm"))
+    if key == "duchi" or (key == "hm" and nm.hm_beta(eps_perm) == 0.0):
+        c = nm.duchi_bound(eps_perm)
+        bit = rng.random(u_grid.shape) < nm.duchi_probability(eps_perm, u_grid)  # type: ignore[attr-defined]
+        return np.where(bit, c, -c)
+    return (pm_sample if key == "pm" else hm_sample)(u_grid, eps_perm, rng)
+
+
+def perturb(
+    mechanism: str,
+    t: ArrayLike,
+    state: ChainMemo,
+    eps_perm: float,
+    eps_1: float,
+    rng: object,
+) -> NDArray[np.uint8]:
+    """One timestamp: every user's report bit for her value t ∈ [0, 1] (memos drawn lazily).
+
+    Vectorized over users: the keys, the users whose memo at their key is new (drawn in one
+    call), then round 2 on the memos.
+    """
+    eps_perm, eps_1 = nm.chain_budgets(mechanism, eps_perm, eps_1)
+    t = np.asarray(t, dtype=np.float64)
+    if t.shape != state.offsets.shape:
+        raise check._fail(
+            "chain perturb", "t", f"one value per user, shape {state.offsets.shape}",
+            check.Described(f"shape {t.shape}"),
+        )  # fmt: skip
+    keys = nm.rounding_keys(t, state.s, state.offsets)
+    users = np.arange(t.size)
+    fresh = ~state.drawn[users, keys]
+    if fresh.any():
+        fu, fk = users[fresh], keys[fresh]
+        state.memo[fu, fk] = round1(mechanism, 2.0 * fk / state.s - 1.0, eps_perm, rng)
+        state.drawn[fu, fk] = True
+    y1 = state.memo[users, keys]
+    return (rng.random(t.shape) < nm.round2_probability(eps_1, y1)).astype(np.uint8)  # type: ignore[attr-defined]
+
+
+def debias(bits: ArrayLike, eps_1: float) -> NDArray[np.float64]:
+    """û = (2b − 1)/κ, κ = tanh(ε1/2): unbiased for u (math (20.15))."""
+    return (2.0 * np.asarray(bits, dtype=np.float64) - 1.0) / nm.round2_slope(eps_1)
+
+
+def estimate_mean_u(bits: ArrayLike, eps_1: float) -> float:
+    """Mean of the debiased bits of one timestamp, in u units."""
+    b = np.asarray(bits)
+    return float((2.0 * np.count_nonzero(b) / b.size - 1.0) / nm.round2_slope(eps_1))
