@@ -352,9 +352,10 @@ def rounding_variance(u: ArrayLike, s: int) -> NDArray[np.float64]:
 
 
 def memo_bound(mechanism: str, eps_perm: float) -> float:
-    """C_M = max |y1| of the memo mechanism at ε∞: Duchi's C, or PM's C (HM with β > 0)."""
-    key = check.choice("memo_bound", "mechanism", mechanism, ("duchi", "pm", "hm"))
-    if key == "duchi" or (key == "hm" and hm_beta(eps_perm) == 0.0):
+    """C_M = max |y1| of the memo mechanism at ε∞: Duchi's C (``"Duchi"`` or ``"1BitMean"``),
+    or PM's C (PM, and HM with β > 0)."""
+    key = check.choice("memo_bound", "mechanism", mechanism, ("duchi", "1bitmean", "pm", "hm"))
+    if key in ("duchi", "1bitmean") or (key == "hm" and hm_beta(eps_perm) == 0.0):
         return duchi_bound(eps_perm)
     return pm_params(eps_perm).C
 
@@ -432,7 +433,7 @@ def chain_variances(
     kappa = round2_slope(eps_1)
     v_tot = 1.0 / (kappa * kappa) - u * u
     key = mechanism.lower()
-    if key == "duchi" or (key == "hm" and hm_beta(eps_perm) == 0.0):
+    if key in ("duchi", "1bitmean") or (key == "hm" and hm_beta(eps_perm) == 0.0):
         return duchi_variance(eps_perm).at(u), v_tot
     vm = unit_variance(key, eps_perm)
     return vm.at(u) + (1 + vm.v2) * rounding_variance(u, s), v_tot

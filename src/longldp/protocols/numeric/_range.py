@@ -47,7 +47,7 @@ def real_values(owner: str, values: ArrayLike, name: str = "values") -> NDArray[
         i = int(np.flatnonzero(bad.ravel())[0])
         raise check._fail(
             owner, name, "finite numbers (no NaN, no ±inf)",
-            check.Described(f"{x.ravel()[i]!r} at index {i}"),
+            check.Described(f"{float(x.ravel()[i])!r} at index {i}"),
         )  # fmt: skip
     return x
 
@@ -84,7 +84,7 @@ class NumericRange:
                 who, "values",
                 f"in the declared range [{self.lo:g}, {self.hi:g}] (pass clip=True to clip "
                 "them; the number clipped is then reported)",
-                check.Described(f"{x.ravel()[i]!r} at index {i} ({n_out} outside)"),
+                check.Described(f"{float(x.ravel()[i])!r} at index {i} ({n_out} outside)"),
             )  # fmt: skip
         if n_out:
             x = np.clip(x, self.lo, self.hi)

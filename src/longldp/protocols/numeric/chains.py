@@ -67,8 +67,8 @@ def round1(
     mechanism: str, u_grid: NDArray[np.float64], eps_perm: float, rng: object
 ) -> NDArray[np.float64]:
     """Memos y1 of rounded values u_j = 2j/s − 1 under the memo mechanism at ε∞."""
-    key = check.choice("round1", "mechanism", mechanism, ("duchi", "pm", "hm"))
-    if key == "duchi" or (key == "hm" and nm.hm_beta(eps_perm) == 0.0):
+    key = check.choice("round1", "mechanism", mechanism, ("duchi", "1bitmean", "pm", "hm"))
+    if key in ("duchi", "1bitmean") or (key == "hm" and nm.hm_beta(eps_perm) == 0.0):
         c = nm.duchi_bound(eps_perm)
         bit = rng.random(u_grid.shape) < nm.duchi_probability(eps_perm, u_grid)  # type: ignore[attr-defined]
         return np.where(bit, c, -c)

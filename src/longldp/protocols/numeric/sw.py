@@ -66,7 +66,7 @@ def report_counts(reports: ArrayLike, eps: float, d_out: int) -> NDArray[np.int6
     if bad.any():
         raise check._fail(
             "SW", "reports", f"numbers in [{-sw.b:.6g}, {1 + sw.b:.6g}]",
-            check.Described(f"{y[bad][0]!r}"),
+            check.Described(f"{float(y[bad][0])!r}"),
         )  # fmt: skip
     return np.bincount(np.clip(j, 0, d_out - 1), minlength=d_out)
 
