@@ -112,7 +112,7 @@ def test_mean_estimate_in_declared_units_covers():
 @pytest.mark.parametrize("mechanism", ["Duchi", "PM", "HM"])
 def test_chain_per_report_and_time_average_variance(mechanism):
     """L-1BitMean / L-PM / L-HM on users whose value never changes: each report unbiased with
-    Vtot, the user's τ-report average with V1 + (Vtot − V1)/τ (math (20.19))."""
+    Vtot, the user's τ-report average with V1 + (Vtot − V1)/τ (math (20.21))."""
     eps_perm, eps_1, s, tau = 2.0, 0.7, 6, 6
     rng = np.random.default_rng(13)
     for u0 in (-1.0, 0.45):

@@ -39,7 +39,7 @@ from longldp.privacy import spent_epsilon
 #: The one-shot numeric mechanisms, in the order the docs list them (math §20.2–§20.6).
 ONE_SHOT = ("Laplace", "Duchi", "PM", "HM", "SW", "1BitMean")
 
-#: Mechanisms whose unbiased reports can be memoized by the two-round form of math §20.8
+#: Mechanisms whose unbiased reports can be memoized by the two-round form of math §20.9
 #: (a bounded output with E[y | u] = u): the memo mechanism of L-1BitMean, L-PM, L-HM.
 MEMO_MECHANISMS = ("Duchi", "PM", "HM")
 
@@ -143,8 +143,11 @@ def duchi_bound(eps: float) -> float:
 
 
 def duchi_probability(eps: float, u: ArrayLike) -> NDArray[np.float64]:
-    """Pr[output +C | u] = (1 + u·tanh(ε/2))/2 ([DUC18]; [WAN19] §III-A). The sampler's own
-    expression; 1BitMean's Pr[bit = 1 | t] is the same number at u = 2t − 1 ([DIN17] §2.1)."""
+    """Pr[output +C | u] = (1 + u·tanh(ε/2))/2 ([DUC18]; restated in [WAN19] §III).
+
+    The sampler's own expression; 1BitMean's Pr[bit = 1 | t] is the same number at u = 2t − 1
+    ([DIN17], 1BitMean).
+    """
     return 0.5 + 0.5 * duchi_slope(eps) * np.asarray(u, dtype=np.float64)
 
 
@@ -161,8 +164,11 @@ def duchi_variance(eps: float) -> UnitVariance:
 
 @dataclass(frozen=True)
 class PMParams:
-    """PM at ε ([WAN19] §III-B, Algorithm 2): outputs in [−C, C], density p on [ℓ(u), r(u)] and
-    q = p·e^{−ε} elsewhere, ℓ(u) = (C + 1)u/2 − (C − 1)/2, r(u) = ℓ(u) + C − 1."""
+    """PM at ε ([WAN19] §III, the piecewise mechanism; math (20.7)).
+
+    Outputs in [−C, C], density p on [ℓ(u), r(u)] and q = p·e^{−ε} elsewhere, with
+    ℓ(u) = (C + 1)u/2 − (C − 1)/2 and r(u) = ℓ(u) + C − 1.
+    """
 
     C: float
     p: float
@@ -191,7 +197,10 @@ def pm_params(eps: float) -> PMParams:
 
 
 def pm_variance(eps: float) -> UnitVariance:
-    """Var[y | u] = u²/(e^{ε/2} − 1) + (e^{ε/2} + 3)/(3(e^{ε/2} − 1)²) ([WAN19] Lemma 1)."""
+    """Var[y | u] = u²/(e^{ε/2} − 1) + (e^{ε/2} + 3)/(3(e^{ε/2} − 1)²).
+
+    As [WAN19] §III states it; re-derived in math (20.7).
+    """
     eps = check.budget("PM", "eps", eps)
     s, em1 = math.exp(eps / 2), math.expm1(eps / 2)
     return UnitVariance((s + 3) / (3 * em1 * em1), 0.0, 1.0 / em1)
@@ -206,7 +215,7 @@ def hm_eps_star() -> float:
     """ε* ≈ 0.6094: below it HM is Duchi's mechanism alone (math (20.9)).
 
     ε* = 2 ln s*, s* the real root of 3s³ − s² + s − 7 = 0, where PM's variance at u = 0
-    equals Duchi's C² ([WAN19] §III-C prints ε* ≈ 0.61 and a closed form of the same root).
+    equals Duchi's C² ([WAN19] §III prints ε* ≈ 0.61 and a closed form of the same root).
     Solved by Cardano's formula for the one real root.
     """
     # 3s³ − s² + s − 7 = 0 → s = z + 1/9 with z³ + P z + Q = 0.
@@ -221,7 +230,7 @@ def hm_eps_star() -> float:
 
 
 def hm_beta(eps: float) -> float:
-    """Probability of the PM branch: 1 − e^{−ε/2} for ε > ε*, else 0 ([WAN19] §III-C)."""
+    """Probability of the PM branch: 1 − e^{−ε/2} for ε > ε*, else 0 ([WAN19] §III; math (20.8))."""
     eps = check.budget("HM", "eps", eps)
     return -math.expm1(-eps / 2) if eps > hm_eps_star() else 0.0
 
@@ -241,7 +250,10 @@ def hm_variance(eps: float) -> UnitVariance:
 
 @dataclass(frozen=True)
 class SWParams:
-    """SW at ε ([LI20] §4): outputs in [−b, 1 + b], density p within b of t, q elsewhere."""
+    """SW at ε ([LI20], the square wave mechanism; math (20.11)).
+
+    Outputs in [−b, 1 + b], density p within b of t, q elsewhere.
+    """
 
     b: float
     p: float
@@ -260,7 +272,7 @@ class SWParams:
 
 def sw_params(eps: float) -> SWParams:
     """b = (εe^ε − e^ε + 1)/(2e^ε(e^ε − 1 − ε)), p = e^ε/(2be^ε + 1), q = 1/(2be^ε + 1)
-    ([LI20] §4.2, the b that maximizes the mutual-information bound)."""
+    ([LI20]: the b that maximizes the mutual-information bound)."""
     eps = check.budget("SW", "eps", eps)
     e = math.exp(eps)
     # e^ε − 1 − ε and εe^ε − e^ε + 1 lose all digits to cancellation at small ε: series there.
@@ -332,7 +344,7 @@ def best_mechanism(eps: float, candidates: tuple[str, ...] = ("Duchi", "PM", "HM
 
 
 def rounding_keys(t: ArrayLike, s: int, a: ArrayLike) -> NDArray[np.int64]:
-    """α-point rounding ([DIN17] §3): key j = min(⌊s·t + a⌋, s) on the grid j/s, j = 0..s.
+    """α-point rounding ([DIN17]; math (20.16)): key j = min(⌊s·t + a⌋, s), grid j/s.
 
     ``a`` ∈ [0, 1) is the user's offset, drawn once; Pr_a[j = ⌊st⌋ + 1] = frac(st), so
     E[j/s] = t. The key is also what the memo is kept under, so the ledger counts memos by it.
@@ -351,6 +363,18 @@ def rounding_variance(u: ArrayLike, s: int) -> NDArray[np.float64]:
     return 4 * phi * (1 - phi) / (s * s)
 
 
+def default_grid(mechanism: str, eps_perm: float, share: float = 0.05) -> int:
+    """The smallest s whose worst rounding term (1 + v2)/s² is at most ``share`` of the memo
+    mechanism's worst variance at ε∞ (math §20.9): 1 for a Duchi memo, whose rounding costs
+    nothing; a few to a dozen for PM and HM memos."""
+    key = check.choice("default_grid", "mechanism", mechanism, ("duchi", "1bitmean", "pm", "hm"))
+    share = check.positive_float("default_grid", "share", share)
+    if key in ("duchi", "1bitmean") or (key == "hm" and hm_beta(eps_perm) == 0.0):
+        return 1
+    vm = unit_variance(key, eps_perm)
+    return max(1, math.ceil(math.sqrt((1 + vm.v2) / (share * vm.worst())) - 1e-12))
+
+
 def memo_bound(mechanism: str, eps_perm: float) -> float:
     """C_M = max |y1| of the memo mechanism at ε∞: Duchi's C (``"Duchi"`` or ``"1BitMean"``),
     or PM's C (PM, and HM with β > 0)."""
@@ -361,7 +385,7 @@ def memo_bound(mechanism: str, eps_perm: float) -> float:
 
 
 def max_eps_1(mechanism: str, eps_perm: float) -> float:
-    """Largest per-report ε1 of the two-round form: 2·artanh(1/C_M) (math (20.16)).
+    """Largest per-report ε1 of the two-round form: 2·artanh(1/C_M) (math (20.18)).
 
     ε∞ for a Duchi memo (L-1BitMean), ε∞/2 for a PM memo (and HM with β > 0). The bound is
     excluded: there round 2 would be deterministic at the extreme memos (ε2 = ∞).
@@ -388,7 +412,7 @@ def round2_slope(eps_1: float) -> float:
 
 
 def round2_probability(eps_1: float, y1: ArrayLike) -> NDArray[np.float64]:
-    """Pr[report bit = 1 | memo y1] = (1 + κ·y1)/2, κ = tanh(ε1/2) (math (20.15))."""
+    """Pr[report bit = 1 | memo y1] = (1 + κ·y1)/2, κ = tanh(ε1/2) (math (20.17))."""
     return 0.5 + 0.5 * round2_slope(eps_1) * np.asarray(y1, dtype=np.float64)
 
 
@@ -400,9 +424,9 @@ def round2_epsilon(mechanism: str, eps_perm: float, eps_1: float) -> float:
 
 
 def flip_probability(eps_perm: float, eps_1: float) -> float:
-    """γ of L-1BitMean's output perturbation: 1 − 2γ = tanh(ε1/2)/tanh(ε∞/2) (math (20.17)).
+    """γ of L-1BitMean's output perturbation: 1 − 2γ = tanh(ε1/2)/tanh(ε∞/2) (math (20.19)).
 
-    A Duchi memo ±C∞ with round 2 of (20.15) flips the memo's bit with probability γ: it is
+    A Duchi memo ±C∞ with round 2 of (20.17) flips the memo's bit with probability γ: it is
     [DIN17]'s output perturbation, calibrated so that one report costs exactly ε1.
     """
     eps_perm, eps_1 = chain_budgets("1BitMean", eps_perm, eps_1)
@@ -411,7 +435,7 @@ def flip_probability(eps_perm: float, eps_1: float) -> float:
 
 def flip_report_epsilon(eps_perm: float, gamma: float) -> float:
     """ε1 of one L-1BitMean report for a flip probability γ ∈ [0, 1/2) given directly:
-    2·artanh((1 − 2γ)·tanh(ε∞/2)) ([DIN17] §3's γ form)."""
+    2·artanh((1 − 2γ)·tanh(ε∞/2)) ([DIN17]'s γ form)."""
     eps_perm = check.budget("L-1BitMean", "eps_perm", eps_perm)
     g = check.probability("L-1BitMean", "gamma", gamma)
     if g >= 0.5:
@@ -422,7 +446,7 @@ def flip_report_epsilon(eps_perm: float, gamma: float) -> float:
 def chain_variances(
     mechanism: str, eps_perm: float, eps_1: float, s: int, u: ArrayLike
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """(V1, Vtot) of one user's debiased report at value u (math (20.18)–(20.19)).
+    """(V1, Vtot) of one user's debiased report at value u (math (20.20)).
 
     Vtot = 1/κ² − u² (every report is Duchi's channel at ε1); V1 = Var(E[û | memo state]) =
     V_M(u) + (1 + v2)·ρ(u) with V_M the memo mechanism's variance at ε∞ (v2 its u² coefficient)
@@ -452,9 +476,21 @@ def distinct_per_row(keys: ArrayLike) -> NDArray[np.int64]:
     return 1 + np.count_nonzero(np.diff(k, axis=-1), axis=-1)
 
 
+def rounding_key_bound(t: ArrayLike, s: int) -> NDArray[np.int64]:
+    """Per row of an (n, τ) array of values t ∈ [0, 1]: an upper bound on the distinct memo
+    keys that holds for every offset, the distinct members of {⌊st⌋, min(⌊st⌋ + 1, s)} over
+    the row (math (20.22)); for a ledger that does not know the users' offsets."""
+    s = check.integer("rounding_key_bound", "s", s, minimum=1)
+    t = np.asarray(t, dtype=np.float64)
+    low = np.floor(s * t).astype(np.int64)
+    low = np.minimum(low, s)
+    both = np.concatenate([low, np.minimum(low + 1, s)], axis=-1)
+    return distinct_per_row(both)
+
+
 def chain_spent_epsilon(keys: ArrayLike, eps_perm: float, eps_1: float) -> NDArray[np.float64]:
     """Per user ε spent by τ reports whose memo keys are the rows of ``keys`` (n, τ):
-    min(τ·ε1, m·ε∞) with m the distinct keys (docs/math.md (4.1), scope of §4)."""
+    min(τ·ε1, m·ε∞) with m the distinct keys (docs/math.md (4.1) and (20.22), scope of §4)."""
     k = np.asarray(keys)
     if k.ndim != 2:
         raise check._fail(
@@ -470,7 +506,7 @@ def chain_spent_epsilon(keys: ArrayLike, eps_perm: float, eps_1: float) -> NDArr
 
 
 def sampled_attributes(eps: float, d: int) -> int:
-    """k = max(1, min(d, ⌊ε/2.5⌋)) attributes per user, each at ε/k ([WAN19] §IV-A)."""
+    """k = max(1, min(d, ⌊ε/2.5⌋)) attributes per user, each at ε/k ([WAN19] §IV)."""
     eps = check.budget("sampled_attributes", "eps", eps)
     d = check.integer("sampled_attributes", "d", d, minimum=1)
     return max(1, min(d, math.floor(eps / 2.5)))

@@ -9,7 +9,7 @@ unbiased estimate of u = 2t − 1.
 
 - ``"Duchi"``: the memo is Duchi's ±C∞ (a bit) and round 2 flips it with probability
   γ = (1 − κC∞)/2: this is 1BitMean with α-point rounding, memoization and output perturbation
-  of Ding, Kulkarni and Yekhanin 2017 (§3), **L-1BitMean**, calibrated so that one report costs
+  of Ding, Kulkarni and Yekhanin 2017, **L-1BitMean**, calibrated so that one report costs
   exactly ε1.
 - ``"PM"``, ``"HM"``: the memo is a PM (HM) output at ε∞ (our design, math §20.9), **L-PM**
   and **L-HM**: every report is still Duchi's channel at ε1, but the memo part of the variance
@@ -107,7 +107,7 @@ def perturb(
 
 
 def debias(bits: ArrayLike, eps_1: float) -> NDArray[np.float64]:
-    """û = (2b − 1)/κ, κ = tanh(ε1/2): unbiased for u (math (20.15))."""
+    """û = (2b − 1)/κ, κ = tanh(ε1/2): unbiased for u (math (20.17))."""
     return (2.0 * np.asarray(bits, dtype=np.float64) - 1.0) / nm.round2_slope(eps_1)
 
 

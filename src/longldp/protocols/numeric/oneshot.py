@@ -10,6 +10,8 @@ Reports. Laplace, PM, HM and SW report a real number; Duchi and 1BitMean report 
 output ±C is the bit b read as C(2b − 1)). :func:`debias` turns a report into û, an unbiased
 estimate of the user's u ∈ [−1, 1]; the mean of the û is the mean estimate, and its variance on
 fixed data is (v0 + v1·m1 + v2·m2)/n (:class:`longldp.privacy.numeric.UnitVariance`).
+
+References [DUC18], [WAN19], [LI20], [DIN17]: as listed in :mod:`longldp.privacy.numeric`.
 """
 
 from __future__ import annotations
@@ -53,13 +55,13 @@ def duchi_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.
 
 
 def onebit_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.uint8]:
-    """1BitMean ([DIN17] §2.1): Pr[b = 1 | t] = 1/(e^ε + 1) + t(e^ε − 1)/(e^ε + 1), which is
+    """1BitMean ([DIN17]): Pr[b = 1 | t] = 1/(e^ε + 1) + t(e^ε − 1)/(e^ε + 1), which is
     Duchi's channel at u = 2t − 1 (math §20.3)."""
     return duchi_sample(2.0 * t - 1.0, eps, rng)
 
 
 def pm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
-    """PM ([WAN19] Algorithm 2): with probability p(C − 1) = e^{ε/2}/(e^{ε/2} + 1) uniform on
+    """PM ([WAN19] §III): with probability p(C − 1) = e^{ε/2}/(e^{ε/2} + 1) uniform on
     [ℓ(u), r(u)], else uniform on the rest of [−C, C] (length C + 1) (math §20.4)."""
     pm = nm.pm_params(eps)
     center = _uniform(rng, u.shape) < pm.p * (pm.C - 1)
@@ -72,7 +74,7 @@ def pm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
 
 
 def hm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
-    """HM ([WAN19] §III-C): PM with probability β, else Duchi's ±C (math §20.5)."""
+    """HM ([WAN19] §III): PM with probability β, else Duchi's ±C (math §20.5)."""
     beta = nm.hm_beta(eps)
     duchi = nm.duchi_bound(eps) * (2.0 * duchi_sample(u, eps, rng) - 1.0)
     if beta == 0.0:
@@ -82,7 +84,7 @@ def hm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
 
 
 def sw_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
-    """SW ([LI20] §4): with probability 2bp uniform on [t − b, t + b], else uniform on the rest
+    """SW ([LI20]): with probability 2bp uniform on [t − b, t + b], else uniform on the rest
     of [−b, 1 + b] (length 1) (math §20.6)."""
     sw = nm.sw_params(eps)
     center = _uniform(rng, t.shape) < 2 * sw.b * sw.p

@@ -1,5 +1,5 @@
 """Square wave's distribution estimate: bucketed reports, exact transition matrix, EM with
-smoothing (EMS) (Li et al. 2020 [LI20] §5; docs/math.md §20.6).
+smoothing (EMS) (Li et al. 2020; docs/math.md §20.6).
 
 The reports y ∈ [−b, 1 + b] are counted in ``d_out`` equal buckets; the input [0, 1] is cut into
 ``d`` equal buckets. M[j, i] = Pr[y in output bucket j | t uniform in input bucket i] is computed
