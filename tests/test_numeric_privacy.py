@@ -229,6 +229,15 @@ def test_samplers_follow_their_densities(u0):
     t0 = (u0 + 1) / 2
     y = np.sort(oneshot.sw_sample(np.full(n, t0), eps, rng))
     assert np.max(np.abs(emp - _sw_cdf(sw, t0, y))) < tol
+    beta, c_d = nm.hm_beta(eps), nm.duchi_bound(eps)
+    y = np.sort(oneshot.hm_sample(u, eps, rng))
+    minus = (1 - beta) * (1 - float(nm.duchi_probability(eps, u0)))  # the atom at −C_D
+    hm_cdf = beta * _pm_cdf(pm, u0, y) + minus * (y >= -c_d) + (1 - beta - minus) * (y >= c_d)
+    # with atoms, compare the empirical CDF at and just below every observed value
+    at = np.searchsorted(y, y, side="right") / n
+    below = np.searchsorted(y, y, side="left") / n
+    hm_below = beta * _pm_cdf(pm, u0, y) + minus * (y > -c_d) + (1 - beta - minus) * (y > c_d)
+    assert max(np.max(np.abs(at - hm_cdf)), np.max(np.abs(below - hm_below))) < tol
     scale = nm.laplace_scale(eps)
     z = np.sort(oneshot.laplace_sample(u, eps, rng)) - u0
     lap_cdf = np.where(z < 0, 0.5 * np.exp(z / scale), 1 - 0.5 * np.exp(-z / scale))

@@ -46,6 +46,11 @@ class ChainMemo:
     memo: NDArray[np.float64]
     drawn: NDArray[np.bool_]
 
+    def __post_init__(self) -> None:
+        # C order, so that the flat views perturb writes through are views, never copies
+        self.memo = np.ascontiguousarray(self.memo, dtype=np.float64)
+        self.drawn = np.ascontiguousarray(self.drawn, dtype=bool)
+
     @property
     def s(self) -> int:
         """Grid resolution: keys 0..s."""
@@ -96,13 +101,14 @@ def perturb(
             check.Described(f"shape {t.shape}"),
         )  # fmt: skip
     keys = nm.rounding_keys(t, state.s, state.offsets)
-    users = np.arange(t.size)
-    fresh = ~state.drawn[users, keys]
-    if fresh.any():
-        fu, fk = users[fresh], keys[fresh]
-        state.memo[fu, fk] = round1(mechanism, 2.0 * fk / state.s - 1.0, eps_perm, rng)
-        state.drawn[fu, fk] = True
-    y1 = state.memo[users, keys]
+    keys += np.arange(0, t.size * (state.s + 1), state.s + 1)  # flat index of (user, key)
+    drawn, memo = state.drawn.reshape(-1), state.memo.reshape(-1)
+    fresh = keys[~drawn[keys]]
+    if fresh.size:
+        grid_u = 2.0 * (fresh % (state.s + 1)) / state.s - 1.0
+        memo[fresh] = round1(mechanism, grid_u, eps_perm, rng)
+        drawn[fresh] = True
+    y1 = memo[keys]
     return (rng.random(t.shape) < nm.round2_probability(eps_1, y1)).astype(np.uint8)  # type: ignore[attr-defined]
 
 
