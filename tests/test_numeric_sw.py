@@ -80,3 +80,82 @@ def test_sw_unbiased_mean_is_linear():
     for t0 in (0.0, 0.4, 1.0):
         assert float(np.sum(mid * s.density(t0, mid) * dy)) == pytest.approx(a0 + a1 * t0, abs=1e-6)
     assert math.isclose(a1, 1 - s.q * (1 + 2 * s.b), rel_tol=1e-12)
+
+
+# ------------------------------------------------------------------ L-SW (math §20.11)
+
+
+@pytest.mark.parametrize(
+    ("eps_perm", "eps_1", "s", "d_out"), [(2.0, 0.8, 8, 16), (4.0, 1.0, 16, 8)]
+)
+def test_lsw_channels_exact(eps_perm, eps_1, s, d_out):
+    """The memo (bucketed SW at ε∞ on the grid) costs ε∞, one report exactly ε1 (never more),
+    also for values between grid points (their row mixes two grid rows, by the offset)."""
+    from longldp import privacy
+
+    w1 = nm.sw_grid_channel(eps_perm, s, d_out)
+    np.testing.assert_allclose(w1.sum(axis=1), 1.0, rtol=1e-12)
+    eps_memo = privacy.channel_epsilon(w1)
+    assert eps_memo <= eps_perm * (1 + 1e-12)  # bucketing is post-processing
+    b = nm.sw_params(eps_perm).b
+    if (1 + 2 * b) / d_out <= 2 * b:  # a bucket fits within b of t = 0: the bound is attained
+        assert eps_memo == pytest.approx(eps_perm, rel=1e-9)
+    else:
+        assert eps_memo < eps_perm
+    w = nm.lsw_report_channel(eps_perm, eps_1, s, d_out)
+    eps_report = privacy.channel_epsilon(w)
+    assert eps_report <= eps_1 and eps_report == pytest.approx(eps_1, rel=1e-9)
+    t = np.linspace(0, 1, 97)
+    low = np.floor(s * t).astype(int)
+    phi = s * t - low
+    rows = (1 - phi)[:, None] * w[np.minimum(low, s)] + phi[:, None] * w[np.minimum(low + 1, s)]
+    assert privacy.channel_epsilon(rows) <= eps_1 * (1 + 1e-12)
+
+
+def test_lsw_sampler_follows_its_channel():
+    from longldp.protocols.numeric import chains
+
+    rng = np.random.default_rng(9)
+    s, d_out, n = 6, 12, 60_000
+    w = nm.lsw_report_channel(3.0, 1.0, s, d_out)
+    for j in (0, 2, 6):
+        state = chains.new_memo(n, s, rng)
+        reports = chains.sw_perturb(np.full(n, j / s), state, 3.0, 1.0, d_out, rng)
+        emp = np.bincount(reports, minlength=d_out) / n
+        assert np.all(np.abs(emp - w[j]) <= 5 * np.sqrt(w[j] * (1 - w[j]) / n))
+
+
+def test_lsw_estimate_over_epochs_on_real_ages():
+    """L-SW on Adult's ages: with 8 epochs pooled the W1 error falls to that of the memos."""
+    from longldp.data.numeric import numeric_values
+    from longldp.protocols.numeric import chains
+
+    ages = numeric_values("adult", "age")
+    t = (ages - 17) / 73
+    rng = np.random.default_rng(12)
+    s, d_out = 32, 64
+    truth = sw.grid_distribution(t, s)
+    state = chains.new_memo(t.size, s, rng)
+    reports = [chains.sw_perturb(t, state, 4.0, 1.0, d_out, rng) for _ in range(8)]
+    one = chains.sw_estimate(reports[0], 4.0, 1.0, s, d_out)
+    many = chains.sw_estimate(np.concatenate(reports), 4.0, 1.0, s, d_out)
+    w_one = sw.wasserstein(one.theta, truth, 1 / s)
+    w_many = sw.wasserstein(many.theta, truth, 1 / s)
+    w_uniform = sw.wasserstein(np.full(s + 1, 1 / (s + 1)), truth, 1 / s)
+    assert w_many < 0.5 * w_one < 0.5 * w_uniform
+    assert state.distinct().max() <= 2  # constant values: at most two keys each
+    with pytest.raises(ValueError, match="L-SW: 'eps_1'"):
+        nm.lsw_round2(2.0, 1.99, 1, 2)  # a two-bucket memo costs less than ε∞ = 2
+
+
+def test_grid_distribution_is_the_rounding_law():
+    """Linear binning onto the grid equals the empirical law of α-rounded keys (5 SE)."""
+    rng = np.random.default_rng(2)
+    t = rng.beta(2, 3, 50_000)
+    s = 5
+    keys = nm.rounding_keys(t, s, rng.random(t.size))
+    emp = np.bincount(keys, minlength=s + 1) / t.size
+    exp = sw.grid_distribution(t, s)
+    assert np.all(np.abs(emp - exp) <= 5 * np.sqrt(exp * (1 - exp) / t.size) + 1e-12)
+    assert sw.distribution_mean(exp) != pytest.approx(t.mean())  # bucket centres ≠ grid points
+    assert float(exp @ (np.arange(s + 1) / s)) == pytest.approx(float(t.mean()), rel=1e-12)

@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
-from longldp.privacy import spent_epsilon
+from longldp.privacy import channel_epsilon, spent_epsilon
 
 #: The one-shot numeric mechanisms, in the order the docs list them (math §20.2–§20.6).
 ONE_SHOT = ("Laplace", "Duchi", "PM", "HM", "SW", "1BitMean")
@@ -461,6 +461,79 @@ def chain_variances(
         return duchi_variance(eps_perm).at(u), v_tot
     vm = unit_variance(key, eps_perm)
     return vm.at(u) + (1 + vm.v2) * rounding_variance(u, s), v_tot
+
+
+# --------------------------------------------------------------------------------------------
+# L-SW: the memoized distribution form (math §20.11)
+# --------------------------------------------------------------------------------------------
+
+
+def sw_bucket_edges(eps: float, d_out: int) -> NDArray[np.float64]:
+    """The d_out + 1 edges of the equal output buckets of [−b, 1 + b]."""
+    d_out = check.integer("SW", "d_out", d_out, minimum=2)
+    b = sw_params(eps).b
+    return -b + (1 + 2 * b) * np.arange(d_out + 1) / d_out
+
+
+def sw_grid_channel(eps_perm: float, s: int, d_out: int) -> NDArray[np.float64]:
+    """W1[j, m] = Pr[SW(t_j) at ε∞ falls in output bucket m], t_j = j/s (math (20.25)).
+
+    q·|B_m| + (p − q)·|B_m ∩ [t_j − b, t_j + b]|: the density of (20.11) integrated exactly.
+    """
+    s = check.integer("L-SW", "s", s, minimum=1)
+    sw = sw_params(eps_perm)
+    edges = sw_bucket_edges(eps_perm, d_out)
+    t = np.arange(s + 1)[:, None] / s
+    lo, hi = edges[None, :-1], edges[None, 1:]
+    overlap = np.clip(np.minimum(hi, t + sw.b) - np.maximum(lo, t - sw.b), 0.0, None)
+    return sw.q * (hi - lo) + (sw.p - sw.q) * overlap
+
+
+def _grr_composed(w1: NDArray[np.float64], lam: float) -> tuple[float, float, NDArray[np.float64]]:
+    """(p2, q2, W) for a GRR round 2 of odds λ = (p2 − q2)/q2 over the buckets of W1."""
+    q2 = 1.0 / (w1.shape[1] + lam)
+    p2 = (1.0 + lam) * q2
+    return p2, q2, q2 + (p2 - q2) * w1
+
+
+def lsw_round2(eps_perm: float, eps_1: float, s: int, d_out: int) -> tuple[float, float]:
+    """(p2, q2) of L-SW's round 2, GRR over the d_out buckets, so that one report costs ε1 over
+    every input, exactly up to float rounding and never above (math (20.26)); ``ValueError`` if
+    ε1 is not below the memo's own ε.
+
+    The report channel is W = q2 + (p2 − q2)·W1 = q2·(1 + λW1), λ = (p2 − q2)/q2, and its ε grows
+    with λ: λ is the largest value, found by bisection on the very matrix the sampler's
+    probabilities give, whose ε is at most ε1; then q2 = 1/(d_out + λ), p2 = (1 + λ)·q2.
+    """
+    eps_perm, eps_1 = check.chain_budgets("L-SW", eps_perm, eps_1)
+    w1 = sw_grid_channel(eps_perm, s, d_out)
+    top = channel_epsilon(w1)
+    if not eps_1 < top:
+        raise check._fail(
+            "L-SW", "eps_1", f"a finite number in (0, {top:.6g}) (the ε of one bucketed SW memo "
+            f"at eps_perm={eps_perm:g}, docs/math.md §20.11)", eps_1,
+        )  # fmt: skip
+
+    def eps_of(lam: float) -> float:
+        return channel_epsilon(_grr_composed(w1, lam)[2])
+
+    lo, hi = 0.0, 1.0
+    while eps_of(hi) <= eps_1:
+        hi *= 2.0
+    for _ in range(100):
+        mid = 0.5 * (lo + hi)
+        if eps_of(mid) <= eps_1:
+            lo = mid
+        else:
+            hi = mid
+    p2, q2, _ = _grr_composed(w1, lo)
+    return p2, q2
+
+
+def lsw_report_channel(eps_perm: float, eps_1: float, s: int, d_out: int) -> NDArray[np.float64]:
+    """W[j, r] = Pr[report r | rounded value t_j] = Σ_m W1[j, m]·R2[m, r] (math (20.26))."""
+    p2, q2 = lsw_round2(eps_perm, eps_1, s, d_out)
+    return q2 + (p2 - q2) * sw_grid_channel(eps_perm, s, d_out)
 
 
 # --------------------------------------------------------------------------------------------

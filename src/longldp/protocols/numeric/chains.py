@@ -14,6 +14,10 @@ unbiased estimate of u = 2t − 1.
 - ``"PM"``, ``"HM"``: the memo is a PM (HM) output at ε∞ (our design, math §20.9), **L-PM**
   and **L-HM**: every report is still Duchi's channel at ε1, but the memo part of the variance
   is PM's (HM's) at ε∞, which is what a long average keeps.
+
+For the distribution, **L-SW** (our design, math §20.11, :func:`sw_perturb`): the memo is the
+output bucket of SW at ε∞ on the rounded value, round 2 is GRR over the buckets calibrated so
+that one report costs exactly ε1, and EMS over the grid points estimates the distribution.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp.privacy import numeric as nm
-from longldp.protocols.numeric.oneshot import hm_sample, pm_sample
+from longldp.protocols.numeric import sw
+from longldp.protocols.numeric.oneshot import hm_sample, pm_sample, sw_sample
 
 
 def new_offsets(n: int, rng: object) -> NDArray[np.float64]:
@@ -121,3 +126,67 @@ def estimate_mean_u(bits: ArrayLike, eps_1: float) -> float:
     """Mean of the debiased bits of one timestamp, in u units."""
     b = np.asarray(bits)
     return float((2.0 * np.count_nonzero(b) / b.size - 1.0) / nm.round2_slope(eps_1))
+
+
+# --------------------------------------------------------------------------------------------
+# L-SW: the memoized distribution form (math §20.11)
+# --------------------------------------------------------------------------------------------
+
+
+def sw_perturb(
+    t: ArrayLike,
+    state: ChainMemo,
+    eps_perm: float,
+    eps_1: float,
+    d_out: int,
+    rng: object,
+) -> NDArray[np.int64]:
+    """One timestamp of L-SW: every user's report, an output bucket in [0, d_out).
+
+    Round 1 (memo, per key): the bucket of SW(t_j) at ε∞. Round 2: keep the memo's bucket with
+    p2, else a uniformly chosen other bucket (GRR), (p2, q2) of ``privacy.numeric.lsw_round2``.
+    """
+    p2, _ = nm.lsw_round2(eps_perm, eps_1, state.s, d_out)
+    t = np.asarray(t, dtype=np.float64)
+    if t.shape != state.offsets.shape:
+        raise check._fail(
+            "L-SW", "t", f"one value per user, shape {state.offsets.shape}",
+            check.Described(f"shape {t.shape}"),
+        )  # fmt: skip
+    keys = nm.rounding_keys(t, state.s, state.offsets)
+    keys += np.arange(0, t.size * (state.s + 1), state.s + 1)
+    drawn, memo = state.drawn.reshape(-1), state.memo.reshape(-1)
+    fresh = keys[~drawn[keys]]
+    if fresh.size:
+        grid_t = (fresh % (state.s + 1)) / state.s
+        memo[fresh] = sw.bucket_index(sw_sample(grid_t, eps_perm, rng), eps_perm, d_out)
+        drawn[fresh] = True
+    kept = memo[keys].astype(np.int64)
+    other = np.floor(rng.random(t.shape) * (d_out - 1)).astype(np.int64)  # type: ignore[attr-defined]
+    other += other >= kept
+    keep = rng.random(t.shape) < p2  # type: ignore[attr-defined]
+    return np.where(keep, kept, other)
+
+
+def sw_estimate(
+    reports: ArrayLike, eps_perm: float, eps_1: float, s: int, d_out: int, **ems_options: object
+) -> sw.EMSResult:
+    """The distribution over the s + 1 grid points from L-SW reports (of one or many epochs),
+    in two stages (math (20.27)).
+
+    1. Round 2 undone on the counts: ĥ_m = (c_m/N − q2)/(p2 − q2) is unbiased for the share of
+       reports whose memo is bucket m;
+    2. EMS through the memo channel W1 (bucketed SW at ε∞) on N·max(ĥ, 0).
+
+    EMS straight through the report channel W = q2 + (p2 − q2)·W1 over-smooths: its EM steps
+    are (p2 − q2) times slower while the smoothing per step is the same (math §20.11).
+    """
+    p2, q2 = nm.lsw_round2(eps_perm, eps_1, s, d_out)
+    buckets = check.domain_values("L-SW", reports, d_out, name="reports")
+    counts = np.bincount(buckets.ravel(), minlength=d_out).astype(float)
+    total = counts.sum()
+    memo_share = np.clip((counts / total - q2) / (p2 - q2), 0.0, None)
+    if memo_share.sum() == 0:
+        memo_share[:] = 1.0
+    w1 = nm.sw_grid_channel(eps_perm, s, d_out)
+    return sw.ems(memo_share * total, w1.T, **ems_options)  # type: ignore[arg-type]

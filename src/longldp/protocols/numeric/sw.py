@@ -56,8 +56,9 @@ def transition_matrix(eps: float, d: int, d_out: int) -> NDArray[np.float64]:
     return sw.q * (dd - c) + (sw.p - sw.q) * band / (e - a)
 
 
-def report_counts(reports: ArrayLike, eps: float, d_out: int) -> NDArray[np.int64]:
-    """Counts of SW reports in the d_out equal buckets of [−b, 1 + b] (the last one closed)."""
+def bucket_index(reports: ArrayLike, eps: float, d_out: int) -> NDArray[np.int64]:
+    """The output bucket of each SW report among d_out equal buckets of [−b, 1 + b] (the last
+    one closed); reports outside [−b, 1 + b] are refused."""
     d_out = check.integer("SW", "d_out", d_out, minimum=2)
     sw = nm.sw_params(eps)
     y = np.asarray(reports, dtype=np.float64)
@@ -68,7 +69,12 @@ def report_counts(reports: ArrayLike, eps: float, d_out: int) -> NDArray[np.int6
             "SW", "reports", f"numbers in [{-sw.b:.6g}, {1 + sw.b:.6g}]",
             check.Described(f"{float(y[bad][0])!r}"),
         )  # fmt: skip
-    return np.bincount(np.clip(j, 0, d_out - 1), minlength=d_out)
+    return np.clip(j, 0, d_out - 1)
+
+
+def report_counts(reports: ArrayLike, eps: float, d_out: int) -> NDArray[np.int64]:
+    """Counts of SW reports in the d_out equal buckets of [−b, 1 + b] (the last one closed)."""
+    return np.bincount(bucket_index(reports, eps, d_out), minlength=d_out)
 
 
 class _SecondAntiderivative:
@@ -238,11 +244,26 @@ def distribution_mean(theta: ArrayLike) -> float:
     return float(th @ ((np.arange(th.size) + 0.5) / th.size))
 
 
-def wasserstein(p: ArrayLike, q: ArrayLike) -> float:
-    """W1 between two distributions over the same d equal buckets of [0, 1]: Σ|P − Q|/d with P,
-    Q the cumulative sums (multiply by hi − lo for the declared units)."""
+def wasserstein(p: ArrayLike, q: ArrayLike, spacing: float | None = None) -> float:
+    """W1 between two distributions over the same equally spaced points or buckets of [0, 1]:
+    Σ|P − Q|·spacing with P, Q the cumulative sums; spacing 1/d for d buckets (the default),
+    1/s for the s + 1 grid points of L-SW. Multiply by hi − lo for the declared units."""
     p, q = np.asarray(p, dtype=np.float64), np.asarray(q, dtype=np.float64)
-    return float(np.abs(np.cumsum(p - q)).sum() / p.size)
+    step = 1.0 / p.size if spacing is None else float(spacing)
+    return float(np.abs(np.cumsum(p - q)).sum() * step)
+
+
+def grid_distribution(t: ArrayLike, s: int) -> NDArray[np.float64]:
+    """The expected distribution of α-point-rounded values over the grid j/s, j = 0..s: each
+    value t puts 1 − frac(st) on ⌊st⌋ and frac(st) on the next point (linear binning); what
+    L-SW estimates (math §20.11)."""
+    t = np.asarray(t, dtype=np.float64)
+    st = s * t
+    low = np.minimum(np.floor(st).astype(np.int64), s)
+    phi = st - low
+    out = np.bincount(low, weights=1 - phi, minlength=s + 1)
+    out += np.bincount(np.minimum(low + 1, s), weights=phi, minlength=s + 1)
+    return out / t.size
 
 
 def histogram(t: ArrayLike, d: int) -> NDArray[np.float64]:
