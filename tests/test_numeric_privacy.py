@@ -252,3 +252,52 @@ def test_chain_memo_mechanisms_follow_round1():
     y1 = np.sort(chains.round1("PM", grid_u, eps_perm, rng))
     emp = np.arange(1, n + 1) / n
     assert np.max(np.abs(emp - _pm_cdf(nm.pm_params(eps_perm), 0.2, y1))) < dkw_tolerance(n)
+
+
+@pytest.mark.parametrize("mechanism", ["PM", "HM"])
+def test_tau_reports_of_a_continuous_memo(mechanism):
+    """τ reports of one L-PM / L-HM memo, exactly: the count c of ones has
+    Pr[c | u] = ∫ Binom(c; τ, (1 + κy)/2) dF(y | u); the density is piecewise constant, so
+    Gauss–Legendre on each piece is exact for this degree-τ polynomial. ε_τ stays within
+    min(τ·ε1, ε∞) (4.1) and grows towards ε∞ (the memo's ε)."""
+    from math import comb
+
+    eps_perm, eps_1 = 3.0, 1.2
+    kappa = nm.round2_slope(eps_1)
+    pm = nm.pm_params(eps_perm)
+    beta = 1.0 if mechanism == "PM" else nm.hm_beta(eps_perm)
+    c_d = nm.duchi_bound(eps_perm)
+    us = np.linspace(-1, 1, 9)  # grid values (the rounding mixes their rows: no larger ratio)
+
+    def pr_counts(tau: int, y: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """Σ_i w_i·Binom(c; τ, (1 + κ·y_i)/2) for c = 0..τ."""
+        cs = np.arange(tau + 1)
+        binom = np.array([comb(tau, int(c)) for c in cs], dtype=float)
+        one = (1 + kappa * y)[:, None] / 2
+        return (binom * one**cs * (1 - one) ** (tau - cs) * w[:, None]).sum(axis=0)
+
+    previous = 0.0
+    for tau in (1, 3, 8, 30):
+        nodes, weights = np.polynomial.legendre.leggauss(tau // 2 + 2)
+
+        rows = []
+        for u in us:
+            lft = float(pm.left(u))
+            pieces = [(-pm.C, lft, pm.q), (lft, lft + pm.C - 1, pm.p), (lft + pm.C - 1, pm.C, pm.q)]
+            row = np.zeros(tau + 1)
+            for a, b, dens in pieces:
+                y = (b - a) / 2 * nodes + (a + b) / 2
+                row += beta * pr_counts(tau, y, dens * (b - a) / 2 * weights)
+            if beta < 1:  # HM's Duchi atoms at ±C_D
+                plus = float(nm.duchi_probability(eps_perm, u))
+                row += (1 - beta) * pr_counts(
+                    tau, np.array([c_d, -c_d]), np.array([plus, 1 - plus])
+                )
+            rows.append(row)
+        channel = np.array(rows)
+        np.testing.assert_allclose(channel.sum(axis=1), 1.0, rtol=1e-10)
+        eps_tau = privacy.channel_epsilon(channel)
+        assert eps_tau <= privacy.round_up(min(tau * eps_1, eps_perm))
+        assert eps_tau >= previous - 1e-12
+        previous = eps_tau
+    assert eps_tau > 0.6 * eps_perm  # thirty reports reveal most of the memo
