@@ -15,7 +15,6 @@ post-processing, the count-level sampler, and what a device needs from the serve
 from __future__ import annotations
 
 import enum
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -24,6 +23,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
+from longldp.privacy.numeric import numeric_range
 
 # ---------------------------------------------------------------------- input domains
 
@@ -121,15 +121,8 @@ class Interval(Domain):
     kind: ClassVar[str] = "interval"
 
     def __post_init__(self) -> None:
-        own = "Interval"
-        for name in ("lo", "hi"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
-                value
-            ):
-                raise ValueError(f"{own}: '{name}' must be a finite number; got {value!r}.")
-        if not self.lo < self.hi:
-            raise ValueError(f"{own}: 'lo' must be < 'hi'; got [{self.lo}, {self.hi}].")
+        # the one check of a declared range (finite, lo < hi, a finite width): math §20.1
+        numeric_range("Interval", self.lo, self.hi)
 
     @property
     def size(self) -> None:

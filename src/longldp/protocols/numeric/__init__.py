@@ -17,7 +17,7 @@ The formulas (probabilities, variances, ε) are in :mod:`longldp.privacy.numeric
 """
 
 from longldp.protocols.numeric import chains, oneshot, sw
-from longldp.protocols.numeric._range import NumericRange, UnitValues, real_values
+from longldp.protocols.numeric._range import NumericRange, UnitValues
 from longldp.protocols.numeric.oneshot import (
     KERNELS,
     MeanEstimate,
@@ -47,7 +47,6 @@ __all__ = [
     "mean_variance",
     "oneshot",
     "perturb",
-    "real_values",
     "sw",
     "worst_mean_variance",
 ]
