@@ -306,6 +306,100 @@ def sw_variance(eps: float) -> UnitVariance:
 
 
 # --------------------------------------------------------------------------------------------
+# Exact channels of piecewise-constant densities over a finite set of inputs (math §20.7)
+# --------------------------------------------------------------------------------------------
+
+
+def _cell_channel(
+    edges_of: list[tuple[float, float]], levels: NDArray, breaks: NDArray, lo: float, hi: float
+) -> NDArray[np.float64]:
+    """Pr[y in cell | input] for densities that are q + (p − q)·1[y ∈ [a_i, b_i]] on [lo, hi]:
+    the cells between all the breakpoints, where every input's density is constant."""
+    cuts = np.unique(np.clip(np.concatenate([[lo, hi], breaks]), lo, hi))
+    left, right = cuts[:-1], cuts[1:]
+    mid = (left + right) / 2
+    rows = []
+    for (a, b), (p, q) in zip(edges_of, levels, strict=True):
+        dens = np.where((mid >= a) & (mid <= b), p, q)
+        rows.append(dens * (right - left))
+    return np.array(rows)
+
+
+def pm_channel(eps: float, u: ArrayLike) -> NDArray[np.float64]:
+    """PM's exact channel over the inputs u: Pr[y in cell | u] on the cells between every
+    ℓ(u), r(u) and ±C, where every input's density is constant, so no ratio is lost to the
+    cells: its ε is PM's (math §20.4, §20.7)."""
+    pm = pm_params(eps)
+    lft = np.atleast_1d(pm.left(u))
+    pieces = [(float(a), float(a) + pm.C - 1) for a in lft]
+    breaks = np.array([x for ab in pieces for x in ab])
+    return _cell_channel(pieces, [(pm.p, pm.q)] * len(pieces), breaks, -pm.C, pm.C)
+
+
+def sw_channel(eps: float, t: ArrayLike) -> NDArray[np.float64]:
+    """SW's exact channel over the inputs t, on the cells between every t ± b (math §20.6)."""
+    sw = sw_params(eps)
+    tt = np.atleast_1d(np.asarray(t, dtype=np.float64))
+    pieces = [(float(x) - sw.b, float(x) + sw.b) for x in tt]
+    breaks = np.array([x for ab in pieces for x in ab])
+    return _cell_channel(pieces, [(sw.p, sw.q)] * len(pieces), breaks, -sw.b, 1 + sw.b)
+
+
+def duchi_channel(eps: float, u: ArrayLike) -> NDArray[np.float64]:
+    """Duchi's channel over the inputs u: columns (−C, +C), from :func:`duchi_probability`."""
+    plus = np.atleast_1d(duchi_probability(eps, u))
+    return np.stack([1.0 - plus, plus], axis=1)
+
+
+def hm_channel(eps: float, u: ArrayLike) -> NDArray[np.float64]:
+    """HM's exact channel over the inputs u: β times PM's cells, then (1 − β) times Duchi's
+    two atoms (math §20.5)."""
+    beta = hm_beta(eps)
+    atoms = (1 - beta) * duchi_channel(eps, u)
+    if beta == 0.0:
+        return atoms
+    return np.concatenate([beta * pm_channel(eps, u), atoms], axis=1)
+
+
+def memo_channel(mechanism: str, eps_perm: float, u: ArrayLike) -> NDArray[np.float64]:
+    """The exact channel of a memo of the two-round forms (Duchi, PM or HM at ε∞) over u."""
+    key = check.choice("memo_channel", "mechanism", mechanism, ("duchi", "1bitmean", "pm", "hm"))
+    if key in ("duchi", "1bitmean"):
+        return duchi_channel(eps_perm, u)
+    return pm_channel(eps_perm, u) if key == "pm" else hm_channel(eps_perm, u)
+
+
+def chain_report_channel(
+    mechanism: str, eps_perm: float, eps_1: float, s: int
+) -> NDArray[np.float64]:
+    """One report of L-1BitMean / L-PM / L-HM over the grid values u_j = 2j/s − 1: columns
+    (bit 0, bit 1), Pr[1 | u_j] = Σ_cells Pr[cell | u_j]·(1 + κ·E[y1 | cell])/2, the memo's mean
+    taken from its own channel (cell midpoints and atoms), not from the closed form (20.17).
+    A value between two grid points has a row that mixes two grid rows (the offset)."""
+    eps_perm, eps_1 = chain_budgets(mechanism, eps_perm, eps_1)
+    s = check.integer("chain_report_channel", "s", s, minimum=1)
+    u = 2.0 * np.arange(s + 1) / s - 1.0
+    memo = memo_channel(mechanism, eps_perm, u)
+    values = _memo_values(mechanism, eps_perm, u)
+    one = memo @ round2_probability(eps_1, values)
+    return np.stack([1.0 - one, one], axis=1)
+
+
+def _memo_values(mechanism: str, eps_perm: float, u: NDArray) -> NDArray[np.float64]:
+    """The mean memo value of each column of :func:`memo_channel` (cell midpoints, atoms)."""
+    key = mechanism.lower()
+    c_d = duchi_bound(eps_perm)
+    atoms = np.array([-c_d, c_d])
+    if key in ("duchi", "1bitmean") or (key == "hm" and hm_beta(eps_perm) == 0.0):
+        return atoms
+    pm = pm_params(eps_perm)
+    lft = pm.left(u)
+    cuts = np.unique(np.clip(np.concatenate([[-pm.C, pm.C], lft, lft + pm.C - 1]), -pm.C, pm.C))
+    mids = (cuts[:-1] + cuts[1:]) / 2
+    return mids if key == "pm" else np.concatenate([mids, atoms])
+
+
+# --------------------------------------------------------------------------------------------
 # One table (math §20.7)
 # --------------------------------------------------------------------------------------------
 

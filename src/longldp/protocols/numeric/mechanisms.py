@@ -1,0 +1,861 @@
+"""The registered numeric mechanisms: the three roles over the kernels (docs/design.md §2.8).
+
+Each class is a frozen dataclass of the mechanism, estimator and codec roles whose hooks call
+the kernels of :mod:`longldp.protocols.numeric` and the formulas of
+:mod:`longldp.privacy.numeric` (docs/math.md §20); nothing is computed twice.
+
+| name | wire id | report | estimand | rounds |
+|---|---|---|---|---|
+| ``Laplace`` | 50 | a real (u + Lap(2/ε)) | mean | one-shot |
+| ``Duchi`` | 51 | one bit (±C) | mean | one-shot |
+| ``PM`` | 52 | a real in [−C, C] | mean | one-shot |
+| ``HM`` | 53 | a real (PM's, or Duchi's ±C) | mean | one-shot |
+| ``SW`` | 54 | a real in [−b, 1 + b] | distribution (EMS over d buckets) | one-shot |
+| ``1BitMean`` | 55 | one bit | mean | one-shot |
+| ``L-1BitMean`` | 56 | one bit | mean | memo chain (Duchi memo) |
+| ``L-PM`` | 57 | one bit | mean | memo chain (PM memo) |
+| ``L-HM`` | 58 | one bit | mean | memo chain (HM memo) |
+| ``L-SW`` | 59 | one bucket of d_out | distribution over s + 1 grid points | memo chain |
+
+Inputs are reals of the declared range [lo, hi] (:class:`~longldp.protocols.traits.Interval`;
+``clip=True`` clips instead of refusing and the clipping is counted). Reports carry the
+mechanism's own coordinates (u ∈ [−1, 1] for Laplace, PM, HM; t ∈ [0, 1] for SW); a bit is
+Duchi's sign. The support (what a server accumulates) is ``[ones]`` for bit reports,
+``[Σû, Σû²]`` (u units) for real ones, bucket counts for the distributions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from longldp import _validate as check
+from longldp import privacy
+from longldp.privacy import numeric as nm
+from longldp.privacy.linkage import Linkage, Persistent
+from longldp.protocols._memo import make_memo_store
+from longldp.protocols._rng import RandomSource
+from longldp.protocols.base import bytes_to_uint, min_bytes, uint_to_bytes
+from longldp.protocols.codec import ReportCodec
+from longldp.protocols.estimator import Estimator
+from longldp.protocols.mechanism import Mechanism
+from longldp.protocols.numeric import chains, oneshot, sw
+from longldp.protocols.numeric._range import NumericRange
+from longldp.protocols.report_kinds import ContinuousReport, ExactChannel, ReportKind
+from longldp.protocols.traits import Estimand, Interval
+
+#: Inputs the exact channels are enumerated over: the ends and three points inside (the
+#: channel of any other input mixes these rows for the two-round forms; for the one-shot
+#: mechanisms the ends attain the claim, math §20.3–§20.6).
+AUDIT_POINTS = 5
+
+
+# ---------------------------------------------------------------------- report kinds
+
+
+class SignReports(ReportKind):
+    """One bit per report, Duchi's sign (Duchi, 1BitMean, and every report of the two-round
+    forms): an exact channel over a grid of inputs, from the sampler's own probabilities."""
+
+    name: ClassVar[str] = "sign"
+    statistic: ClassVar[str] = "symbols"
+
+    def output_space_size(self, proto: Any) -> int:
+        return 2
+
+    def channel(self, proto: Any, rng: np.random.Generator) -> ExactChannel:
+        return ExactChannel((proto.report_channel(),), (proto.memo_channel(),))
+
+    def width(self, proto: Any) -> int:
+        return 2
+
+    def observe(self, proto: Any, reports: NDArray) -> NDArray[np.int64]:
+        return np.asarray(reports, dtype=np.int64)
+
+
+class BucketReports(ReportKind):
+    """One of d_out output buckets (L-SW): an exact channel over the grid points."""
+
+    name: ClassVar[str] = "bucket"
+    statistic: ClassVar[str] = "symbols"
+
+    def output_space_size(self, proto: Any) -> int:
+        return int(proto.d_out)
+
+    def channel(self, proto: Any, rng: np.random.Generator) -> ExactChannel:
+        return ExactChannel((proto.report_channel(),), (proto.memo_channel(),))
+
+    def width(self, proto: Any) -> int:
+        return int(proto.d_out)
+
+    def observe(self, proto: Any, reports: NDArray) -> NDArray[np.int64]:
+        return np.asarray(reports, dtype=np.int64)
+
+
+class RealReports(ContinuousReport):
+    """A real number (Laplace, PM, HM, SW): no finite channel; the claims follow from the
+    density levels (math §20.2–§20.6) and the audit bins the reports for its black-box game."""
+
+    name: ClassVar[str] = "real"
+
+    def report_range(self, proto: Any) -> tuple[float, float]:
+        return proto.report_range()
+
+
+SIGN = SignReports()
+BUCKET = BucketReports()
+REAL = RealReports()
+
+
+# ---------------------------------------------------------------------- the shared base
+
+
+class NumericMechanism(Mechanism, Estimator, ReportCodec):
+    """Shared machinery: the Interval domain, the unit map, the support and its codec."""
+
+    input_domain: ClassVar[type] = Interval
+    estimand: ClassVar[Estimand] = Estimand.MEAN
+    lo: float
+    hi: float
+    clip: bool
+
+    def _check_range(self) -> None:
+        lo, hi = nm.numeric_range(self.name, self.lo, self.hi)
+        object.__setattr__(self, "lo", lo)
+        object.__setattr__(self, "hi", hi)
+        if not isinstance(self.clip, (bool, np.bool_)):
+            raise check._fail(self.name, "clip", "True or False", self.clip)
+        object.__setattr__(self, "clip", bool(self.clip))
+
+    @property
+    def domain(self) -> Interval:
+        """Reals in [lo, hi]; outside refused unless ``clip`` (then counted)."""
+        return Interval(self.lo, self.hi, self.clip)
+
+    @property
+    def declared(self) -> NumericRange:
+        """The declared range and its unit maps."""
+        return NumericRange(self.lo, self.hi, owner=self.name)
+
+    def _unit(self, values: ArrayLike) -> NDArray[np.float64]:
+        """t of (already checked) values."""
+        return self.declared.t_of(values)
+
+    def audit_inputs(self) -> NDArray[np.float64]:
+        """The inputs the exact channels are enumerated over (declared units)."""
+        return self.declared.x_of_t(np.linspace(0.0, 1.0, AUDIT_POINTS))
+
+    # ------------------------------------------------------------------ count level
+    def perturb_support(
+        self, values: ArrayLike, memo: Any, rng: Any = None, users: ArrayLike | None = None
+    ) -> NDArray:
+        """The support of :meth:`perturb`'s reports (inputs are reals: no value counts, so the
+        reports are drawn; O(n))."""
+        return self.support_counts(self.perturb(values, memo, rng, users))
+
+    def _sample_support(self, counts: NDArray, n: int, rng: RandomSource) -> NDArray:
+        raise ValueError(
+            f"{self.name}: no count-level sampling: its inputs are reals of [{self.lo:g}, "
+            f"{self.hi:g}], not codes with value counts (use the per-user or reports engine)."
+        )
+
+    # ------------------------------------------------------------------ one client
+    def client_key(self, value: Any, state: dict) -> tuple[int | bytes, Any]:
+        """(memo key, round-1 input) of one real value (checked by the domain)."""
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+            raise check._fail(self.name, "value", f"a real number in [{self.lo:g}, {self.hi:g}]",
+                              value)  # fmt: skip
+        x = self.domain.check(self.name, np.array([value], dtype=np.float64), "value")
+        keys = self._memo_key(x, state)
+        return (int(keys[0]) if self.longitudinal else 0), keys
+
+    def clipped(self, values: ArrayLike) -> int:
+        """How many of ``values`` a client clips (0 unless ``clip``; refused otherwise)."""
+        return self.domain.clip_values(self.name, values)[1]
+
+
+class _MeanEstimator(NumericMechanism):
+    """Mean of the debiased reports and its standard error by math (20.3), in declared units."""
+
+    def unit_variance(self) -> nm.UnitVariance:
+        """V(u) of one debiased report (math (20.2))."""
+        raise NotImplementedError
+
+    @property
+    def estimate_shape(self) -> tuple[int, ...]:
+        return (1,)
+
+    def _sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
+        """(Σû, Σû²) of a support, in u units."""
+        raise NotImplementedError
+
+    def unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        """lo + (hi − lo)(Σû/n + 1)/2: the unbiased mean (math §20.1)."""
+        s1, _ = self._sums(support, n)
+        return self.declared.mean_from_u(s1 / n)[..., None]
+
+    def plug_in(self, raw: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The mean clipped to [lo, hi]."""
+        return np.clip(raw, self.lo, self.hi)
+
+    def estimate_variance(
+        self, support: NDArray, n: int, plug_in: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """(v0 + v1·m1 + v2·m2)/n at m1 = the plug-in mean and m2 by the rule of (20.3)."""
+        var = self.unit_variance()
+        m1 = 2.0 * (np.asarray(plug_in, dtype=np.float64)[..., 0] - self.lo) / (self.hi - self.lo)
+        m1 = np.clip(m1 - 1.0, -1.0, 1.0)
+        if var.v2 > 0:
+            _, s2 = self._sums(np.asarray(support, dtype=np.float64), n)
+            c0, c1, c2 = var.second_moment()
+            m2 = np.clip((s2 / n - c0 - c1 * m1) / c2, m1 * m1, 1.0)
+        else:
+            m2 = m1 * m1
+        v = np.maximum(var.of_mean(n, m1, m2), 0.0)
+        return self.declared.variance_from_u(v)[..., None]
+
+    def variance(self, n: int, values: ArrayLike) -> float:
+        """Exact variance of the mean of n reports of users holding ``values`` (declared units;
+        ``values`` of length n, math (20.2))."""
+        u = 2.0 * self._unit(self.domain.check(self.name, values)) - 1.0
+        return float(self.declared.variance_from_u(self.unit_variance().of_mean(
+            check.integer(self.name, "n", n, minimum=1), u.mean(), np.mean(u * u))))  # fmt: skip
+
+    def worst_variance(self, n: int) -> float:
+        """max over data in [lo, hi] of the variance of the mean of n reports."""
+        n = check.integer(self.name, "n", n, minimum=1)
+        return float(self.declared.variance_from_u(self.unit_variance().worst() / n))
+
+    def true_mean(self, values: ArrayLike) -> NDArray[np.float64]:
+        """What the estimate targets: the mean of the values (shape of the estimate)."""
+        return np.array([float(np.mean(self.domain.check(self.name, values)))])
+
+
+class _BitSupport(_MeanEstimator):
+    """Bit reports: support [ones]; û = C_r(2b − 1) with C_r = 1/κ of one report."""
+
+    def report_slope(self) -> float:
+        """κ with Pr[b = 1 | u] = (1 + κu)/2 for one report."""
+        raise NotImplementedError
+
+    def unit_variance(self) -> nm.UnitVariance:
+        """1/κ² − u²: one report is Duchi's channel (math (20.6), (20.20))."""
+        kappa = self.report_slope()
+        return nm.UnitVariance(1.0 / (kappa * kappa), 0.0, -1.0)
+
+    @property
+    def support_shape(self) -> tuple[int, ...]:
+        return (1,)
+
+    def _sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
+        c = 1.0 / self.report_slope()
+        ones = np.asarray(support, dtype=np.float64)[..., 0]
+        return c * (2.0 * ones - n), np.full(ones.shape, c * c * n)
+
+    def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
+        """[number of ones]."""
+        b = check.domain_values(self.name, reports, 2, "reports")
+        return np.array([int(np.count_nonzero(b))], dtype=np.int64)
+
+    def encode_bodies(self, records: NDArray) -> NDArray[np.uint8]:
+        b = check.domain_values(self.name, records, 2, "reports")
+        return b.astype(np.uint8).reshape(-1, 1)
+
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray[np.uint8]:
+        raw = np.asarray(rows, dtype=np.uint8).reshape(-1, 1)[:, 0]
+        return check.domain_values(self.name, raw, 2, "reports").astype(np.uint8)
+
+
+class _RealCodec(NumericMechanism):
+    """Real reports: 8 bytes each (IEEE-754 binary64, big-endian), refused when not finite or
+    outside :meth:`report_range`."""
+
+    def report_range(self) -> tuple[float, float]:
+        """Every report lies in this interval (mechanism coordinates)."""
+        raise NotImplementedError
+
+    def _check_reals(self, y: ArrayLike) -> NDArray[np.float64]:
+        arr = np.asarray(y)
+        if arr.dtype == bool or arr.dtype.kind not in "iuf":
+            raise check._fail(self.name, "reports", "real numbers",
+                              check.Described(f"dtype {arr.dtype}"))  # fmt: skip
+        x = arr.astype(np.float64)
+        lo, hi = self.report_range()
+        bad = ~np.isfinite(x) | (x < lo) | (x > hi)
+        if bad.any():
+            raise check._fail(
+                self.name, "reports", f"finite numbers in [{lo:.6g}, {hi:.6g}]",
+                check.Described(f"{float(x[bad].flat[0])!r}"),
+            )  # fmt: skip
+        return x
+
+    def encode_bodies(self, records: NDArray) -> NDArray[np.uint8]:
+        x = self._check_reals(records).reshape(-1)
+        return x.astype(">f8").view(np.uint8).reshape(-1, 8)
+
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray[np.float64]:
+        raw = np.ascontiguousarray(np.asarray(rows, dtype=np.uint8).reshape(-1, 8))
+        return self._check_reals(raw.view(">f8")[:, 0].astype(np.float64))
+
+
+class _RealMean(_RealCodec, _MeanEstimator):
+    """Real reports estimating the mean: support [Σû, Σû²] (u units, float)."""
+
+    report_kind: ClassVar[ReportKind] = REAL
+
+    @property
+    def support_shape(self) -> tuple[int, ...]:
+        return (2,)
+
+    def _sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
+        s = np.asarray(support, dtype=np.float64)
+        return s[..., 0], s[..., 1]
+
+    def support_counts(self, reports: NDArray) -> NDArray[np.float64]:
+        """[Σû, Σû²] of the debiased reports."""
+        k = oneshot.kernel(self.kernel_name)  # type: ignore[attr-defined]
+        u_hat = k.debias(self._check_reals(reports), self.eps)  # type: ignore[attr-defined]
+        return np.array([float(u_hat.sum()), float(np.dot(u_hat, u_hat))])
+
+
+# ---------------------------------------------------------------------- one-shot
+
+
+class _OneShot(NumericMechanism):
+    """A one-shot numeric mechanism at ε: every report is a fresh draw."""
+
+    longitudinal: ClassVar[bool] = False
+    budget_params: ClassVar[tuple[str, ...]] = ("eps",)
+    kernel_name: ClassVar[str]
+    eps: float
+
+    def __post_init__(self) -> None:
+        self._check_range()
+        object.__setattr__(self, "eps", check.budget(self.name, "eps", self.eps))
+
+    def _round1(self, keys: NDArray, state: dict, rng: RandomSource) -> NDArray:
+        k = oneshot.kernel(self.kernel_name)
+        t = self._unit(keys)
+        return k.sample(t if k.coordinate == "t" else 2.0 * t - 1.0, self.eps, rng)
+
+    def first_round_epsilon(self) -> float:
+        """Nothing is memoized: what one report reveals."""
+        return self.single_report_epsilon()
+
+
+@dataclass(frozen=True)
+class Laplace(_OneShot, _RealMean):
+    """Laplace noise of scale 2/ε on u ∈ [−1, 1]: the mean of the reports (math §20.2)."""
+
+    lo: float
+    hi: float
+    eps: float
+    clip: bool = False
+    name: ClassVar[str] = "Laplace"
+    wire_id: ClassVar[int] = 50
+    kernel_name: ClassVar[str] = "Laplace"
+    #: Nothing persists: every report is a fresh draw.
+    linkage: ClassVar[Linkage] = Linkage()
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = ({"eps": 1.0, "lo": 0.0, "hi": 10.0},)
+
+    def unit_variance(self) -> nm.UnitVariance:
+        return nm.laplace_variance(self.eps)
+
+    def single_report_epsilon(self) -> float:
+        """Δ/scale = 2/(2/ε): the log-density ratio's supremum (math §20.2)."""
+        return privacy.round_up(2.0 / nm.laplace_scale(self.eps))
+
+    def report_range(self) -> tuple[float, float]:
+        """Any finite real (the noise is unbounded)."""
+        return -math.inf, math.inf
+
+    def _check_reals(self, y: ArrayLike) -> NDArray[np.float64]:
+        arr = np.asarray(y)
+        if arr.dtype == bool or arr.dtype.kind not in "iuf":
+            raise check._fail(self.name, "reports", "real numbers",
+                              check.Described(f"dtype {arr.dtype}"))  # fmt: skip
+        x = arr.astype(np.float64)
+        if not np.all(np.isfinite(x)):
+            raise check._fail(self.name, "reports", "finite numbers", check.Described("NaN/inf"))
+        return x
+
+    def audit_range(self) -> tuple[float, float]:
+        """Where the binned black-box game looks: u ± 20 scales (all but e^{−20} of the mass)."""
+        b = 20 * nm.laplace_scale(self.eps)
+        return -1.0 - b, 1.0 + b
+
+
+@dataclass(frozen=True)
+class Duchi(_OneShot, _BitSupport):
+    """Duchi, Jordan and Wainwright's one-dimensional mechanism: ±C with
+    Pr[+C] = (1 + u·tanh(ε/2))/2 (math §20.3); one bit per report."""
+
+    lo: float
+    hi: float
+    eps: float
+    clip: bool = False
+    name: ClassVar[str] = "Duchi"
+    wire_id: ClassVar[int] = 51
+    kernel_name: ClassVar[str] = "Duchi"
+    report_kind: ClassVar[ReportKind] = SIGN
+    #: Nothing persists: every report is a fresh draw.
+    linkage: ClassVar[Linkage] = Linkage()
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = ({"eps": 1.0, "lo": 0.0, "hi": 10.0},)
+
+    def report_slope(self) -> float:
+        return nm.duchi_slope(self.eps)
+
+    def report_channel(self) -> NDArray[np.float64]:
+        """Pr[bit | input] over :meth:`audit_inputs`, from :func:`privacy.numeric.duchi_channel`."""
+        return nm.duchi_channel(self.eps, 2.0 * self._unit(self.audit_inputs()) - 1.0)
+
+    def memo_channel(self) -> NDArray[np.float64]:
+        """Nothing is memoized: the report's channel."""
+        return self.report_channel()
+
+    def single_report_epsilon(self) -> float:
+        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
+
+
+@dataclass(frozen=True)
+class OneBitMean(Duchi):
+    """1BitMean (Ding, Kulkarni and Yekhanin 2017): Duchi's channel on t = (x − lo)/(hi − lo),
+    the bit 1 with probability 1/(e^ε + 1) + t(e^ε − 1)/(e^ε + 1) (math §20.3)."""
+
+    lo: float
+    hi: float
+    eps: float
+    clip: bool = False
+    name: ClassVar[str] = "1BitMean"
+    wire_id: ClassVar[int] = 55
+    kernel_name: ClassVar[str] = "1BitMean"
+    #: Nothing persists: every report is a fresh draw.
+    linkage: ClassVar[Linkage] = Linkage()
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = ({"eps": 2.0, "lo": -5.0, "hi": 5.0},)
+
+
+@dataclass(frozen=True)
+class PM(_OneShot, _RealMean):
+    """The piecewise mechanism of Wang et al. 2019: a real of [−C, C], density e^ε times
+    higher on [ℓ(u), r(u)] (math §20.4)."""
+
+    lo: float
+    hi: float
+    eps: float
+    clip: bool = False
+    name: ClassVar[str] = "PM"
+    wire_id: ClassVar[int] = 52
+    kernel_name: ClassVar[str] = "PM"
+    #: Nothing persists: every report is a fresh draw.
+    linkage: ClassVar[Linkage] = Linkage()
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = ({"eps": 2.0, "lo": 0.0, "hi": 10.0},)
+
+    def unit_variance(self) -> nm.UnitVariance:
+        return nm.pm_variance(self.eps)
+
+    def single_report_epsilon(self) -> float:
+        """ε of PM's exact channel over the audit inputs (the density's cells, math §20.7)."""
+        u = 2.0 * self._unit(self.audit_inputs()) - 1.0
+        return privacy.round_up(privacy.channel_epsilon(nm.pm_channel(self.eps, u)))
+
+    def report_range(self) -> tuple[float, float]:
+        c = nm.pm_params(self.eps).C
+        return -c, c
+
+
+@dataclass(frozen=True)
+class HM(_OneShot, _RealMean):
+    """The hybrid mechanism of Wang et al. 2019: PM with probability β, else Duchi's ±C
+    (math §20.5)."""
+
+    lo: float
+    hi: float
+    eps: float
+    clip: bool = False
+    name: ClassVar[str] = "HM"
+    wire_id: ClassVar[int] = 53
+    kernel_name: ClassVar[str] = "HM"
+    #: Nothing persists: every report is a fresh draw.
+    linkage: ClassVar[Linkage] = Linkage()
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = ({"eps": 1.5, "lo": 0.0, "hi": 10.0},)
+
+    def unit_variance(self) -> nm.UnitVariance:
+        return nm.hm_variance(self.eps)
+
+    def single_report_epsilon(self) -> float:
+        """ε of HM's exact channel (PM's cells and Duchi's atoms) over the audit inputs."""
+        u = 2.0 * self._unit(self.audit_inputs()) - 1.0
+        return privacy.round_up(privacy.channel_epsilon(nm.hm_channel(self.eps, u)))
+
+    def report_range(self) -> tuple[float, float]:
+        c = max(nm.pm_params(self.eps).C, nm.duchi_bound(self.eps))
+        return -c, c
+
+
+@dataclass(frozen=True)
+class SW(_OneShot, _RealCodec):
+    """Square wave (Li et al. 2020): a real of [−b, 1 + b], density e^ε times higher within b of
+    t; the server estimates the distribution over d buckets by EMS (math §20.6)."""
+
+    lo: float
+    hi: float
+    eps: float
+    d: int = 256
+    d_out: int = 256
+    clip: bool = False
+    name: ClassVar[str] = "SW"
+    wire_id: ClassVar[int] = 54
+    kernel_name: ClassVar[str] = "SW"
+    report_kind: ClassVar[ReportKind] = REAL
+    estimand: ClassVar[Estimand] = Estimand.DISTRIBUTION
+    #: Nothing persists: every report is a fresh draw.
+    linkage: ClassVar[Linkage] = Linkage()
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"eps": 2.0, "lo": 0.0, "hi": 10.0, "d": 16, "d_out": 16},
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "d", check.integer(self.name, "d", self.d, minimum=2))
+        object.__setattr__(self, "d_out", check.integer(self.name, "d_out", self.d_out, minimum=2))
+
+    def single_report_epsilon(self) -> float:
+        """ε of SW's exact channel over the audit inputs (the density's cells, math §20.6)."""
+        t = self._unit(self.audit_inputs())
+        return privacy.round_up(privacy.channel_epsilon(nm.sw_channel(self.eps, t)))
+
+    def report_range(self) -> tuple[float, float]:
+        b = nm.sw_params(self.eps).b
+        return -b, 1.0 + b
+
+    # -- the distribution estimator
+    @property
+    def support_shape(self) -> tuple[int, ...]:
+        return (self.d_out,)
+
+    @property
+    def estimate_shape(self) -> tuple[int, ...]:
+        return (self.d,)
+
+    def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
+        """Counts of the reports in the d_out buckets of [−b, 1 + b]."""
+        return sw.report_counts(self._check_reals(reports), self.eps, self.d_out)
+
+    def unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        """The EMS distribution over the d buckets of [lo, hi] (not unbiased: EMS is the
+        estimator of [LI20]; math §20.6), row by row."""
+        counts = np.asarray(support, dtype=np.float64)
+        op = sw.SWOperator(self.eps, self.d, self.d_out)
+        rows = counts.reshape(-1, self.d_out)
+        out = np.stack([sw.ems(r, op).theta if r.sum() > 0 else np.full(self.d, np.nan)
+                        for r in rows])  # fmt: skip
+        return out.reshape(*counts.shape[:-1], self.d)
+
+    def estimate_variance(
+        self, support: NDArray, n: int, plug_in: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """NaN: EMS is iterative and smoothed, so no closed-form variance (math §20.6)."""
+        return np.full(np.shape(plug_in), np.nan)
+
+    def bucket_edges(self) -> NDArray[np.float64]:
+        """The d + 1 edges of the estimate's buckets, in declared units."""
+        return self.declared.x_of_t(np.arange(self.d + 1) / self.d)
+
+    def distribution_mean(self, theta: ArrayLike) -> float:
+        """The mean (declared units) of a distribution over the d buckets (bucket centres)."""
+        return float(self.declared.x_of_t(sw.distribution_mean(theta)))
+
+    def true_distribution(self, values: ArrayLike) -> NDArray[np.float64]:
+        """What the estimate targets: the values' histogram over the d buckets."""
+        return sw.histogram(self._unit(self.domain.check(self.name, values)), self.d)
+
+
+# ---------------------------------------------------------------------- two-round forms
+
+
+class _Chain(_BitSupport):
+    """A memoized two-round form: α-point rounding, a memo per key at ε∞, one bit per report
+    (math §20.8–§20.9)."""
+
+    longitudinal: ClassVar[bool] = True
+    budget_params: ClassVar[tuple[str, ...]] = ("eps_perm", "eps_1")
+    report_kind: ClassVar[ReportKind] = SIGN
+    memo_mechanism: ClassVar[str]
+    eps_perm: float
+    eps_1: float
+    s: int | None
+
+    def __post_init__(self) -> None:
+        self._check_range()
+        eps_perm, eps_1 = nm.chain_budgets(self.memo_mechanism, self.eps_perm, self.eps_1)
+        object.__setattr__(self, "eps_perm", eps_perm)
+        object.__setattr__(self, "eps_1", eps_1)
+        s = nm.default_grid(self.memo_mechanism, eps_perm) if self.s is None else self.s
+        object.__setattr__(self, "s", check.integer(self.name, "s", s, minimum=1, maximum=4096))
+
+    @classmethod
+    def max_alpha(cls, eps_perm: float) -> float:
+        """ε1/ε∞ below 2·artanh(1/C_M)/ε∞ (math (20.18)): 1 for a Duchi memo, 1/2 for PM."""
+        return nm.max_eps_1(cls.memo_mechanism, eps_perm) / eps_perm
+
+    def report_slope(self) -> float:
+        return nm.round2_slope(self.eps_1)
+
+    # -- claims from the exact channels
+    def report_channel(self) -> NDArray[np.float64]:
+        """One report over the grid values (offset and memo integrated out, math §20.9)."""
+        return nm.chain_report_channel(self.memo_mechanism, self.eps_perm, self.eps_1, self.s)
+
+    def memo_channel(self) -> NDArray[np.float64]:
+        """One memo over the grid values (Duchi's two outputs, or PM's cells and HM's atoms)."""
+        u = 2.0 * np.arange(self.s + 1) / self.s - 1.0  # type: ignore[operator]
+        return nm.memo_channel(self.memo_mechanism, self.eps_perm, u)
+
+    def single_report_epsilon(self) -> float:
+        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
+
+    def first_round_epsilon(self) -> float:
+        return privacy.round_up(privacy.channel_epsilon(self.memo_channel()))
+
+    def round2_epsilon(self) -> float:
+        """ε2 of round 2 alone (what each later report adds in math (4.2))."""
+        return nm.round2_epsilon(self.memo_mechanism, self.eps_perm, self.eps_1)
+
+    def time_average_variance(self, n: int, values: ArrayLike, tau: int) -> float:
+        """Var of the mean of τ epochs' means of users whose values never change (declared
+        units): mean over users of V1 + (Vtot − V1)/τ, over n² (math (20.21))."""
+        u = 2.0 * self._unit(self.domain.check(self.name, values)) - 1.0
+        v1, vtot = nm.chain_variances(self.memo_mechanism, self.eps_perm, self.eps_1, self.s, u)
+        per = privacy.time_average_variance(vtot, v1, tau)
+        return float(self.declared.variance_from_u(per.sum() / (n * n)))
+
+    # -- hooks
+    def _memo_store(self, n_users: int) -> Any:
+        return make_memo_store(n_users, int(self.s) + 1, (), np.float64)  # type: ignore[arg-type]
+
+    def _new_state(self, m: int, rng: RandomSource) -> dict[str, NDArray]:
+        return {"offset": rng.random(m)}
+
+    def _memo_key(self, values: NDArray, state: dict) -> NDArray[np.int64]:
+        return nm.rounding_keys(self._unit(values), int(self.s), state["offset"])  # type: ignore[arg-type]
+
+    def _round1(self, keys: NDArray, state: dict, rng: RandomSource) -> NDArray[np.float64]:
+        grid_u = 2.0 * np.asarray(keys, dtype=np.float64) / self.s - 1.0  # type: ignore[operator]
+        return chains.round1(self.memo_mechanism, grid_u, self.eps_perm, rng)
+
+    def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray[np.uint8]:
+        y1 = np.asarray(payload, dtype=np.float64)
+        return (rng.random(y1.shape) < nm.round2_probability(self.eps_1, y1)).astype(np.uint8)
+
+    def _example_payload(self) -> tuple[NDArray, dict]:
+        state = self._new_state(1, np.random.default_rng(0))
+        memo = self._round1(np.zeros(1, dtype=np.int64), state, np.random.default_rng(0))
+        return self._round2(memo, np.random.default_rng(0)), state
+
+
+#: A device keeps its rounding offset and its memos; neither is sent.
+_MEMO = Linkage.of(Persistent.MEMO)
+_CHAIN_TEST = {"eps_perm": 2.0, "eps_1": 0.8, "lo": 0.0, "hi": 10.0, "s": 4}
+
+
+@dataclass(frozen=True)
+class L1BitMean(_Chain):
+    """1BitMean with α-point rounding, memoization and output perturbation (Ding et al. 2017),
+    the flip calibrated so that one report costs ε1 (math (20.19))."""
+
+    lo: float
+    hi: float
+    eps_perm: float
+    eps_1: float
+    s: int | None = None
+    clip: bool = False
+    name: ClassVar[str] = "L-1BitMean"
+    wire_id: ClassVar[int] = 56
+    memo_mechanism: ClassVar[str] = "Duchi"
+    linkage: ClassVar[Linkage] = _MEMO
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = (_CHAIN_TEST,)
+
+    @property
+    def gamma(self) -> float:
+        """The flip probability of the output perturbation."""
+        return nm.flip_probability(self.eps_perm, self.eps_1)
+
+
+@dataclass(frozen=True)
+class LPM(_Chain):
+    """A PM memo at ε∞ per rounded value, one Duchi-channel bit at ε1 per report (ours, math
+    §20.9); ε1 < ε∞/2."""
+
+    lo: float
+    hi: float
+    eps_perm: float
+    eps_1: float
+    s: int | None = None
+    clip: bool = False
+    name: ClassVar[str] = "L-PM"
+    wire_id: ClassVar[int] = 57
+    memo_mechanism: ClassVar[str] = "PM"
+    linkage: ClassVar[Linkage] = _MEMO
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = (_CHAIN_TEST,)
+
+
+@dataclass(frozen=True)
+class LHM(_Chain):
+    """An HM memo at ε∞ per rounded value, one Duchi-channel bit at ε1 per report (ours, math
+    §20.9); ε1 < ε∞/2 when HM mixes in PM."""
+
+    lo: float
+    hi: float
+    eps_perm: float
+    eps_1: float
+    s: int | None = None
+    clip: bool = False
+    name: ClassVar[str] = "L-HM"
+    wire_id: ClassVar[int] = 58
+    memo_mechanism: ClassVar[str] = "HM"
+    linkage: ClassVar[Linkage] = _MEMO
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = (_CHAIN_TEST,)
+
+
+@dataclass(frozen=True)
+class LSW(NumericMechanism):
+    """L-SW: SW's output bucket at ε∞ memoized per rounded value, GRR over the buckets at each
+    report (one report costs ε1); the distribution over the s + 1 grid points (ours, math
+    §20.11)."""
+
+    lo: float
+    hi: float
+    eps_perm: float
+    eps_1: float
+    s: int = 32
+    d_out: int = 64
+    clip: bool = False
+    name: ClassVar[str] = "L-SW"
+    wire_id: ClassVar[int] = 59
+    longitudinal: ClassVar[bool] = True
+    budget_params: ClassVar[tuple[str, ...]] = ("eps_perm", "eps_1")
+    report_kind: ClassVar[ReportKind] = BUCKET
+    estimand: ClassVar[Estimand] = Estimand.DISTRIBUTION
+    linkage: ClassVar[Linkage] = _MEMO
+    test_params: ClassVar[tuple[dict[str, Any], ...]] = (
+        {"eps_perm": 3.0, "eps_1": 1.0, "lo": 0.0, "hi": 10.0, "s": 4, "d_out": 8},
+    )
+
+    def __post_init__(self) -> None:
+        self._check_range()
+        object.__setattr__(self, "s", check.integer(self.name, "s", self.s, minimum=1,
+                                                    maximum=4096))  # fmt: skip
+        object.__setattr__(
+            self, "d_out", check.integer(self.name, "d_out", self.d_out, minimum=2, maximum=4096)
+        )
+        p2, q2 = nm.lsw_round2(self.eps_perm, self.eps_1, self.s, self.d_out)
+        object.__setattr__(self, "eps_perm", float(self.eps_perm))
+        object.__setattr__(self, "eps_1", float(self.eps_1))
+        object.__setattr__(self, "_p2q2", (p2, q2))
+
+    @classmethod
+    def max_alpha(cls, eps_perm: float) -> float:
+        """Below the bucketed memo's own ε (at most ε∞): 1 at most."""
+        return 1.0
+
+    # -- claims
+    def report_channel(self) -> NDArray[np.float64]:
+        """W over the grid points (math (20.26))."""
+        return nm.lsw_report_channel(self.eps_perm, self.eps_1, self.s, self.d_out)
+
+    def memo_channel(self) -> NDArray[np.float64]:
+        """W1 over the grid points (math (20.25))."""
+        return nm.sw_grid_channel(self.eps_perm, self.s, self.d_out)
+
+    def single_report_epsilon(self) -> float:
+        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
+
+    def first_round_epsilon(self) -> float:
+        return privacy.round_up(privacy.channel_epsilon(self.memo_channel()))
+
+    # -- estimator
+    @property
+    def support_shape(self) -> tuple[int, ...]:
+        return (self.d_out,)
+
+    @property
+    def estimate_shape(self) -> tuple[int, ...]:
+        return (self.s + 1,)
+
+    def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
+        b = check.domain_values(self.name, reports, self.d_out, "reports")
+        return np.bincount(b.ravel(), minlength=self.d_out)
+
+    def unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
+        """The distribution over the grid points, in two stages (math (20.27)), row by row."""
+        p2, q2 = self._p2q2  # type: ignore[attr-defined]
+        w1 = self.memo_channel().T
+        counts = np.asarray(support, dtype=np.float64)
+        rows = counts.reshape(-1, self.d_out)
+        out = []
+        for r in rows:
+            total = r.sum()
+            if total <= 0:
+                out.append(np.full(self.s + 1, np.nan))
+                continue
+            share = np.clip((r / total - q2) / (p2 - q2), 0.0, None)
+            if share.sum() == 0:
+                share[:] = 1.0
+            out.append(sw.ems(share * total, w1).theta)
+        return np.stack(out).reshape(*counts.shape[:-1], self.s + 1)
+
+    def estimate_variance(
+        self, support: NDArray, n: int, plug_in: NDArray[np.float64]
+    ) -> NDArray[np.float64]:
+        """NaN: no closed-form variance of the EMS stage (math §20.11)."""
+        return np.full(np.shape(plug_in), np.nan)
+
+    def grid(self) -> NDArray[np.float64]:
+        """The s + 1 grid points of the estimate, in declared units."""
+        return self.declared.x_of_t(np.arange(self.s + 1) / self.s)
+
+    def true_distribution(self, values: ArrayLike) -> NDArray[np.float64]:
+        """What the estimate targets: the values linearly binned onto the grid."""
+        return sw.grid_distribution(self._unit(self.domain.check(self.name, values)), self.s)
+
+    # -- hooks
+    def _memo_store(self, n_users: int) -> Any:
+        return make_memo_store(n_users, self.s + 1, (), np.int64)
+
+    def _new_state(self, m: int, rng: RandomSource) -> dict[str, NDArray]:
+        return {"offset": rng.random(m)}
+
+    def _memo_key(self, values: NDArray, state: dict) -> NDArray[np.int64]:
+        return nm.rounding_keys(self._unit(values), self.s, state["offset"])
+
+    def _round1(self, keys: NDArray, state: dict, rng: RandomSource) -> NDArray[np.int64]:
+        grid_t = np.asarray(keys, dtype=np.float64) / self.s
+        y = oneshot.sw_sample(grid_t, self.eps_perm, rng)
+        return sw.bucket_index(y, self.eps_perm, self.d_out)
+
+    def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray[np.int64]:
+        p2, _ = self._p2q2  # type: ignore[attr-defined]
+        kept = np.asarray(payload, dtype=np.int64)
+        other = np.floor(rng.random(kept.shape) * (self.d_out - 1)).astype(np.int64)
+        other += other >= kept
+        return np.where(rng.random(kept.shape) < p2, kept, other)
+
+    def _example_payload(self) -> tuple[NDArray, dict]:
+        state = self._new_state(1, np.random.default_rng(0))
+        memo = self._round1(np.zeros(1, dtype=np.int64), state, np.random.default_rng(0))
+        return self._round2(memo, np.random.default_rng(0)), state
+
+    def encode_bodies(self, records: NDArray) -> NDArray[np.uint8]:
+        b = check.domain_values(self.name, records, self.d_out, "reports")
+        return uint_to_bytes(b, min_bytes(self.d_out - 1))
+
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
+        return check.domain_values(self.name, bytes_to_uint(rows), self.d_out, "reports")
+
+
+#: The numeric classes, in the order the registry lists them (one-shot first).
+NUMERIC_CLASSES = (Laplace, Duchi, PM, HM, SW, OneBitMean, L1BitMean, LPM, LHM, LSW)
