@@ -457,16 +457,21 @@ def rounding_variance(u: ArrayLike, s: int) -> NDArray[np.float64]:
     return 4 * phi * (1 - phi) / (s * s)
 
 
+#: Largest grid :func:`default_grid` proposes: beyond it the rounding term is below 1/4096 of
+#: a unit variance while every memo a changing value uses still costs ε∞.
+GRID_CAP = 64
+
+
 def default_grid(mechanism: str, eps_perm: float, share: float = 0.05) -> int:
     """The smallest s whose worst rounding term (1 + v2)/s² is at most ``share`` of the memo
-    mechanism's worst variance at ε∞ (math §20.9): 1 for a Duchi memo, whose rounding costs
-    nothing; a few to a dozen for PM and HM memos."""
+    mechanism's worst variance at ε∞ (math §20.9), at most :data:`GRID_CAP`: 1 for a Duchi
+    memo, whose rounding costs nothing; a few to a dozen for PM and HM memos."""
     key = check.choice("default_grid", "mechanism", mechanism, ("duchi", "1bitmean", "pm", "hm"))
     share = check.positive_float("default_grid", "share", share)
     if key in ("duchi", "1bitmean") or (key == "hm" and hm_beta(eps_perm) == 0.0):
         return 1
     vm = unit_variance(key, eps_perm)
-    return max(1, math.ceil(math.sqrt((1 + vm.v2) / (share * vm.worst())) - 1e-12))
+    return min(GRID_CAP, max(1, math.ceil(math.sqrt((1 + vm.v2) / (share * vm.worst())) - 1e-12)))
 
 
 def memo_bound(mechanism: str, eps_perm: float) -> float:

@@ -131,6 +131,11 @@ class Estimator:
             )
         agg = Aggregator(self)
         empty = agg.support_counts
+        if support.size and (support.dtype.kind == "f") != (empty.dtype.kind == "f"):
+            raise ValueError(
+                f"{self.name}: aggregator state 'support' must hold "
+                f"{'numbers' if empty.dtype.kind == 'f' else 'integers'}; got {support.dtype}."
+            )
         if support.shape != empty.shape:
             raise ValueError(
                 f"{self.name}: aggregator state 'support' must have shape {empty.shape}; "
@@ -279,7 +284,7 @@ class Aggregator:
             "protocol": self.oracle.spec(),
             "fingerprint": self.oracle.fingerprint().hex(),
             "n": int(self.n),
-            "support": np.asarray(self.support_counts).astype(np.int64).tolist(),
+            "support": _support_json(self.support_counts),
         }
 
     def estimate(self, postprocess: str | pp.PostProcessor | None = None) -> NDArray[np.float64]:
@@ -295,6 +300,12 @@ class Aggregator:
         if self.n == 0:
             raise ValueError(f"{self.oracle.name}: no reports have been added yet.")
         return self.oracle.estimate_with_se(self.support_counts, self.n, postprocess, level)
+
+
+def _support_json(support: NDArray) -> list[Any]:
+    """Support as JSON: integer counts as ints; a numeric mean's sums (floats) as floats."""
+    arr = np.asarray(support)
+    return (arr.astype(np.float64) if arr.dtype.kind == "f" else arr.astype(np.int64)).tolist()
 
 
 def as_report_array(reports: NDArray | Sequence[Any]) -> NDArray:

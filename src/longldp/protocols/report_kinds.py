@@ -100,8 +100,11 @@ class ReportKind:
 
     #: The kind's name (what listings show; kinds compare equal to it).
     name: ClassVar[str]
-    #: False for continuous reports (no exact channel: the binned black-box game).
+    #: False for continuous reports (a float: the audit bins them for its black-box game).
     discrete: ClassVar[bool] = True
+    #: :meth:`channel` gives the exact channel (every discrete kind; a continuous kind whose
+    #: densities are piecewise constant, over the cells where every input's density is).
+    exact: ClassVar[bool] = True
     #: The attacker's sufficient statistic: "symbols" (one of ``width`` per report) or "bits"
     #: (``width`` independent bits per report).
     statistic: ClassVar[str]
@@ -286,6 +289,7 @@ class ContinuousReport(ReportKind):
     codec."""
 
     discrete: ClassVar[bool] = False
+    exact: ClassVar[bool] = False
     statistic: ClassVar[str] = "symbols"
     #: Bins of the black-box game's histogram of the reports.
     bins: ClassVar[int] = 64

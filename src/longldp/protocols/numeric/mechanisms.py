@@ -97,10 +97,28 @@ class BucketReports(ReportKind):
 
 
 class RealReports(ContinuousReport):
-    """A real number (Laplace, PM, HM, SW): no finite channel; the claims follow from the
-    density levels (math §20.2–§20.6) and the audit bins the reports for its black-box game."""
+    """A real number with a density that is not piecewise constant (Laplace): no finite exact
+    channel; the claim is the density ratio's supremum (math §20.2), and the audit bins the
+    reports for its black-box game."""
 
     name: ClassVar[str] = "real"
+
+    def report_range(self, proto: Any) -> tuple[float, float]:
+        return proto.audit_range()
+
+
+class PiecewiseReports(ContinuousReport):
+    """A real number whose density, for every input, is constant between a finite set of
+    breakpoints (PM, HM's continuous part, SW): the channel over the cells between all the
+    breakpoints of the audited inputs is exact (no ratio is lost inside a cell, math §20.7), and
+    the audit may also bin the reports for its black-box game."""
+
+    name: ClassVar[str] = "piecewise"
+    exact: ClassVar[bool] = True
+
+    def channel(self, proto: Any, rng: np.random.Generator) -> ExactChannel:
+        ch = proto.report_channel()
+        return ExactChannel((ch,), (ch,))
 
     def report_range(self, proto: Any) -> tuple[float, float]:
         return proto.report_range()
@@ -109,6 +127,7 @@ class RealReports(ContinuousReport):
 SIGN = SignReports()
 BUCKET = BucketReports()
 REAL = RealReports()
+PIECEWISE = PiecewiseReports()
 
 
 # ---------------------------------------------------------------------- the shared base
@@ -156,6 +175,12 @@ class NumericMechanism(Mechanism, Estimator, ReportCodec):
         """The support of :meth:`perturb`'s reports (inputs are reals: no value counts, so the
         reports are drawn; O(n))."""
         return self.support_counts(self.perturb(values, memo, rng, users))
+
+    def sample_support(
+        self, true_counts: ArrayLike, n: int | None = None, rng: Any = None
+    ) -> NDArray:
+        """Refused: a numeric mechanism has no count level (:meth:`_sample_support`)."""
+        return self._sample_support(np.asarray(true_counts), 0, rng)
 
     def _sample_support(self, counts: NDArray, n: int, rng: RandomSource) -> NDArray:
         raise ValueError(
@@ -384,7 +409,8 @@ class Laplace(_OneShot, _RealMean):
         return x
 
     def audit_range(self) -> tuple[float, float]:
-        """Where the binned black-box game looks: u ± 20 scales (all but e^{−20} of the mass)."""
+        """Where the binned black-box game looks: [−1, 1] widened by 20 scales (all but e^{−20}
+        of the mass)."""
         b = 20 * nm.laplace_scale(self.eps)
         return -1.0 - b, 1.0 + b
 
@@ -454,13 +480,17 @@ class PM(_OneShot, _RealMean):
     linkage: ClassVar[Linkage] = Linkage()
     test_params: ClassVar[tuple[dict[str, Any], ...]] = ({"eps": 2.0, "lo": 0.0, "hi": 10.0},)
 
+    report_kind: ClassVar[ReportKind] = PIECEWISE
+
     def unit_variance(self) -> nm.UnitVariance:
         return nm.pm_variance(self.eps)
 
+    def report_channel(self) -> NDArray[np.float64]:
+        """PM's exact channel over the audit inputs (the density's cells, math §20.7)."""
+        return nm.pm_channel(self.eps, 2.0 * self._unit(self.audit_inputs()) - 1.0)
+
     def single_report_epsilon(self) -> float:
-        """ε of PM's exact channel over the audit inputs (the density's cells, math §20.7)."""
-        u = 2.0 * self._unit(self.audit_inputs()) - 1.0
-        return privacy.round_up(privacy.channel_epsilon(nm.pm_channel(self.eps, u)))
+        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
 
     def report_range(self) -> tuple[float, float]:
         c = nm.pm_params(self.eps).C
@@ -483,13 +513,17 @@ class HM(_OneShot, _RealMean):
     linkage: ClassVar[Linkage] = Linkage()
     test_params: ClassVar[tuple[dict[str, Any], ...]] = ({"eps": 1.5, "lo": 0.0, "hi": 10.0},)
 
+    report_kind: ClassVar[ReportKind] = PIECEWISE
+
     def unit_variance(self) -> nm.UnitVariance:
         return nm.hm_variance(self.eps)
 
+    def report_channel(self) -> NDArray[np.float64]:
+        """HM's exact channel (PM's cells and Duchi's atoms) over the audit inputs."""
+        return nm.hm_channel(self.eps, 2.0 * self._unit(self.audit_inputs()) - 1.0)
+
     def single_report_epsilon(self) -> float:
-        """ε of HM's exact channel (PM's cells and Duchi's atoms) over the audit inputs."""
-        u = 2.0 * self._unit(self.audit_inputs()) - 1.0
-        return privacy.round_up(privacy.channel_epsilon(nm.hm_channel(self.eps, u)))
+        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
 
     def report_range(self) -> tuple[float, float]:
         c = max(nm.pm_params(self.eps).C, nm.duchi_bound(self.eps))
@@ -510,7 +544,7 @@ class SW(_OneShot, _RealCodec):
     name: ClassVar[str] = "SW"
     wire_id: ClassVar[int] = 54
     kernel_name: ClassVar[str] = "SW"
-    report_kind: ClassVar[ReportKind] = REAL
+    report_kind: ClassVar[ReportKind] = PIECEWISE
     estimand: ClassVar[Estimand] = Estimand.DISTRIBUTION
     #: Nothing persists: every report is a fresh draw.
     linkage: ClassVar[Linkage] = Linkage()
@@ -523,10 +557,12 @@ class SW(_OneShot, _RealCodec):
         object.__setattr__(self, "d", check.integer(self.name, "d", self.d, minimum=2))
         object.__setattr__(self, "d_out", check.integer(self.name, "d_out", self.d_out, minimum=2))
 
+    def report_channel(self) -> NDArray[np.float64]:
+        """SW's exact channel over the audit inputs (the density's cells, math §20.6)."""
+        return nm.sw_channel(self.eps, self._unit(self.audit_inputs()))
+
     def single_report_epsilon(self) -> float:
-        """ε of SW's exact channel over the audit inputs (the density's cells, math §20.6)."""
-        t = self._unit(self.audit_inputs())
-        return privacy.round_up(privacy.channel_epsilon(nm.sw_channel(self.eps, t)))
+        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
 
     def report_range(self) -> tuple[float, float]:
         b = nm.sw_params(self.eps).b
@@ -742,7 +778,7 @@ class LSW(NumericMechanism):
     estimand: ClassVar[Estimand] = Estimand.DISTRIBUTION
     linkage: ClassVar[Linkage] = _MEMO
     test_params: ClassVar[tuple[dict[str, Any], ...]] = (
-        {"eps_perm": 3.0, "eps_1": 1.0, "lo": 0.0, "hi": 10.0, "s": 4, "d_out": 8},
+        {"eps_perm": 3.0, "eps_1": 1.0, "lo": 0.0, "hi": 10.0, "s": 4, "d_out": 32},
     )
 
     def __post_init__(self) -> None:
@@ -759,8 +795,10 @@ class LSW(NumericMechanism):
 
     @classmethod
     def max_alpha(cls, eps_perm: float) -> float:
-        """Below the bucketed memo's own ε (at most ε∞): 1 at most."""
-        return 1.0
+        """ε1/ε∞ below the bucketed memo's own ε over ε∞ (math §20.11), at the default grid and
+        buckets (s = 32, d_out = 64)."""
+        memo = nm.sw_grid_channel(eps_perm, 32, 64)
+        return privacy.channel_epsilon(memo) / eps_perm
 
     # -- claims
     def report_channel(self) -> NDArray[np.float64]:
