@@ -156,6 +156,14 @@ class ReportKind:
         (F, V) symbols or (F, V, width) masks; None when the family cannot be listed."""
         return None
 
+    def log_likelihoods(
+        self, proto: Any, reports: Any, values: Any, memoized: bool
+    ) -> NDArray[np.float64] | None:
+        """(n, V) ln Pr[the τ reports of client i | input v] when the kind computes the law of
+        its reports itself (the numeric kinds, docs/math.md §20), else None (the audit's own
+        route over symbols and bits)."""
+        return None
+
     def symbol_channel(self, proto: Any) -> NDArray[np.float64] | None:
         """Pr[symbol | input] when a symbol report is not keep-or-other (an enumerated channel);
         None for the chains whose symbols follow GRR's keep/other law."""

@@ -57,6 +57,12 @@ class Domain(ABC):
         """One line for listings: the kind and its size or range."""
         return self.kind if self.size is None else f"{self.kind}[{self.size}]"
 
+    @property
+    def audit_size(self) -> int | None:
+        """Distinct inputs :meth:`as_inputs` gives the audits (codes 0..audit_size − 1): the
+        domain's size when it is listed, 2 for an interval (its ends), None otherwise."""
+        return self.size if self.codes else None
+
 
 @dataclass(frozen=True)
 class Categorical(Domain):
@@ -153,6 +159,11 @@ class Interval(Domain):
 
     def check(self, owner: str, values: Any, name: str = "values") -> NDArray[np.float64]:
         return self.clip_values(owner, values, name)[0]
+
+    @property
+    def audit_size(self) -> int:
+        """The two ends (:meth:`as_inputs`)."""
+        return 2
 
     def as_inputs(self, codes: ArrayLike) -> NDArray[np.float64]:
         """Codes c ↦ lo + (c mod 2)·(hi − lo): the two ends of the interval (the audit's

@@ -68,13 +68,24 @@ class SignReports(ReportKind):
         return 2
 
     def channel(self, proto: Any, rng: np.random.Generator) -> ExactChannel:
-        return ExactChannel((proto.report_channel(),), (proto.memo_channel(),))
+        """Rows at the two ends (the audits' inputs, which attain the claims, math §20.3,
+        §20.9): one report, and the memo."""
+        return ExactChannel(
+            (proto.end_rows(proto.report_channel()),), (proto.end_rows(proto.memo_channel()),)
+        )
 
     def width(self, proto: Any) -> int:
         return 2
 
     def observe(self, proto: Any, reports: NDArray) -> NDArray[np.int64]:
         return np.asarray(reports, dtype=np.int64)
+
+    def log_likelihoods(self, proto: Any, reports: Any, values: Any, memoized: bool) -> NDArray:
+        return proto.report_log_likelihoods(reports, values, memoized)
+
+    def symbol_channel(self, proto: Any) -> NDArray[np.float64]:
+        """Pr[bit | end] of one report at the two ends of the range."""
+        return proto.end_rows(proto.report_channel())
 
 
 class BucketReports(ReportKind):
@@ -87,13 +98,23 @@ class BucketReports(ReportKind):
         return int(proto.d_out)
 
     def channel(self, proto: Any, rng: np.random.Generator) -> ExactChannel:
-        return ExactChannel((proto.report_channel(),), (proto.memo_channel(),))
+        """Rows at the two ends (grid points 0 and s): one report, and the memo."""
+        return ExactChannel(
+            (proto.end_rows(proto.report_channel()),), (proto.end_rows(proto.memo_channel()),)
+        )
 
     def width(self, proto: Any) -> int:
         return int(proto.d_out)
 
     def observe(self, proto: Any, reports: NDArray) -> NDArray[np.int64]:
         return np.asarray(reports, dtype=np.int64)
+
+    def log_likelihoods(self, proto: Any, reports: Any, values: Any, memoized: bool) -> NDArray:
+        return proto.report_log_likelihoods(reports, values, memoized)
+
+    def symbol_channel(self, proto: Any) -> NDArray[np.float64]:
+        """Pr[bucket | end] of one report at the two ends of the range."""
+        return proto.end_rows(proto.report_channel())
 
 
 class RealReports(ContinuousReport):
@@ -106,6 +127,9 @@ class RealReports(ContinuousReport):
     def report_range(self, proto: Any) -> tuple[float, float]:
         return proto.audit_range()
 
+    def log_likelihoods(self, proto: Any, reports: Any, values: Any, memoized: bool) -> NDArray:
+        return proto.report_log_likelihoods(reports, values, memoized)
+
 
 class PiecewiseReports(ContinuousReport):
     """A real number whose density, for every input, is constant between a finite set of
@@ -117,11 +141,15 @@ class PiecewiseReports(ContinuousReport):
     exact: ClassVar[bool] = True
 
     def channel(self, proto: Any, rng: np.random.Generator) -> ExactChannel:
-        ch = proto.report_channel()
+        """Rows at the two ends over the density's cells (they attain the claim)."""
+        ch = proto.end_rows(proto.report_channel())
         return ExactChannel((ch,), (ch,))
 
     def report_range(self, proto: Any) -> tuple[float, float]:
         return proto.report_range()
+
+    def log_likelihoods(self, proto: Any, reports: Any, values: Any, memoized: bool) -> NDArray:
+        return proto.report_log_likelihoods(reports, values, memoized)
 
 
 SIGN = SignReports()
@@ -163,6 +191,16 @@ class NumericMechanism(Mechanism, Estimator, ReportCodec):
     def _unit(self, values: ArrayLike) -> NDArray[np.float64]:
         """t of (already checked) values."""
         return self.declared.t_of(values)
+
+    @property
+    def repeats_memo(self) -> bool:
+        """Every report is a fresh round 2 (or a fresh draw): never a copy of the memo."""
+        return False
+
+    def end_rows(self, channel: NDArray[np.float64]) -> NDArray[np.float64]:
+        """The rows of a channel over :meth:`audit_inputs` (or the grid) at the two ends, the
+        inputs the audits' codes 0 and 1 stand for (:meth:`Interval.as_inputs`)."""
+        return channel[[0, -1]]
 
     def audit_inputs(self) -> NDArray[np.float64]:
         """The inputs the exact channels are enumerated over (declared units)."""
@@ -371,6 +409,18 @@ class _OneShot(NumericMechanism):
         """Nothing is memoized: what one report reveals."""
         return self.single_report_epsilon()
 
+    def report_log_likelihoods(
+        self, reports: Any, values: Any, memoized: bool
+    ) -> NDArray[np.float64]:
+        """(n, V): Σ_t ln f(y_t | x_v) of fresh reports (the audits' and the linkage attack's
+        law, from the densities and probabilities the samplers use)."""
+        x = self._unit(self.domain.check(self.name, values))
+        return sum(self.log_density(np.asarray(rep), x) for rep in reports)
+
+    def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
+        """(n, V) ln f(y_i | t_v) of one report per client (t ∈ [0, 1])."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
 class Laplace(_OneShot, _RealMean):
@@ -397,6 +447,11 @@ class Laplace(_OneShot, _RealMean):
     def report_range(self) -> tuple[float, float]:
         """Any finite real (the noise is unbounded)."""
         return -math.inf, math.inf
+
+    def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
+        b = nm.laplace_scale(self.eps)
+        u = 2.0 * np.asarray(t)[None, :] - 1.0
+        return -np.abs(np.asarray(y, dtype=np.float64)[:, None] - u) / b - math.log(2 * b)
 
     def _check_reals(self, y: ArrayLike) -> NDArray[np.float64]:
         arr = np.asarray(y)
@@ -445,6 +500,11 @@ class Duchi(_OneShot, _BitSupport):
 
     def single_report_epsilon(self) -> float:
         return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
+
+    def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
+        plus = nm.duchi_probability(self.eps, 2.0 * np.asarray(t) - 1.0)[None, :]
+        bit = np.asarray(y, dtype=np.float64)[:, None]
+        return np.log(np.where(bit > 0.5, plus, 1.0 - plus))
 
 
 @dataclass(frozen=True)
@@ -496,6 +556,10 @@ class PM(_OneShot, _RealMean):
         c = nm.pm_params(self.eps).C
         return -c, c
 
+    def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
+        u = 2.0 * np.asarray(t)[None, :] - 1.0
+        return np.log(nm.pm_params(self.eps).density(u, np.asarray(y, dtype=np.float64)[:, None]))
+
 
 @dataclass(frozen=True)
 class HM(_OneShot, _RealMean):
@@ -528,6 +592,18 @@ class HM(_OneShot, _RealMean):
     def report_range(self) -> tuple[float, float]:
         c = max(nm.pm_params(self.eps).C, nm.duchi_bound(self.eps))
         return -c, c
+
+    def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
+        """Duchi's atoms ±C carry (1 − β)·Pr[±C | u] (a PM output hits them with probability
+        0); any other output β times PM's density."""
+        beta, c = nm.hm_beta(self.eps), nm.duchi_bound(self.eps)
+        u = 2.0 * np.asarray(t)[None, :] - 1.0
+        yy = np.asarray(y, dtype=np.float64)[:, None]
+        plus = nm.duchi_probability(self.eps, u)
+        with np.errstate(divide="ignore"):
+            atom = np.log((1 - beta) * np.where(yy > 0, plus, 1.0 - plus))
+            cont = np.log(beta * nm.pm_params(self.eps).density(u, yy)) if beta > 0 else -np.inf
+        return np.where(np.abs(yy) == c, atom, cont)
 
 
 @dataclass(frozen=True)
@@ -567,6 +643,10 @@ class SW(_OneShot, _RealCodec):
     def report_range(self) -> tuple[float, float]:
         b = nm.sw_params(self.eps).b
         return -b, 1.0 + b
+
+    def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
+        tt = np.asarray(t)[None, :]
+        return np.log(nm.sw_params(self.eps).density(tt, np.asarray(y, dtype=np.float64)[:, None]))
 
     # -- the distribution estimator
     @property
@@ -657,6 +737,48 @@ class _Chain(_BitSupport):
     def first_round_epsilon(self) -> float:
         return privacy.round_up(privacy.channel_epsilon(self.memo_channel()))
 
+    def report_log_likelihoods(
+        self, reports: Any, values: Any, memoized: bool
+    ) -> NDArray[np.float64]:
+        """(n, V) ln Pr[the τ bits of client i | x_v], exactly (math §20.9).
+
+        Memoized: the offset gives key ⌊s·t⌋ or the next with probabilities 1 − φ, φ, and given
+        the key the bits are Bernoulli((1 + κy1)/2) around one memo y1, integrated over the
+        memo's law: Duchi's two atoms, or Gauss–Legendre on each piece of PM's density (exact
+        for the degree-τ polynomial), plus HM's atoms. Not memoized: fresh reports, each of
+        Duchi's channel at ε1.
+        """
+        x = self._unit(self.domain.check(self.name, values))
+        bits = np.stack([np.asarray(r, dtype=np.float64) for r in reports], axis=1)
+        tau = bits.shape[1]
+        kappa = nm.round2_slope(self.eps_1)
+        if not memoized:
+            one = 0.5 + 0.5 * kappa * (2.0 * x - 1.0)
+            c = bits.sum(axis=1)[:, None]
+            return c * np.log(one)[None, :] + (tau - c) * np.log(1.0 - one)[None, :]
+        c = bits.sum(axis=1)
+        s = int(self.s)  # type: ignore[arg-type]
+        low = np.minimum(np.floor(s * x).astype(np.int64), s)
+        phi = s * x - low
+        per_key = self._memo_count_log_laws(c, tau, kappa)  # (n, s + 1)
+        out = []
+        for j0, p in zip(low, phi, strict=True):
+            j1 = min(j0 + 1, s)
+            with np.errstate(divide="ignore"):
+                both = np.stack([per_key[:, j0] + np.log1p(-p), per_key[:, j1] + np.log(p)])
+            out.append(np.logaddexp(both[0], both[1]) if p > 0 else per_key[:, j0])
+        return np.stack(out, axis=1)
+
+    def _memo_count_log_laws(self, c: NDArray, tau: int, kappa: float) -> NDArray[np.float64]:
+        """(n, s + 1): ln E_{y1 | key j}[p^c (1 − p)^{τ − c}], p = (1 + κ·y1)/2."""
+        s = int(self.s)  # type: ignore[arg-type]
+        u = 2.0 * np.arange(s + 1) / s - 1.0
+        nodes, rows = _memo_quadrature(self.memo_mechanism, self.eps_perm, u, tau)
+        p = 0.5 + 0.5 * kappa * nodes  # (m,)
+        logs = c[:, None] * np.log(p)[None, :] + (tau - c)[:, None] * np.log1p(-p)[None, :]
+        with np.errstate(divide="ignore"):
+            return np.stack([_logsumexp(logs + np.log(w)[None, :]) for w in rows], axis=1)
+
     def round2_epsilon(self) -> float:
         """ε2 of round 2 alone (what each later report adds in math (4.2))."""
         return nm.round2_epsilon(self.memo_mechanism, self.eps_perm, self.eps_1)
@@ -691,6 +813,45 @@ class _Chain(_BitSupport):
         state = self._new_state(1, np.random.default_rng(0))
         memo = self._round1(np.zeros(1, dtype=np.int64), state, np.random.default_rng(0))
         return self._round2(memo, np.random.default_rng(0)), state
+
+
+def _logsumexp(a: NDArray) -> NDArray[np.float64]:
+    top = np.max(a, axis=1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    return (top + np.log(np.sum(np.exp(a - top), axis=1, keepdims=True)))[:, 0]
+
+
+def _memo_quadrature(
+    mechanism: str, eps_perm: float, u: NDArray, tau: int
+) -> tuple[NDArray, list[NDArray]]:
+    """Nodes y and, per grid value u_j, weights w_j with E[g(y1) | u_j] = Σ w_j·g(y) exactly
+    for polynomials g of degree ≤ τ: Duchi's atoms, Gauss–Legendre on each cell of PM's
+    piecewise-constant density (weight = density × node weight), HM's mixture."""
+    c_d = nm.duchi_bound(eps_perm)
+    key = mechanism.lower()
+    if key in ("duchi", "1bitmean") or (key == "hm" and nm.hm_beta(eps_perm) == 0.0):
+        plus = nm.duchi_probability(eps_perm, u)
+        return np.array([-c_d, c_d]), [np.array([1 - p, p]) for p in plus]
+    pm = nm.pm_params(eps_perm)
+    gl_x, gl_w = np.polynomial.legendre.leggauss(tau // 2 + 2)
+    lft = pm.left(u)
+    cuts = np.unique(np.clip(np.concatenate([[-pm.C, pm.C], lft, lft + pm.C - 1]), -pm.C, pm.C))
+    a, b = cuts[:-1], cuts[1:]
+    nodes = ((b - a)[:, None] / 2 * gl_x[None, :] + (a + b)[:, None] / 2).ravel()
+    half = ((b - a)[:, None] / 2 * gl_w[None, :]).ravel()
+    mids = np.repeat((a + b) / 2, gl_x.size)
+    beta = 1.0 if key == "pm" else nm.hm_beta(eps_perm)
+    rows = []
+    for uj, lj in zip(u, lft, strict=True):
+        dens = np.where((mids >= lj) & (mids <= lj + pm.C - 1), pm.p, pm.q)
+        w = beta * dens * half
+        if key == "hm":
+            plus = float(nm.duchi_probability(eps_perm, uj))
+            w = np.concatenate([w, (1 - beta) * np.array([1 - plus, plus])])
+        rows.append(w)
+    if key == "hm":
+        nodes = np.concatenate([nodes, [-c_d, c_d]])
+    return nodes, rows
 
 
 #: A device keeps its rounding offset and its memos; neither is sent.
@@ -851,6 +1012,37 @@ class LSW(NumericMechanism):
     ) -> NDArray[np.float64]:
         """NaN: no closed-form variance of the EMS stage (math §20.11)."""
         return np.full(np.shape(plug_in), np.nan)
+
+    def report_log_likelihoods(
+        self, reports: Any, values: Any, memoized: bool
+    ) -> NDArray[np.float64]:
+        """(n, V) ln Pr[the τ buckets of client i | x_v]: memoized, Σ_m W1[j, m]·p2^{N_m}·
+        q2^{τ − N_m} over the memo's bucket m (N_m: reports equal to m), mixed over the two keys
+        of the offset; not memoized, Σ_t ln W[j, y_t] (math (20.25)–(20.26))."""
+        x = self._unit(self.domain.check(self.name, values))
+        ys = np.stack([check.domain_values(self.name, r, self.d_out, "reports") for r in reports],
+                      axis=1)  # fmt: skip
+        tau = ys.shape[1]
+        low = np.minimum(np.floor(self.s * x).astype(np.int64), self.s)
+        phi = self.s * x - low
+        if memoized:
+            p2, q2 = self._p2q2  # type: ignore[attr-defined]
+            counts = np.stack([np.count_nonzero(ys == m, axis=1) for m in range(self.d_out)], 1)
+            per_memo = counts * math.log(p2) + (tau - counts) * math.log(q2)  # (n, d_out)
+            with np.errstate(divide="ignore"):
+                w1 = np.log(self.memo_channel())  # (s + 1, d_out)
+            per_key = np.stack([_logsumexp(per_memo + w1[j][None, :]) for j in range(self.s + 1)],
+                               axis=1)  # fmt: skip
+        else:
+            w = np.log(self.report_channel())
+            per_key = np.stack([w[j][ys].sum(axis=1) for j in range(self.s + 1)], axis=1)
+        out = []
+        for j0, p in zip(low, phi, strict=True):
+            j1 = min(j0 + 1, self.s)
+            with np.errstate(divide="ignore"):
+                mix = np.logaddexp(per_key[:, j0] + np.log1p(-p), per_key[:, j1] + np.log(p))
+            out.append(mix if p > 0 else per_key[:, j0])
+        return np.stack(out, axis=1)
 
     def grid(self) -> NDArray[np.float64]:
         """The s + 1 grid points of the estimate, in declared units."""
