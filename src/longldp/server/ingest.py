@@ -34,6 +34,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
+from longldp.server import _codec as codec
 from longldp.server import db
 from longldp.server.errors import ClientError
 
@@ -292,7 +293,8 @@ def _count(
     if not inserted.size:
         return 0
     shape = col.proto.support_shape
-    zeros = np.zeros(shape, dtype="<i8").tobytes()
+    kind = codec.support_dtype(col.proto)
+    zeros = np.zeros(shape, dtype=kind).tobytes()
     wanted = np.unique(batch.epochs[inserted]).tolist()  # ascending: the lock order
     # One of the epoch's count rows, at random: concurrent transactions rarely share one.
     shard = random.randrange(col.count_shards)
@@ -320,15 +322,15 @@ def _count(
     updates = []
     for e in wanted:
         mine = inserted[batch.epochs[inserted] == e]
-        add = np.asarray(col.proto.support_counts(batch.records[mine]), dtype=np.int64)
-        old = np.frombuffer(state[e].support, dtype="<i8").reshape(shape)
+        add = np.asarray(col.proto.support_counts(batch.records[mine]), dtype=kind)
+        old = np.frombuffer(state[e].support, dtype=kind).reshape(shape)
         updates.append(
             {
                 "cid": col.id,
                 "at": e,
                 "row": shard,
                 "new_n": state[e].n + int(mine.size),
-                "new_support": (old + add).astype("<i8").tobytes(),
+                "new_support": (old + add).astype(kind).tobytes(),
             }
         )
     conn.execute(_UPDATE_COUNTS, updates)
