@@ -57,7 +57,22 @@ AUDIT_POINTS = 5
 # ---------------------------------------------------------------------- report kinds
 
 
-class SignReports(ReportKind):
+class _NumericKind:
+    """What the numeric report kinds share: their own law of a client's reports (for the
+    audits) and the refusal of the frequency attacks."""
+
+    def log_likelihoods(self, proto: Any, reports: Any, values: Any, memoized: bool) -> NDArray:
+        return proto.report_log_likelihoods(reports, values, memoized)
+
+    def attack_kind(self, proto: Any) -> str:
+        raise ValueError(
+            f"no frequency attack applies to '{proto.name}': its estimate is a {proto.estimand} "
+            "(estimates_frequencies is False); poisoning of a numeric mean is measured by "
+            "longldp.attacks.numeric (docs/attacks.md §13)."
+        )
+
+
+class SignReports(_NumericKind, ReportKind):
     """One bit per report, Duchi's sign (Duchi, 1BitMean, and every report of the two-round
     forms): an exact channel over a grid of inputs, from the sampler's own probabilities."""
 
@@ -80,15 +95,12 @@ class SignReports(ReportKind):
     def observe(self, proto: Any, reports: NDArray) -> NDArray[np.int64]:
         return np.asarray(reports, dtype=np.int64)
 
-    def log_likelihoods(self, proto: Any, reports: Any, values: Any, memoized: bool) -> NDArray:
-        return proto.report_log_likelihoods(reports, values, memoized)
-
     def symbol_channel(self, proto: Any) -> NDArray[np.float64]:
         """Pr[bit | end] of one report at the two ends of the range."""
         return proto.end_rows(proto.report_channel())
 
 
-class BucketReports(ReportKind):
+class BucketReports(_NumericKind, ReportKind):
     """One of d_out output buckets (L-SW): an exact channel over the grid points."""
 
     name: ClassVar[str] = "bucket"
@@ -109,15 +121,12 @@ class BucketReports(ReportKind):
     def observe(self, proto: Any, reports: NDArray) -> NDArray[np.int64]:
         return np.asarray(reports, dtype=np.int64)
 
-    def log_likelihoods(self, proto: Any, reports: Any, values: Any, memoized: bool) -> NDArray:
-        return proto.report_log_likelihoods(reports, values, memoized)
-
     def symbol_channel(self, proto: Any) -> NDArray[np.float64]:
         """Pr[bucket | end] of one report at the two ends of the range."""
         return proto.end_rows(proto.report_channel())
 
 
-class RealReports(ContinuousReport):
+class RealReports(_NumericKind, ContinuousReport):
     """A real number with a density that is not piecewise constant (Laplace): no finite exact
     channel; the claim is the density ratio's supremum (math §20.2), and the audit bins the
     reports for its black-box game."""
@@ -127,11 +136,8 @@ class RealReports(ContinuousReport):
     def report_range(self, proto: Any) -> tuple[float, float]:
         return proto.audit_range()
 
-    def log_likelihoods(self, proto: Any, reports: Any, values: Any, memoized: bool) -> NDArray:
-        return proto.report_log_likelihoods(reports, values, memoized)
 
-
-class PiecewiseReports(ContinuousReport):
+class PiecewiseReports(_NumericKind, ContinuousReport):
     """A real number whose density, for every input, is constant between a finite set of
     breakpoints (PM, HM's continuous part, SW): the channel over the cells between all the
     breakpoints of the audited inputs is exact (no ratio is lost inside a cell, math §20.7), and
@@ -147,9 +153,6 @@ class PiecewiseReports(ContinuousReport):
 
     def report_range(self, proto: Any) -> tuple[float, float]:
         return proto.report_range()
-
-    def log_likelihoods(self, proto: Any, reports: Any, values: Any, memoized: bool) -> NDArray:
-        return proto.report_log_likelihoods(reports, values, memoized)
 
 
 SIGN = SignReports()
