@@ -19,7 +19,7 @@ def rows(path: Path) -> list[dict]:
 
 
 def test_numeric_tiny(tmp_path):
-    report = run_study(ROOT / "experiments" / "numeric_tiny.toml", tmp_path, progress=False)
+    report = run_study(ROOT / "experiments" / "numeric_tiny.toml", tmp_path, workers=1, progress=False)
     got = rows(report.path)
     assert report.rows == len(got) == 40
     one = [r for r in got if r["family"] == "one-shot"]
@@ -39,12 +39,12 @@ def test_numeric_tiny(tmp_path):
         assert r["max_spent_epsilon"] <= bound + 1e-9
         if r["mechanism"] != "HM" and r["regime"] == "static":
             assert r["max_spent_epsilon"] <= min(bound, 2 * r["eps_perm"]) + 1e-9
-    again = run_study(ROOT / "experiments" / "numeric_tiny.toml", tmp_path, progress=False)
+    again = run_study(ROOT / "experiments" / "numeric_tiny.toml", tmp_path, workers=1, progress=False)
     assert again.resumed == 40  # cells are pure functions: a rerun resumes them all
 
 
 def test_mixed_tiny(tmp_path):
-    report = run_study(ROOT / "experiments" / "mixed_tiny.toml", tmp_path, progress=False)
+    report = run_study(ROOT / "experiments" / "mixed_tiny.toml", tmp_path, workers=1, progress=False)
     got = rows(report.path)
     assert len(got) == 12
     methods = {r["method"] for r in got}
