@@ -1,0 +1,147 @@
+// The numeric mechanisms (docs/math.md §20, Python: longldp.protocols.numeric): Laplace, Duchi,
+// PM, HM, SW, 1BitMean and the memoized L-1BitMean, L-PM, L-HM, L-SW. Every draw consumes the
+// byte source in the order of the Python kernels (one float per `rng.random(1)`), with the same
+// float64 expressions, so a device and the Python client give the same reports from the same
+// stream (to the last bit where the platforms' exp/log1p agree; tests/test_numeric_js.py).
+// Not yet in the protocol table (src/protocols.js): that row comes with the generated table.
+
+import { floats } from "./common.js";
+
+const { exp, expm1, log, log1p, tanh, floor, min, atanh, sqrt, abs, sign } = Math;
+
+// ------------------------------------------------------------------ formulas (privacy/numeric)
+const duchiSlope = (eps) => tanh(eps / 2);
+export const duchiProbability = (eps, u) => 0.5 + 0.5 * duchiSlope(eps) * u;
+export const duchiBound = (eps) => 1.0 / duchiSlope(eps);
+
+export function pmParams(eps) {
+  const s = exp(eps / 2);
+  const em1 = expm1(eps / 2);
+  const p = (s * em1) / (2 * (s + 1));
+  return { C: (s + 1) / em1, p, q: p / (s * s) };
+}
+
+/** ε* (HM): 2 ln of the real root of 3s³ − s² + s − 7 (Cardano), as privacy.numeric. */
+export function hmEpsStar() {
+  const [a, b, c, d] = [3.0, -1.0, 1.0, -7.0];
+  const P = (3 * a * c - b * b) / (3 * a * a);
+  const Q = (2 * b ** 3 - 9 * a * b * c + 27 * a * a * d) / (27 * a ** 3);
+  const disc = sqrt((Q * Q) / 4 + P ** 3 / 27);
+  const cube = (x) => sign(x) * abs(x) ** (1 / 3);
+  return 2 * log(cube(-Q / 2 + disc) + cube(-Q / 2 - disc) - b / (3 * a));
+}
+
+export const hmBeta = (eps) => (eps > hmEpsStar() ? -expm1(-eps / 2) : 0.0);
+
+export function swParams(eps) {
+  const e = exp(eps);
+  let den, num;
+  if (eps < 1e-3) {
+    den = (eps * eps) / 2 + eps ** 3 / 6 + eps ** 4 / 24;
+    num = (eps * eps) / 2 + eps ** 3 / 3 + eps ** 4 / 8;
+  } else {
+    den = expm1(eps) - eps;
+    num = eps * e - expm1(eps);
+  }
+  const b = num / (2 * e * den);
+  const p = e / (2 * b * e + 1);
+  return { b, p, q: p / e };
+}
+
+export const round2Slope = (eps1) => tanh(eps1 / 2);
+
+// ------------------------------------------------------------------ one-shot samplers
+const one = async (src) => (await floats(src, 1))[0];
+
+export async function laplace(u, eps, src) {
+  const scale = 2.0 / eps;
+  let w = 2.0 * (await one(src));
+  const upper = w >= 1.0 ? 1 : 0;
+  w -= upper;
+  let mag = log1p(-w);
+  mag *= (1.0 - 2.0 * upper) * scale;
+  return mag + u;
+}
+
+export async function duchiBit(u, eps, src) {
+  return (await one(src)) < duchiProbability(eps, u) ? 1 : 0;
+}
+
+export async function pm(u, eps, src) {
+  const { C, p } = pmParams(eps);
+  let v = await one(src);
+  const center = (await one(src)) < p * (C - 1);
+  const lft = ((C + 1) / 2) * u - (C - 1) / 2;
+  let outer = v * (C + 1);
+  outer -= C;
+  outer += (C - 1) * (outer >= lft ? 1 : 0);
+  v *= C - 1;
+  v += lft;
+  return center ? v : outer;
+}
+
+export async function hm(u, eps, src) {
+  const beta = hmBeta(eps);
+  const c = duchiBound(eps);
+  const w = await one(src);
+  let y = w < beta + (1 - beta) * duchiProbability(eps, u) ? c : -c;
+  if (beta > 0 && w < beta) y = await pm(u, eps, src);
+  return y;
+}
+
+export async function sw(t, eps, src) {
+  const { b, p } = swParams(eps);
+  let v = await one(src);
+  const center = (await one(src)) < 2 * b * p;
+  let outer = v - b;
+  outer += 2 * b * (v >= t ? 1 : 0);
+  v *= 2 * b;
+  v += t;
+  v -= b;
+  return center ? v : outer;
+}
+
+/** The output bucket of an SW report among dOut equal buckets of [−b, 1 + b]. */
+export function swBucket(y, eps, dOut) {
+  const { b } = swParams(eps);
+  const j = floor((y + b) * (dOut / (1 + 2 * b)));
+  return min(dOut - 1, Math.max(0, j));
+}
+
+// ------------------------------------------------------------------ the two-round forms
+/** α-point rounding: key = min(⌊s·t + a⌋, s) (math (20.16)). */
+export const roundingKey = (t, s, a) => min(floor(s * t + a), s);
+
+/** Round 1 of L-1BitMean / L-PM / L-HM: the memo y1 of the grid value u_j at ε∞. */
+export async function memo(mechanism, uGrid, epsPerm, src) {
+  if (mechanism === "Duchi" || (mechanism === "HM" && hmBeta(epsPerm) === 0.0)) {
+    const c = duchiBound(epsPerm);
+    return (await one(src)) < duchiProbability(epsPerm, uGrid) ? c : -c;
+  }
+  return mechanism === "PM" ? pm(uGrid, epsPerm, src) : hm(uGrid, epsPerm, src);
+}
+
+/** Round 2: one bit, Pr[1 | y1] = (1 + κ·y1)/2, κ = tanh(ε1/2) (math (20.17)). */
+export async function round2Bit(y1, eps1, src) {
+  return (await one(src)) < 0.5 + 0.5 * round2Slope(eps1) * y1 ? 1 : 0;
+}
+
+/** L-SW round 2: GRR over dOut buckets keeping the memo's bucket with p2. */
+export async function lswRound2(kept, p2, dOut, src) {
+  let other = floor((await one(src)) * (dOut - 1));
+  other += other >= kept ? 1 : 0;
+  return (await one(src)) < p2 ? kept : other;
+}
+
+/** A report's body: one byte for a bit, 8 bytes big-endian binary64 for a real. */
+export function realBody(y) {
+  const out = new Uint8Array(8);
+  new DataView(out.buffer).setFloat64(0, y, false);
+  return out;
+}
+
+/** The claims of one report of the two-round forms (math (20.18)): 2·artanh(1/C_M) caps ε1. */
+export function maxEps1(mechanism, epsPerm) {
+  const cm = mechanism === "Duchi" || (mechanism === "HM" && hmBeta(epsPerm) === 0.0) ? duchiBound(epsPerm) : pmParams(epsPerm).C;
+  return 2 * atanh(1.0 / cm);
+}
