@@ -16,6 +16,7 @@ Files are checked against their SHA-256 (written by ``scripts/extract_data.py --
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -90,14 +91,24 @@ def _adult() -> tuple[dict[str, NDArray[np.float64]], dict]:
 
 
 def _dataset(dataset: str) -> tuple[dict[str, NDArray[np.float64]], dict]:
-    key = dataset.strip().lower().replace("_", "-")
+    return _cached(dataset.strip().lower().replace("_", "-"))
+
+
+@functools.lru_cache(maxsize=8)
+def _cached(key: str) -> tuple[dict[str, NDArray[np.float64]], dict]:
+    """Each dataset read once per process; its arrays are read-only (shared by every caller)."""
+    cols, meta = _read_key(key)
+    for arr in cols.values():
+        arr.setflags(write=False)
+    return cols, meta
+
+
+def _read_key(key: str) -> tuple[dict[str, NDArray[np.float64]], dict]:
     if key == "adult":
         return _adult()
     if key not in NUMERIC_FILES:
         known = ", ".join(["adult", *NUMERIC_FILES])
-        raise ValueError(
-            f"longldp.data.numeric: 'dataset' must be one of {known}; got {dataset!r}."
-        )
+        raise ValueError(f"longldp.data.numeric: 'dataset' must be one of {known}; got {key!r}.")
     return _read_numeric(key)
 
 
