@@ -14,12 +14,16 @@ from longldp.experiments.runner import run_study
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def run(name: str, out: Path):  # type: ignore[no-untyped-def]
+    return run_study(ROOT / "experiments" / name, out, workers=1, progress=False)
+
+
 def rows(path: Path) -> list[dict]:
     return pq.read_table(path).to_pylist()
 
 
 def test_numeric_tiny(tmp_path):
-    report = run_study(ROOT / "experiments" / "numeric_tiny.toml", tmp_path, workers=1, progress=False)
+    report = run("numeric_tiny.toml", tmp_path)
     got = rows(report.path)
     assert report.rows == len(got) == 40
     one = [r for r in got if r["family"] == "one-shot"]
@@ -39,12 +43,12 @@ def test_numeric_tiny(tmp_path):
         assert r["max_spent_epsilon"] <= bound + 1e-9
         if r["mechanism"] != "HM" and r["regime"] == "static":
             assert r["max_spent_epsilon"] <= min(bound, 2 * r["eps_perm"]) + 1e-9
-    again = run_study(ROOT / "experiments" / "numeric_tiny.toml", tmp_path, workers=1, progress=False)
+    again = run("numeric_tiny.toml", tmp_path)
     assert again.resumed == 40  # cells are pure functions: a rerun resumes them all
 
 
 def test_mixed_tiny(tmp_path):
-    report = run_study(ROOT / "experiments" / "mixed_tiny.toml", tmp_path, workers=1, progress=False)
+    report = run("mixed_tiny.toml", tmp_path)
     got = rows(report.path)
     assert len(got) == 12
     methods = {r["method"] for r in got}

@@ -20,6 +20,8 @@ pytestmark = pytest.mark.node
 
 JS = Path(__file__).resolve().parents[1] / "clients" / "js"
 KEY = bytes(range(32))
+#: PM outputs at ε = 2 (C ≈ 2.164) to put on the grid in both languages.
+GRID_Y = [-2.1, -1.0000001, 0.0, 0.333, 1.5, 2.16]
 
 SCRIPT = """
 import { HmacStream, hmacKey } from "./src/random.js";
@@ -40,6 +42,9 @@ for (const c of cases.items) {
   out.push(y);
 }
 out.push(N.hmEpsStar(), N.maxEps1("PM", 3.0), N.swBucket(0.37, 1.0, 64));
+const pm = N.pmParams(2.0);
+const codes = cases.grid.map((y) => N.gridCode(y, -pm.C, pm.C));
+out.push(codes, codes.map((c) => N.gridValue(c, -pm.C, pm.C)));
 console.log(JSON.stringify(out));
 """
 
@@ -78,14 +83,21 @@ def test_js_numeric_draws_equal_python():
         items += [{"kind": "memo", "mech": mech, "x": u, "eps": 3.0, "ctx": f"memo-{j}-{u}"}
                   for u in (-1.0, -0.5, 0.25, 1.0)]  # fmt: skip
     out = subprocess.run(
-        [node, "--input-type=module", "-e", SCRIPT, json.dumps({"key": list(KEY), "items": items})],
+        [node, "--input-type=module", "-e", SCRIPT,
+         json.dumps({"key": list(KEY), "items": items, "grid": GRID_Y})],
         cwd=JS, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
     want = [python_draw(it) for it in items]
     np.testing.assert_allclose(got[: len(items)], want, rtol=1e-13, atol=1e-13)
-    eps_star, max_pm, bucket = got[len(items) :]
+    eps_star, max_pm, bucket, codes, values = got[len(items) :]
+    import longldp as ll
+
+    pm = ll.protocol("PM", eps=2.0, lo=0.0, hi=1.0)
+    want_values = pm.quantize(np.array(GRID_Y))
+    assert values == want_values.tolist()  # the same midpoints, bit for bit
+    assert codes == pm._codes(want_values).tolist()
     assert eps_star == pytest.approx(nm.hm_eps_star(), rel=1e-14)
     assert max_pm == pytest.approx(nm.max_eps_1("PM", 3.0), rel=1e-14)
     from longldp.protocols.numeric import sw

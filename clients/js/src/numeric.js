@@ -133,10 +133,25 @@ export async function lswRound2(kept, p2, dOut, src) {
   return (await one(src)) < p2 ? kept : other;
 }
 
-/** A report's body: one byte for a bit, 8 bytes big-endian binary64 for a real. */
-export function realBody(y) {
-  const out = new Uint8Array(8);
-  new DataView(out.buffer).setFloat64(0, y, false);
+/** Real reports go on a grid of 2³¹ equal cells of the report range (math §20.12): the cell's
+ * index (4 bytes big-endian; HM's atoms ±C take codes 2³¹ and 2³¹ + 1) and its midpoint. */
+export const GRID = 2 ** 31;
+
+export function gridCode(y, lo, hi, atoms = []) {
+  const k = atoms.indexOf(y);
+  if (k >= 0) return GRID + k;
+  const w = (hi - lo) / GRID;
+  return min(GRID - 1, Math.max(0, floor((y - lo) / w)));
+}
+
+export function gridValue(code, lo, hi, atoms = []) {
+  if (code >= GRID) return atoms[code - GRID];
+  return lo + (code + 0.5) * ((hi - lo) / GRID);
+}
+
+export function realBody(code) {
+  const out = new Uint8Array(4);
+  new DataView(out.buffer).setUint32(0, code, false);
   return out;
 }
 

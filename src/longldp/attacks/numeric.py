@@ -10,8 +10,9 @@ fake_count`) and push the server's mean estimate of a numeric mechanism (docs/ma
 - **output poisoning** (OPA): the fakes send crafted reports whose debiased values have the mean
   ŷ* they need, anywhere in the range of debiased reports the server accepts:
   [û_min, û_max] (:func:`report_extremes`): ±C for Duchi's sign, ±C_PM for PM and HM, SW's
-  [−b, 1 + b] debiased, ±1/κ for the bits of the two-round forms; unbounded for Laplace, whose
-  reports may be any finite number.
+  [−b, 1 + b] debiased, ±1/κ for the bits of the two-round forms, and for Laplace the ends of
+  its report grid, [−1, 1] widened by 20 noise scales (the mechanism itself is unbounded:
+  the grid is what bounds its poisoning, math §20.12).
 
 The server averages all n + m debiased reports, so (ours, from the estimator of math §20.1)
 
@@ -36,9 +37,6 @@ from longldp.attacks.threat import fake_count
 
 OWNER = "numeric poisoning"
 ATTACKS = ("input", "output")
-#: Laplace reports are unbounded: an output attack against it is run at this many noise scales
-#: beyond [−1, 1] unless the caller says otherwise (any finite value would be accepted).
-LAPLACE_REACH = 1e6
 
 
 def _mean_proto(proto: Any) -> Any:
@@ -50,25 +48,18 @@ def _mean_proto(proto: Any) -> Any:
     return proto
 
 
-def report_extremes(proto: Any, reach: float = LAPLACE_REACH) -> tuple[float, float]:
-    """[û_min, û_max]: the debiased values (u units) the server accepts from one report; for
-    Laplace, ∓(1 + reach·scale) (its reports are any finite number)."""
+def report_extremes(proto: Any) -> tuple[float, float]:
+    """[û_min, û_max]: the debiased values (u units) of the lowest and highest report the
+    server accepts (the ends of the report grid, math §20.12)."""
     p = _mean_proto(proto)
-    if p.report_kind == "real":  # Laplace: unbounded
-        from longldp.privacy.numeric import laplace_scale
-
-        far = 1.0 + reach * laplace_scale(p.eps)
-        return -far, far
-    low = _debiased(p, _extreme_report(p, low=True))
-    high = _debiased(p, _extreme_report(p, low=False))
-    return low, high
+    return _debiased(p, _extreme_report(p, low=True)), _debiased(p, _extreme_report(p, low=False))
 
 
 def _extreme_report(proto: Any, low: bool) -> NDArray:
     if proto.report_kind == "sign":
         return np.array([0 if low else 1], dtype=np.uint8)
     lo, hi = proto.report_range()
-    return np.array([lo if low else hi])
+    return proto.quantize(np.array([lo if low else hi]))
 
 
 def _debiased(proto: Any, reports: NDArray) -> float:
@@ -100,7 +91,6 @@ def plan(
     n_genuine: int,
     beta: float,
     target: float | None = None,
-    reach: float = LAPLACE_REACH,
 ) -> MeanPoisoning:
     """The fakes' mean ŷ for a target mean (fine-grained, [LI23]) or, without one, the largest
     upward push; the expected estimate and gain by (13.1), in declared units."""
@@ -111,7 +101,7 @@ def plan(
     b = m / (n + m)
     half = (p.hi - p.lo) / 2
     u_bar = (float(genuine_mean) - p.lo) / half - 1.0
-    low, high = (-1.0, 1.0) if attack == "input" else report_extremes(p, reach)
+    low, high = (-1.0, 1.0) if attack == "input" else report_extremes(p)
     if target is None:
         want = high
     else:
@@ -138,10 +128,12 @@ def fake_reports(proto: Any, poisoning: MeanPoisoning, rng: Any) -> NDArray:
         low, high = report_extremes(p)
         lam = (poisoning.fake_mean_u - low) / (high - low)
         return (gen.random(m) < lam).astype(np.uint8)
-    # real reports: every fake sends the one report whose debiased value is ŷ (affine map)
-    a = _debiased(p, np.zeros(1))
-    slope = _debiased(p, np.ones(1)) - a
-    return np.full(m, (poisoning.fake_mean_u - a) / slope)
+    # real reports: every fake sends the grid report nearest the one whose debiased value is ŷ
+    lo, hi = p.report_range()
+    ends = p.quantize(np.array([lo, hi]))
+    a = _debiased(p, ends[:1])
+    slope = (_debiased(p, ends[1:]) - a) / (ends[1] - ends[0])
+    return p.quantize(np.full(m, ends[0] + (poisoning.fake_mean_u - a) / slope))
 
 
 def poisoned_mean(proto: Any, genuine: NDArray, fakes: NDArray) -> float:

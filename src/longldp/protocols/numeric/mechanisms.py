@@ -336,36 +336,94 @@ class _BitSupport(_MeanEstimator):
         return check.domain_values(self.name, raw, 2, "reports").astype(np.uint8)
 
 
+#: Real reports are sent as the index of one of GRID = 2³¹ equal cells of the report range,
+#: read back as the cell's midpoint (codes GRID and GRID + 1: HM's two atoms, exactly).
+GRID_BITS = 31
+GRID = 1 << GRID_BITS
+
+
 class _RealCodec(NumericMechanism):
-    """Real reports: 8 bytes each (IEEE-754 binary64, big-endian), refused when not finite or
-    outside :meth:`report_range`."""
+    """Real reports on a fixed grid (math §20.12): the client sends the index of the cell of
+    its output among :data:`GRID` equal cells of :meth:`grid_range` (4 bytes, big-endian), and a
+    report record is that cell's midpoint.
+
+    Why: a float output's low-order bits depend on the arithmetic that produced it, hence on the
+    input (Mironov, CCS 2012); the black-box audit refutes ε from them (bit tests on the binary64
+    body). A cell index of a grid that does not depend on the input carries the output's law
+    only. Values at a mechanism's atoms (HM's ±C) keep their own codes.
+    """
 
     def report_range(self) -> tuple[float, float]:
         """Every report lies in this interval (mechanism coordinates)."""
         raise NotImplementedError
 
-    def _check_reals(self, y: ArrayLike) -> NDArray[np.float64]:
-        arr = np.asarray(y)
+    def atoms(self) -> tuple[float, ...]:
+        """Outputs with positive probability (HM's Duchi branch), sent by their own codes."""
+        return ()
+
+    def _cell(self) -> tuple[float, float]:
+        lo, hi = self.report_range()
+        return lo, (hi - lo) / GRID
+
+    def quantize(self, y: ArrayLike) -> NDArray[np.float64]:
+        """The midpoint of each output's cell (atoms unchanged); outputs beyond the range are
+        clamped to it first (Laplace's tails past 20 scales)."""
+        x = np.asarray(y, dtype=np.float64)
+        lo, w = self._cell()
+        idx = np.clip(np.floor((x - lo) / w), 0, GRID - 1)
+        out = lo + (idx + 0.5) * w
+        for a in self.atoms():
+            out = np.where(x == a, a, out)
+        return out
+
+    def _make_reports(self, payload: NDArray, state: dict) -> NDArray[np.float64]:
+        return self.quantize(payload)
+
+    def _codes(self, records: ArrayLike) -> NDArray[np.int64]:
+        """The code of each record; a record that is neither a cell midpoint nor an atom is
+        refused (no client sends it)."""
+        arr = np.asarray(records)
         if arr.dtype == bool or arr.dtype.kind not in "iuf":
             raise check._fail(self.name, "reports", "real numbers",
                               check.Described(f"dtype {arr.dtype}"))  # fmt: skip
-        x = arr.astype(np.float64)
-        lo, hi = self.report_range()
-        bad = ~np.isfinite(x) | (x < lo) | (x > hi)
-        if bad.any():
+        x = arr.astype(np.float64).reshape(-1)
+        lo, w = self._cell()
+        with np.errstate(invalid="ignore"):
+            idx = np.floor((x - lo) / w)
+        ok = np.isfinite(idx) & (idx >= 0) & (idx < GRID)
+        codes = np.where(ok, idx, 0).astype(np.int64)
+        ok &= lo + (codes + 0.5) * w == x
+        for k, a in enumerate(self.atoms()):
+            hit = x == a
+            codes = np.where(hit, GRID + k, codes)
+            ok |= hit
+        if not ok.all():
             raise check._fail(
-                self.name, "reports", f"finite numbers in [{lo:.6g}, {hi:.6g}]",
-                check.Described(f"{float(x[bad].flat[0])!r}"),
+                self.name, "reports", f"cell midpoints of the {GRID}-cell grid over "
+                f"[{lo:.6g}, {lo + GRID * w:.6g}] (or an atom)",
+                check.Described(f"{float(x[~ok][0])!r}"),
             )  # fmt: skip
-        return x
+        return codes
+
+    def _check_reals(self, y: ArrayLike) -> NDArray[np.float64]:
+        self._codes(y)
+        return np.asarray(y, dtype=np.float64)
 
     def encode_bodies(self, records: NDArray) -> NDArray[np.uint8]:
-        x = self._check_reals(records).reshape(-1)
-        return x.astype(">f8").view(np.uint8).reshape(-1, 8)
+        return uint_to_bytes(self._codes(records), 4)
 
     def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray[np.float64]:
-        raw = np.ascontiguousarray(np.asarray(rows, dtype=np.uint8).reshape(-1, 8))
-        return self._check_reals(raw.view(">f8")[:, 0].astype(np.float64))
+        codes = bytes_to_uint(np.asarray(rows, dtype=np.uint8).reshape(-1, 4))
+        atoms = self.atoms()
+        bad = codes >= GRID + len(atoms)
+        if bad.any():
+            raise check._fail(self.name, "reports", f"codes below {GRID + len(atoms)}",
+                              int(codes[bad][0]))  # fmt: skip
+        lo, w = self._cell()
+        out = lo + (np.minimum(codes, GRID - 1) + 0.5) * w
+        for k, a in enumerate(atoms):
+            out = np.where(codes == GRID + k, a, out)
+        return out
 
 
 class _RealMean(_RealCodec, _MeanEstimator):
@@ -448,23 +506,14 @@ class Laplace(_OneShot, _RealMean):
         return privacy.round_up(2.0 / nm.laplace_scale(self.eps))
 
     def report_range(self) -> tuple[float, float]:
-        """Any finite real (the noise is unbounded)."""
-        return -math.inf, math.inf
+        """[−1 − 20·scale, 1 + 20·scale]: the grid reports are sent on; the noise beyond it (mass
+        e^{−20}) is clamped to its ends, a post-processing (math §20.12)."""
+        return self.audit_range()
 
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         b = nm.laplace_scale(self.eps)
         u = 2.0 * np.asarray(t)[None, :] - 1.0
         return -np.abs(np.asarray(y, dtype=np.float64)[:, None] - u) / b - math.log(2 * b)
-
-    def _check_reals(self, y: ArrayLike) -> NDArray[np.float64]:
-        arr = np.asarray(y)
-        if arr.dtype == bool or arr.dtype.kind not in "iuf":
-            raise check._fail(self.name, "reports", "real numbers",
-                              check.Described(f"dtype {arr.dtype}"))  # fmt: skip
-        x = arr.astype(np.float64)
-        if not np.all(np.isfinite(x)):
-            raise check._fail(self.name, "reports", "finite numbers", check.Described("NaN/inf"))
-        return x
 
     def audit_range(self) -> tuple[float, float]:
         """Where the binned black-box game looks: [−1, 1] widened by 20 scales (all but e^{−20}
@@ -595,6 +644,11 @@ class HM(_OneShot, _RealMean):
     def report_range(self) -> tuple[float, float]:
         c = max(nm.pm_params(self.eps).C, nm.duchi_bound(self.eps))
         return -c, c
+
+    def atoms(self) -> tuple[float, ...]:
+        """Duchi's outputs ±C (the branch of probability 1 − β)."""
+        c = nm.duchi_bound(self.eps)
+        return (-c, c)
 
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         """Duchi's atoms ±C carry (1 − β)·Pr[±C | u] (a PM output hits them with probability
