@@ -57,7 +57,7 @@ def _memo_mean(mechanism: str, eps_perm: float, u: np.ndarray) -> np.ndarray:
         return c * (2 * nm.duchi_probability(eps_perm, u) - 1)
     pm = nm.pm_params(eps_perm)
     lft = pm.left(u)
-    rgt = lft + pm.C - 1
+    rgt = lft + pm.width
     # ∫ y f(y) dy over [−C, ℓ), [ℓ, r], (r, C]: each piece density × length × midpoint
     pieces = (
         pm.q * (lft + pm.C) * (lft - pm.C) / 2
@@ -132,7 +132,7 @@ def test_flip_probability_round_trip_and_tau_reports(eps_perm, eps_1):
 def test_pm_density_two_levels_fixed_support(eps):
     pm = nm.pm_params(eps)
     assert pm.p / pm.q == pytest.approx(math.exp(eps), rel=1e-12)
-    assert pm.p * (pm.C - 1) + pm.q * (pm.C + 1) == pytest.approx(1.0, rel=1e-12)
+    assert pm.p * pm.width + pm.q * (pm.C + 1) == pytest.approx(1.0, rel=1e-12)
     y = np.linspace(-pm.C, pm.C, 2001)
     dens = pm.density(U_GRID[:, None], y[None, :])
     assert set(np.unique(dens)) <= {pm.p, pm.q}
@@ -204,7 +204,7 @@ def test_hm_eps_star_and_beta_are_the_minimax():
 
 def _pm_cdf(pm: nm.PMParams, u: float, y: np.ndarray) -> np.ndarray:
     lft = float(pm.left(u))
-    rgt = lft + pm.C - 1
+    rgt = lft + pm.width
     inner = np.clip(y, lft, rgt) - lft
     return pm.q * (np.clip(y, -pm.C, pm.C) + pm.C) + (pm.p - pm.q) * inner
 
@@ -283,7 +283,7 @@ def test_tau_reports_of_a_continuous_memo(mechanism):
         rows = []
         for u in us:
             lft = float(pm.left(u))
-            pieces = [(-pm.C, lft, pm.q), (lft, lft + pm.C - 1, pm.p), (lft + pm.C - 1, pm.C, pm.q)]
+            pieces = [(-pm.C, lft, pm.q), (lft, lft + pm.width, pm.p), (lft + pm.width, pm.C, pm.q)]
             row = np.zeros(tau + 1)
             for a, b, dens in pieces:
                 y = (b - a) / 2 * nodes + (a + b) / 2
@@ -301,3 +301,59 @@ def test_tau_reports_of_a_continuous_memo(mechanism):
         assert eps_tau >= previous - 1e-12
         previous = eps_tau
     assert eps_tau > 0.6 * eps_perm  # thirty reports reveal most of the memo
+
+
+# ------------------------------------------------------------------ what the sampler realizes
+
+
+def _realized(t: float):  # type: ignore[no-untyped-def]
+    """Pr[u < t] for a 53-bit uniform u: ⌈t·2⁵³⌉/2⁵³, exactly (tests/test_sampler_thresholds.py)."""
+    from fractions import Fraction
+
+    return Fraction(math.ceil(Fraction(t) * 2**53), 2**53)
+
+
+def _ln(x) -> float:  # type: ignore[no-untyped-def]
+    return math.log(x.numerator) - math.log(x.denominator)
+
+
+@pytest.mark.parametrize("eps", [15.0, 23.5, 30.0])
+def test_claims_equal_what_the_samplers_realize_at_high_eps(eps):
+    """At high ε the small probabilities are a few grid steps of a 53-bit uniform; every claim
+    must cover the channel the sampler realizes (thresholds ⌈t·2⁵³⌉/2⁵³, exactly) and equal it
+    up to the claims' outward rounding: Duchi's bit at the ends, PM's and SW's branch (their
+    density ratio is the branch odds over the pieces' lengths), the bits of the two-round forms
+    between the extreme memos."""
+    import longldp as ll
+
+    slack = 2e-12
+    duchi = ll.protocol("Duchi", eps=eps, lo=0.0, hi=1.0)
+    hi_t, lo_t = (float(nm.duchi_probability(eps, u)) for u in (1.0, -1.0))
+    plus, minus = _realized(hi_t), _realized(lo_t)
+    real = max(_ln(plus / minus), _ln((1 - minus) / (1 - plus)))
+    claim = duchi.single_report_epsilon()
+    assert real <= claim <= real * (1 + slack) + slack
+    for name, params in (("PM", nm.pm_params(eps)),):
+        proto = ll.protocol(name, eps=eps, lo=0.0, hi=1.0)
+        from fractions import Fraction
+
+        center = _realized(params.center)  # the branch the sampler draws (pm_sample)
+        ratio = (center / Fraction(params.width)) / ((1 - center) / Fraction(params.C + 1))
+        real = _ln(ratio)
+        claim = proto.single_report_epsilon()
+        assert real <= claim <= real * (1 + slack) + slack
+    sw_p = nm.sw_params(eps)
+    center = _realized(sw_p.center)  # the branch sw_sample draws
+    from fractions import Fraction
+
+    real = _ln((center / Fraction(2 * sw_p.b)) / (1 - center))
+    claim = ll.protocol("SW", eps=eps, lo=0.0, hi=1.0, d=8, d_out=8).single_report_epsilon()
+    assert real <= claim <= real * (1 + slack) + slack
+    # the two-round forms: one report between the extreme memos (round 2's ε2 of (4.2)) and
+    # the memo itself (Duchi's bit at ε∞)
+    chain = ll.protocol("L-1BitMean", eps_perm=eps, eps_1=eps / 2, lo=0.0, hi=1.0)
+    c = nm.duchi_bound(eps)
+    up, down = (_realized(float(nm.round2_probability(eps / 2, y))) for y in (c, -c))
+    eps2 = max(_ln(up / down), _ln((1 - down) / (1 - up)))
+    assert eps2 >= chain.single_report_epsilon() * (1 - slack)  # a report costs ≤ round 2's ε2
+    assert nm.round2_epsilon("Duchi", eps, eps / 2) == pytest.approx(eps2, rel=1e-9)

@@ -11,14 +11,17 @@ const { exp, expm1, log, log1p, tanh, floor, min, atanh, sqrt, abs, sign } = Mat
 
 // ------------------------------------------------------------------ formulas (privacy/numeric)
 const duchiSlope = (eps) => tanh(eps / 2);
-export const duchiProbability = (eps, u) => 0.5 + 0.5 * duchiSlope(eps) * u;
+/** ⌈p·2⁵³⌉/2⁵³: the probability a draw u < p realizes (privacy.drawn). */
+export const drawn = (p) => Math.ceil(p * 2 ** 53) / 2 ** 53;
+export const duchiProbability = (eps, u) => drawn(0.5 + 0.5 * duchiSlope(eps) * u);
 export const duchiBound = (eps) => 1.0 / duchiSlope(eps);
 
 export function pmParams(eps) {
-  const s = exp(eps / 2);
   const em1 = expm1(eps / 2);
-  const p = (s * em1) / (2 * (s + 1));
-  return { C: (s + 1) / em1, p, q: p / (s * s) };
+  const width = 2.0 / em1;
+  const center = drawn(1.0 / (1.0 + exp(-eps / 2)));
+  const C = 1.0 + width;
+  return { C, width, center, p: center / width, q: (1.0 - center) / (C + 1) };
 }
 
 /** ε* (HM): 2 ln of the real root of 3s³ − s² + s − 7 (Cardano), as privacy.numeric. */
@@ -31,7 +34,7 @@ export function hmEpsStar() {
   return 2 * log(cube(-Q / 2 + disc) + cube(-Q / 2 - disc) - b / (3 * a));
 }
 
-export const hmBeta = (eps) => (eps > hmEpsStar() ? -expm1(-eps / 2) : 0.0);
+export const hmBeta = (eps) => (eps > hmEpsStar() ? drawn(-expm1(-eps / 2)) : 0.0);
 
 export function swParams(eps) {
   const e = exp(eps);
@@ -44,8 +47,8 @@ export function swParams(eps) {
     num = eps * e - expm1(eps);
   }
   const b = num / (2 * e * den);
-  const p = e / (2 * b * e + 1);
-  return { b, p, q: p / e };
+  const center = drawn(1.0 / (1.0 + 1.0 / (2 * b * e)));
+  return { b, center, p: center / (2 * b), q: 1.0 - center };
 }
 
 export const round2Slope = (eps1) => tanh(eps1 / 2);
@@ -68,14 +71,14 @@ export async function duchiBit(u, eps, src) {
 }
 
 export async function pm(u, eps, src) {
-  const { C, p } = pmParams(eps);
+  const { C, width, center: pc } = pmParams(eps);
   let v = await one(src);
-  const center = (await one(src)) < p * (C - 1);
-  const lft = ((C + 1) / 2) * u - (C - 1) / 2;
+  const center = (await one(src)) < pc;
+  const lft = ((C + 1) / 2) * u - width / 2;
   let outer = v * (C + 1);
   outer -= C;
-  outer += (C - 1) * (outer >= lft ? 1 : 0);
-  v *= C - 1;
+  outer += width * (outer >= lft ? 1 : 0);
+  v *= width;
   v += lft;
   return center ? v : outer;
 }
@@ -84,15 +87,15 @@ export async function hm(u, eps, src) {
   const beta = hmBeta(eps);
   const c = duchiBound(eps);
   const w = await one(src);
-  let y = w < beta + (1 - beta) * duchiProbability(eps, u) ? c : -c;
+  let y = (await one(src)) < duchiProbability(eps, u) ? c : -c;
   if (beta > 0 && w < beta) y = await pm(u, eps, src);
   return y;
 }
 
 export async function sw(t, eps, src) {
-  const { b, p } = swParams(eps);
+  const { b, center: pc } = swParams(eps);
   let v = await one(src);
-  const center = (await one(src)) < 2 * b * p;
+  const center = (await one(src)) < pc;
   let outer = v - b;
   outer += 2 * b * (v >= t ? 1 : 0);
   v *= 2 * b;
@@ -123,7 +126,7 @@ export async function memo(mechanism, uGrid, epsPerm, src) {
 
 /** Round 2: one bit, Pr[1 | y1] = (1 + κ·y1)/2, κ = tanh(ε1/2) (math (20.17)). */
 export async function round2Bit(y1, eps1, src) {
-  return (await one(src)) < 0.5 + 0.5 * round2Slope(eps1) * y1 ? 1 : 0;
+  return (await one(src)) < drawn(0.5 + 0.5 * round2Slope(eps1) * y1) ? 1 : 0;
 }
 
 /** L-SW round 2: GRR over dOut buckets keeping the memo's bucket with p2. */

@@ -3,7 +3,8 @@
 After Li, Wang, Shi, Zhang, Zhao, Chen and Ren, "Fine-grained poisoning attacks to local
 differential privacy protocols for mean and variance estimation", USENIX Security 2023 ([LI23]):
 m fake users join n genuine ones (fake share β = m/(n + m), as
-:func:`longldp.attacks.threat.fake_count` counts them) and push the server's mean estimate of a numeric mechanism (docs/math.md §20).
+:func:`longldp.attacks.threat.fake_count` counts them) and push the server's mean estimate of a
+numeric mechanism (docs/math.md §20).
 
 - **Input poisoning** (IPA): the fakes run the honest client on chosen inputs x*, so their
   debiased reports have mean u* = 2(x* − lo)/(hi − lo) − 1 ∈ [−1, 1];

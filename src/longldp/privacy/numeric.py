@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
-from longldp.privacy import channel_epsilon, spent_epsilon
+from longldp.privacy import UNIFORM_GRID, channel_epsilon, drawn, spent_epsilon
 
 #: The one-shot numeric mechanisms, in the order the docs list them (math §20.2–§20.6).
 ONE_SHOT = ("Laplace", "Duchi", "PM", "HM", "SW", "1BitMean")
@@ -145,10 +145,16 @@ def duchi_bound(eps: float) -> float:
 def duchi_probability(eps: float, u: ArrayLike) -> NDArray[np.float64]:
     """Pr[output +C | u] = (1 + u·tanh(ε/2))/2 ([DUC18]; restated in [WAN19] §III).
 
-    The sampler's own expression; 1BitMean's Pr[bit = 1 | t] is the same number at u = 2t − 1
-    ([DIN17], 1BitMean).
+    The sampler's own expression, stored as the sampler realizes it (⌈p·2⁵³⌉/2⁵³,
+    ``privacy.drawn``, math §16.1); 1BitMean's Pr[bit = 1 | t] is the same number at
+    u = 2t − 1 ([DIN17], 1BitMean).
     """
-    return 0.5 + 0.5 * duchi_slope(eps) * np.asarray(u, dtype=np.float64)
+    return drawn_array(0.5 + 0.5 * duchi_slope(eps) * np.asarray(u, dtype=np.float64))
+
+
+def drawn_array(p: ArrayLike) -> NDArray[np.float64]:
+    """:func:`longldp.privacy.drawn` elementwise: ⌈p·2⁵³⌉/2⁵³, what ``u < p`` realizes."""
+    return np.ceil(np.asarray(p, dtype=np.float64) * UNIFORM_GRID) / UNIFORM_GRID
 
 
 def duchi_variance(eps: float) -> UnitVariance:
@@ -166,34 +172,42 @@ def duchi_variance(eps: float) -> UnitVariance:
 class PMParams:
     """PM at ε ([WAN19] §III, the piecewise mechanism; math (20.7)).
 
-    Outputs in [−C, C], density p on [ℓ(u), r(u)] and q = p·e^{−ε} elsewhere, with
-    ℓ(u) = (C + 1)u/2 − (C − 1)/2 and r(u) = ℓ(u) + C − 1.
+    Outputs in [−C, C], density p on [ℓ(u), r(u)] and q elsewhere, with
+    ℓ(u) = (C + 1)u/2 − width/2 and r(u) = ℓ(u) + width, width = C − 1. The sampler draws the
+    centre piece with probability ``center`` = e^{ε/2}/(e^{ε/2} + 1) as it realizes it
+    (``privacy.drawn``) and places the output uniformly in the piece, so p = center/width and
+    q = (1 − center)/(C + 1): p/q is e^ε to float precision, and the claims read these values
+    (math §16.1, §20.7).
     """
 
     C: float
+    width: float
+    center: float
     p: float
     q: float
 
     def left(self, u: ArrayLike) -> NDArray[np.float64]:
         """ℓ(u), the left end of the high-density piece."""
-        return (self.C + 1) / 2 * np.asarray(u, dtype=np.float64) - (self.C - 1) / 2
+        return (self.C + 1) / 2 * np.asarray(u, dtype=np.float64) - self.width / 2
 
     def density(self, u: ArrayLike, y: ArrayLike) -> NDArray[np.float64]:
         """f(y | u) on [−C, C] (0 outside), from the same p, q, ℓ the sampler inverts."""
         u, y = np.asarray(u, dtype=np.float64), np.asarray(y, dtype=np.float64)
         lft = self.left(u)
-        inside = (y >= lft) & (y <= lft + self.C - 1)
+        inside = (y >= lft) & (y <= lft + self.width)
         out = np.where(inside, self.p, self.q)
         return np.where(np.abs(y) <= self.C, out, 0.0)
 
 
 def pm_params(eps: float) -> PMParams:
-    """C = (e^{ε/2} + 1)/(e^{ε/2} − 1), p = (e^ε − e^{ε/2})/(2e^{ε/2} + 2), q = p/e^ε."""
+    """C = (e^{ε/2} + 1)/(e^{ε/2} − 1), width C − 1 = 2/(e^{ε/2} − 1) (from expm1, not by
+    subtraction), centre probability e^{ε/2}/(e^{ε/2} + 1) drawn, p and q from them."""
     eps = check.budget("PM", "eps", eps)
-    s = math.exp(eps / 2)
-    em1 = math.expm1(eps / 2)  # e^{ε/2} − 1 without cancellation at small ε
-    p = s * em1 / (2 * (s + 1))
-    return PMParams(C=(s + 1) / em1, p=p, q=p / (s * s))
+    em1 = math.expm1(eps / 2)
+    width = 2.0 / em1
+    center = drawn(1.0 / (1.0 + math.exp(-eps / 2)))
+    c = 1.0 + width
+    return PMParams(C=c, width=width, center=center, p=center / width, q=(1.0 - center) / (c + 1))
 
 
 def pm_variance(eps: float) -> UnitVariance:
@@ -232,7 +246,7 @@ def hm_eps_star() -> float:
 def hm_beta(eps: float) -> float:
     """Probability of the PM branch: 1 − e^{−ε/2} for ε > ε*, else 0 ([WAN19] §III; math (20.8))."""
     eps = check.budget("HM", "eps", eps)
-    return -math.expm1(-eps / 2) if eps > hm_eps_star() else 0.0
+    return drawn(-math.expm1(-eps / 2)) if eps > hm_eps_star() else 0.0
 
 
 def hm_variance(eps: float) -> UnitVariance:
@@ -252,10 +266,13 @@ def hm_variance(eps: float) -> UnitVariance:
 class SWParams:
     """SW at ε ([LI20], the square wave mechanism; math (20.11)).
 
-    Outputs in [−b, 1 + b], density p within b of t, q elsewhere.
+    Outputs in [−b, 1 + b], density p within b of t, q elsewhere. The sampler draws the centre
+    piece with probability ``center`` = 2bp as it realizes it (``privacy.drawn``); p and q are
+    read from it (p = center/(2b), q = 1 − center: the rest of [−b, 1 + b] has length 1).
     """
 
     b: float
+    center: float
     p: float
     q: float
 
@@ -271,7 +288,7 @@ class SWParams:
 
 
 def sw_params(eps: float) -> SWParams:
-    """b = (εe^ε − e^ε + 1)/(2e^ε(e^ε − 1 − ε)), p = e^ε/(2be^ε + 1), q = 1/(2be^ε + 1)
+    """b = (εe^ε − e^ε + 1)/(2e^ε(e^ε − 1 − ε)), centre probability 2be^ε/(2be^ε + 1) drawn
     ([LI20]: the b that maximizes the mutual-information bound)."""
     eps = check.budget("SW", "eps", eps)
     e = math.exp(eps)
@@ -283,8 +300,8 @@ def sw_params(eps: float) -> SWParams:
         den = math.expm1(eps) - eps
         num = eps * e - math.expm1(eps)
     b = num / (2 * e * den)
-    p = e / (2 * b * e + 1)
-    return SWParams(b=b, p=p, q=p / e)
+    center = drawn(1.0 / (1.0 + 1.0 / (2 * b * e)))
+    return SWParams(b=b, center=center, p=center / (2 * b), q=1.0 - center)
 
 
 def sw_variance(eps: float) -> UnitVariance:
@@ -331,7 +348,7 @@ def pm_channel(eps: float, u: ArrayLike) -> NDArray[np.float64]:
     cells: its ε is PM's (math §20.4, §20.7)."""
     pm = pm_params(eps)
     lft = np.atleast_1d(pm.left(u))
-    pieces = [(float(a), float(a) + pm.C - 1) for a in lft]
+    pieces = [(float(a), float(a) + pm.width) for a in lft]
     breaks = np.array([x for ab in pieces for x in ab])
     return _cell_channel(pieces, [(pm.p, pm.q)] * len(pieces), breaks, -pm.C, pm.C)
 
@@ -355,7 +372,7 @@ def hm_channel(eps: float, u: ArrayLike) -> NDArray[np.float64]:
     """HM's exact channel over the inputs u: β times PM's cells, then (1 − β) times Duchi's
     two atoms (math §20.5)."""
     beta = hm_beta(eps)
-    atoms = (1 - beta) * duchi_channel(eps, u)
+    atoms = (1.0 - beta) * duchi_channel(eps, u)  # the branch, then Duchi's own draw
     if beta == 0.0:
         return atoms
     return np.concatenate([beta * pm_channel(eps, u), atoms], axis=1)
@@ -394,7 +411,7 @@ def _memo_values(mechanism: str, eps_perm: float, u: NDArray) -> NDArray[np.floa
         return atoms
     pm = pm_params(eps_perm)
     lft = pm.left(u)
-    cuts = np.unique(np.clip(np.concatenate([[-pm.C, pm.C], lft, lft + pm.C - 1]), -pm.C, pm.C))
+    cuts = np.unique(np.clip(np.concatenate([[-pm.C, pm.C], lft, lft + pm.width]), -pm.C, pm.C))
     mids = (cuts[:-1] + cuts[1:]) / 2
     return mids if key == "pm" else np.concatenate([mids, atoms])
 
@@ -511,8 +528,9 @@ def round2_slope(eps_1: float) -> float:
 
 
 def round2_probability(eps_1: float, y1: ArrayLike) -> NDArray[np.float64]:
-    """Pr[report bit = 1 | memo y1] = (1 + κ·y1)/2, κ = tanh(ε1/2) (math (20.17))."""
-    return 0.5 + 0.5 * round2_slope(eps_1) * np.asarray(y1, dtype=np.float64)
+    """Pr[report bit = 1 | memo y1] = (1 + κ·y1)/2, κ = tanh(ε1/2) (math (20.17)), as the
+    sampler realizes it (``privacy.drawn``)."""
+    return drawn_array(0.5 + 0.5 * round2_slope(eps_1) * np.asarray(y1, dtype=np.float64))
 
 
 def round2_epsilon(mechanism: str, eps_perm: float, eps_1: float) -> float:

@@ -658,7 +658,7 @@ class HM(_OneShot, _RealMean):
         yy = np.asarray(y, dtype=np.float64)[:, None]
         plus = nm.duchi_probability(self.eps, u)
         with np.errstate(divide="ignore"):
-            atom = np.log((1 - beta) * np.where(yy > 0, plus, 1.0 - plus))
+            atom = np.log((1.0 - beta) * np.where(yy > 0, plus, 1.0 - plus))
             cont = np.log(beta * nm.pm_params(self.eps).density(u, yy)) if beta > 0 else -np.inf
         return np.where(np.abs(yy) == c, atom, cont)
 
@@ -892,7 +892,7 @@ def _memo_quadrature(
     pm = nm.pm_params(eps_perm)
     gl_x, gl_w = np.polynomial.legendre.leggauss(tau // 2 + 2)
     lft = pm.left(u)
-    cuts = np.unique(np.clip(np.concatenate([[-pm.C, pm.C], lft, lft + pm.C - 1]), -pm.C, pm.C))
+    cuts = np.unique(np.clip(np.concatenate([[-pm.C, pm.C], lft, lft + pm.width]), -pm.C, pm.C))
     a, b = cuts[:-1], cuts[1:]
     nodes = ((b - a)[:, None] / 2 * gl_x[None, :] + (a + b)[:, None] / 2).ravel()
     half = ((b - a)[:, None] / 2 * gl_w[None, :]).ravel()
@@ -900,9 +900,9 @@ def _memo_quadrature(
     beta = 1.0 if key == "pm" else nm.hm_beta(eps_perm)
     rows = []
     for uj, lj in zip(u, lft, strict=True):
-        dens = np.where((mids >= lj) & (mids <= lj + pm.C - 1), pm.p, pm.q)
+        dens = np.where((mids >= lj) & (mids <= lj + pm.width), pm.p, pm.q)
         w = beta * dens * half
-        if key == "hm":
+        if key == "hm":  # Duchi's atoms: the branch, then its own draw
             plus = float(nm.duchi_probability(eps_perm, uj))
             w = np.concatenate([w, (1 - beta) * np.array([1 - plus, plus])])
         rows.append(w)

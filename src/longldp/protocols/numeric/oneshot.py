@@ -64,8 +64,8 @@ def onebit_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np
 
 
 def pm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
-    """PM ([WAN19] §III): with probability p(C − 1) = e^{ε/2}/(e^{ε/2} + 1) uniform on
-    [ℓ(u), r(u)], else uniform on the rest of [−C, C] (length C + 1) (math §20.4).
+    """PM ([WAN19] §III): with probability e^{ε/2}/(e^{ε/2} + 1) (``pm.center``, as drawn)
+    uniform on [ℓ(u), r(u)], else uniform on the rest of [−C, C] (length C + 1) (math §20.4).
 
     One uniform v places the output in either piece (v(C − 1) from ℓ, or v(C + 1) − C shifted
     past the centre piece), another chooses the piece: every position keeps its precision at
@@ -75,12 +75,12 @@ def pm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
     pm = nm.pm_params(eps)
     c = pm.C
     v = _uniform(rng, u.shape)
-    center = _uniform(rng, u.shape) < pm.p * (c - 1)
+    center = _uniform(rng, u.shape) < pm.center
     lft = pm.left(u)
     outer = v * (c + 1)
-    outer -= c  # uniform on [−C, 1): the part at or past ℓ moves up by C − 1
-    outer += (c - 1) * (outer >= lft)
-    v *= c - 1
+    outer -= c  # uniform on [−C, 1): the part at or past ℓ moves up by the centre's width
+    outer += pm.width * (outer >= lft)
+    v *= pm.width
     v += lft
     return np.where(center, v, outer)
 
@@ -88,14 +88,14 @@ def pm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
 def hm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
     """HM ([WAN19] §III): PM with probability β, else Duchi's ±C (math §20.5).
 
-    One uniform w chooses the branch (w < β) and, given Duchi's branch, its sign:
-    w < β + (1 − β)·Pr[+C | u] is a draw of (20.5) because (w − β)/(1 − β) is uniform there.
-    PM is then drawn for the users of its branch only.
+    One uniform chooses the branch (w < β), another Duchi's sign for the users of its branch
+    (one uniform for both would make the +C atom vanish at large ε, where β + (1 − β)·Pr[+C]
+    rounds to β: an infinite ε as the sampler realizes it). PM is drawn for its branch only.
     """
     beta = nm.hm_beta(eps)
     c = nm.duchi_bound(eps)
     w = _uniform(rng, u.shape)
-    y = np.where(w < beta + (1 - beta) * nm.duchi_probability(eps, u), c, -c)
+    y = np.where(_uniform(rng, u.shape) < nm.duchi_probability(eps, u), c, -c)
     if beta > 0.0:
         pick = np.flatnonzero(w < beta)
         y.ravel()[pick] = pm_sample(u.ravel()[pick], eps, rng)
@@ -103,12 +103,13 @@ def hm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
 
 
 def sw_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
-    """SW ([LI20]): with probability 2bp uniform on [t − b, t + b], else uniform on the rest
-    of [−b, 1 + b] (length 1) (math §20.6). Two uniforms, as :func:`pm_sample`."""
+    """SW ([LI20]): with probability 2bp (``sw.center``, as drawn) uniform on [t − b, t + b],
+    else uniform on the rest of [−b, 1 + b] (length 1) (math §20.6). Two uniforms, as
+    :func:`pm_sample`."""
     sw = nm.sw_params(eps)
     b = sw.b
     v = _uniform(rng, t.shape)
-    center = _uniform(rng, t.shape) < 2 * b * sw.p
+    center = _uniform(rng, t.shape) < sw.center
     outer = v - b  # v − b on [−b, t − b), v + b past it
     outer += (2 * b) * (v >= t)
     v *= 2 * b
