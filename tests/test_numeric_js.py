@@ -1,6 +1,8 @@
 """The JavaScript numeric family module (clients/js/src/numeric.js) draws the Python kernels'
 reports from the same byte stream (docs/math.md §20): one float per ``rng.random(1)``, in the
-same order and with the same float64 expressions."""
+same order and with the same float64 expressions; and the JS device client's numeric reports,
+decoded and aggregated by Python, give unbiased means (the registered protocols' rows, header,
+constants and test vectors: tests/test_js_client.py, tests/test_client_vectors.py)."""
 
 from __future__ import annotations
 
@@ -103,3 +105,48 @@ def test_js_numeric_draws_equal_python():
     from longldp.protocols.numeric import sw
 
     assert bucket == int(sw.bucket_index(np.array([0.37]), 1.0, 64)[0])
+
+
+MAKE_REPORTS = """
+import { DeviceClient, MemoryStore } from "./src/index.js";
+const [spec, values] = JSON.parse(process.argv[1]);
+const out = [];
+for (const v of values) {
+  const c = await DeviceClient.open({ store: new MemoryStore(), spec, collection: "unbiased" });
+  await c.report(v, 0);
+  out.push(Buffer.from(c.queue[0].report).toString("hex"));
+}
+console.log(out.join(""));
+"""
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"name": "PM", "params": {"lo": 0.0, "hi": 10.0, "eps": 2.0}},
+        {"name": "L-HM", "params": {"lo": 0.0, "hi": 10.0, "eps_perm": 3.0, "eps_1": 1.0}},
+    ],
+    ids=lambda s: s["name"],
+)
+def test_js_numeric_reports_give_unbiased_means_in_python(spec):
+    """1,000 JS devices (each its own secret, so its own offset and memo) report once; the
+    Python aggregator decodes every report and its mean is within 5 standard errors of the
+    values' mean (the exact variance of one report per device, math (20.3), (20.20))."""
+    import longldp as ll
+
+    node = shutil.which("node")
+    assert node is not None
+    proto = ll.protocol_from_spec(spec)
+    rng = np.random.default_rng(23)
+    n = 1000
+    values = np.concatenate([[0.0, 10.0], rng.uniform(0.0, 10.0, n - 2) ** 2 / 10.0])
+    out = subprocess.run(
+        [node, "--input-type=module", "-e", MAKE_REPORTS, json.dumps([spec, values.tolist()])],
+        cwd=JS, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    agg = proto.aggregator()
+    agg.add_bytes(bytes.fromhex(out.stdout.strip()))  # every header and body checked
+    assert agg.n == n
+    se = np.sqrt(proto.variance(n, values))
+    assert abs(float(agg.estimate()[0]) - values.mean()) < 5 * se

@@ -509,9 +509,12 @@ def max_eps_1(mechanism: str, eps_perm: float) -> float:
     return 2 * math.atanh(1.0 / memo_bound(mechanism, eps_perm))
 
 
-def chain_budgets(mechanism: str, eps_perm: float, eps_1: float) -> tuple[float, float]:
-    """Check 0 < ε1 < ε1_max(ε∞) of the two-round form (one ``ValueError`` line otherwise)."""
-    owner = f"L-{mechanism}"
+def chain_budgets(
+    mechanism: str, eps_perm: float, eps_1: float, owner: str | None = None
+) -> tuple[float, float]:
+    """Check 0 < ε1 < ε1_max(ε∞) of the two-round form (one ``ValueError`` line otherwise,
+    naming ``owner``, by default L-<mechanism>)."""
+    owner = owner or f"L-{mechanism}"
     eps_perm, eps_1 = check.chain_budgets(owner, eps_perm, eps_1)
     top = max_eps_1(mechanism, eps_perm)
     if not eps_1 < top:

@@ -1,7 +1,7 @@
 """Numeric attributes: mean and distribution estimation, one-shot and over time (docs/math.md §20).
 
-Pure vectorized kernels (arrays in, arrays out, an explicit generator), not yet registered as
-protocols:
+Pure vectorized kernels (arrays in, arrays out, an explicit generator), which the registered
+classes of :mod:`~longldp.protocols.numeric.mechanisms` (wire ids 50–59) call:
 
 - :mod:`~longldp.protocols.numeric.oneshot`: Laplace, Duchi, PM, HM, SW and 1BitMean samplers,
   their debiasing, the unbiased mean with its standard error (:func:`perturb`,

@@ -40,6 +40,7 @@ from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._memo import make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import bytes_to_uint, min_bytes, uint_to_bytes
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.codec import ReportCodec
 from longldp.protocols.estimator import Estimator
 from longldp.protocols.mechanism import Mechanism
@@ -231,13 +232,18 @@ class NumericMechanism(Mechanism, Estimator, ReportCodec):
 
     # ------------------------------------------------------------------ one client
     def client_key(self, value: Any, state: dict) -> tuple[int | bytes, Any]:
-        """(memo key, round-1 input) of one real value (checked by the domain)."""
+        """(memo key, round-1 input) of one real value (checked by the domain): the rounding
+        key of a two-round form; for a one-shot mechanism, which memoizes nothing, the checked
+        value's 8 bytes (binary64, big-endian), from which a device client of another language
+        reads the value back (docs/client-spec.md §3.4)."""
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
             raise check._fail(self.name, "value", f"a real number in [{self.lo:g}, {self.hi:g}]",
                               value)  # fmt: skip
         x = self.domain.check(self.name, np.array([value], dtype=np.float64), "value")
         keys = self._memo_key(x, state)
-        return (int(keys[0]) if self.longitudinal else 0), keys
+        if self.longitudinal:
+            return int(keys[0]), keys
+        return x.astype(">f8").tobytes(), keys
 
     def clipped(self, values: ArrayLike) -> int:
         """How many of ``values`` a client clips (0 unless ``clip``; refused otherwise)."""
@@ -446,6 +452,118 @@ class _RealMean(_RealCodec, _MeanEstimator):
         return np.array([float(u_hat.sum()), float(np.dot(u_hat, u_hat))])
 
 
+# ---------------------------------------------------------------------- device clients
+# The cells of docs/client-spec.md's tables (§3.2, §3.3, §4.2); t, u, the audit inputs, the
+# channel ε and the report grid are its §3.4.
+
+_ONE_SHOT = "none (one-shot)"
+_AUDIT_EPS = "ρ(ε of the exact channel over the 5 audit inputs, §3.4)"
+_VALUE_KEY = "v as 8 bytes (binary64, big-endian)"
+
+LAPLACE_CLIENT = ClientSpec(
+    family="numeric",
+    chain="β = 2/ε; report range R = [−1 − 20β, 1 + 20β]",
+    round2=_ONE_SHOT,
+    eps_1="ρ(2/β)",
+    eps_perm="the same",
+    state="none",
+    memo_key=_VALUE_KEY,
+    round1="one float w: h = [2w ≥ 1], w′ = 2w − h; y = u + (1 − 2h)·β·log1p(−w′); R's cell of y",
+    draws2=_ONE_SHOT,
+    probabilities=("scale",),
+)
+DUCHI_CLIENT = ClientSpec(
+    family="numeric",
+    chain="κ = tanh(ε/2); Pr[bit 1 | u] = D(1/2 + κu/2)",
+    round2=_ONE_SHOT,
+    eps_1=_AUDIT_EPS,
+    eps_perm="the same",
+    state="none",
+    memo_key=_VALUE_KEY,
+    round1="one float w: bit = [w < D(1/2 + κu/2)] (one byte)",
+    draws2=_ONE_SHOT,
+    probabilities=("slope",),
+)
+PM_CLIENT = ClientSpec(
+    family="numeric",
+    chain="w = 2/expm1(ε/2), C = 1 + w, c = D(1/(1 + e^(−ε/2))); R = [−C, C]",
+    round2=_ONE_SHOT,
+    eps_1=_AUDIT_EPS,
+    eps_perm="the same",
+    state="none",
+    memo_key=_VALUE_KEY,
+    round1=(
+        "floats v, z; ℓ = (C + 1)/2·u − w/2: y = v·w + ℓ if z < c, else o + w·[o ≥ ℓ] with "
+        "o = v·(C + 1) − C; R's cell of y"
+    ),
+    draws2=_ONE_SHOT,
+    probabilities=("width", "center"),
+)
+HM_CLIENT = ClientSpec(
+    family="numeric",
+    chain=(
+        "β = D(−expm1(−ε/2)) if ε > ε* (§3.4), else 0; PM's w, C, c and Duchi's κ at ε, "
+        "C_D = 1/κ; R = [−max(C, C_D), max(C, C_D)], atoms −C_D, C_D"
+    ),
+    round2=_ONE_SHOT,
+    eps_1=_AUDIT_EPS,
+    eps_perm="the same",
+    state="none",
+    memo_key=_VALUE_KEY,
+    round1=(
+        "floats z, v: y = C_D if v < D(1/2 + κu/2), else −C_D; if β > 0 and z < β, y = PM's "
+        "draw (two more floats); R's cell of y, or the atom's code"
+    ),
+    draws2=_ONE_SHOT,
+    probabilities=("beta", "width", "center"),
+)
+SW_CLIENT = ClientSpec(
+    family="numeric",
+    chain=(
+        "b = (εe^ε − expm1(ε))/(2e^ε(expm1(ε) − ε)) (below ε = 10⁻³ by series, §3.4), "
+        "c = D(1/(1 + 1/(2be^ε))); R = [−b, 1 + b]"
+    ),
+    round2=_ONE_SHOT,
+    eps_1=_AUDIT_EPS,
+    eps_perm="the same",
+    state="none",
+    memo_key=_VALUE_KEY,
+    round1="floats v, z: y = v·2b + t − b if z < c, else v − b + 2b·[v ≥ t]; R's cell of y",
+    draws2=_ONE_SHOT,
+    probabilities=("b", "center"),
+)
+CHAIN_CLIENT = ClientSpec(
+    family="numeric",
+    chain=(
+        "memo M at ε∞ (L-1BitMean: Duchi; L-PM: PM; L-HM: HM) of the grid value u_j = 2j/s − 1; "
+        "s given or the default grid (§3.4)"
+    ),
+    round2="κ = tanh(ε1/2); Pr[bit 1 | y1] = D(1/2 + κ·y1/2); ε1 < 2·artanh(1/C_M)",
+    eps_1="ρ(ε of one report's exact channel over the s + 1 grid values, §3.4)",
+    eps_perm="ρ(ε of one memo's exact channel over the grid values)",
+    state="offset a: one float",
+    memo_key="j = min(⌊s·t + a⌋, s)",
+    round1="y1 = M's one-shot draw at ε∞ of u_j (a real; never sent)",
+    draws2="one float w: bit = [w < D(1/2 + κ·y1/2)] (one byte)",
+    probabilities=("slope",),
+)
+LSW_CLIENT = ClientSpec(
+    family="numeric",
+    chain="memo: SW at ε∞ of t_j = j/s, as its bucket among d_out equal buckets of [−b, 1 + b]",
+    round2=(
+        "GRR over the d_out buckets: q2 = 1/(d_out + λ), p2 = (1 + λ)·q2, λ the largest whose "
+        "report ε ≤ ε1 (bisection, §3.4)"
+    ),
+    eps_1="ρ(ε of one report's exact channel over the s + 1 grid values, §3.4)",
+    eps_perm="ρ(ε of one memo's exact channel over the grid values)",
+    state="offset a: one float",
+    memo_key="j = min(⌊s·t + a⌋, s)",
+    round1="SW's draw y at ε∞ of t_j; bucket min(d_out − 1, ⌊(y + b)·d_out/(1 + 2b)⌋)",
+    draws2="floats w, z: o = ⌊w·(d_out − 1)⌋, o += [o ≥ memo]; report memo if z < p2, else o",
+    probabilities=("p2", "q2"),
+)
+
+
 # ---------------------------------------------------------------------- one-shot
 
 
@@ -493,6 +611,10 @@ class Laplace(_OneShot, _RealMean):
     clip: bool = False
     name: ClassVar[str] = "Laplace"
     wire_id: ClassVar[int] = 50
+    client_spec: ClassVar[ClientSpec | None] = LAPLACE_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"lo": 0.0, "hi": 100.0, "eps": 1.0}, (37.5, 37.5, 0.0, 100.0)),
+    )
     kernel_name: ClassVar[str] = "Laplace"
     #: Nothing persists: every report is a fresh draw.
     linkage: ClassVar[Linkage] = Linkage()
@@ -500,6 +622,11 @@ class Laplace(_OneShot, _RealMean):
 
     def unit_variance(self) -> nm.UnitVariance:
         return nm.laplace_variance(self.eps)
+
+    @property
+    def scale(self) -> float:
+        """2/ε: the noise's scale in u units."""
+        return nm.laplace_scale(self.eps)
 
     def single_report_epsilon(self) -> float:
         """Δ/scale = 2/(2/ε): the log-density ratio's supremum (math §20.2)."""
@@ -533,6 +660,10 @@ class Duchi(_OneShot, _BitSupport):
     clip: bool = False
     name: ClassVar[str] = "Duchi"
     wire_id: ClassVar[int] = 51
+    client_spec: ClassVar[ClientSpec | None] = DUCHI_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"lo": -1.0, "hi": 1.0, "eps": 1.0}, (0.25, -1.0, 1.0, 0.25)),
+    )
     kernel_name: ClassVar[str] = "Duchi"
     report_kind: ClassVar[ReportKind] = SIGN
     #: Nothing persists: every report is a fresh draw.
@@ -540,6 +671,11 @@ class Duchi(_OneShot, _BitSupport):
     test_params: ClassVar[tuple[dict[str, Any], ...]] = ({"eps": 1.0, "lo": 0.0, "hi": 10.0},)
 
     def report_slope(self) -> float:
+        return nm.duchi_slope(self.eps)
+
+    @property
+    def slope(self) -> float:
+        """κ = tanh(ε/2): Pr[bit 1 | u] = (1 + κu)/2."""
         return nm.duchi_slope(self.eps)
 
     def report_channel(self) -> NDArray[np.float64]:
@@ -570,6 +706,9 @@ class OneBitMean(Duchi):
     clip: bool = False
     name: ClassVar[str] = "1BitMean"
     wire_id: ClassVar[int] = 55
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"lo": 0.0, "hi": 40.0, "eps": 2.0}, (10.0, 40.0, 0.0)),
+    )
     kernel_name: ClassVar[str] = "1BitMean"
     #: Nothing persists: every report is a fresh draw.
     linkage: ClassVar[Linkage] = Linkage()
@@ -587,6 +726,16 @@ class PM(_OneShot, _RealMean):
     clip: bool = False
     name: ClassVar[str] = "PM"
     wire_id: ClassVar[int] = 52
+    client_spec: ClassVar[ClientSpec | None] = PM_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"lo": 0.0, "hi": 10.0, "eps": 2.0}, (3.0, 10.0, 0.0, 7.25)),
+        VectorCase(
+            {"lo": 0.0, "hi": 10.0, "eps": 2.0, "clip": True},
+            (12.5, -3.0, 4.0),
+            suffix="clip",
+            max_epsilon=5.0,
+        ),
+    )
     kernel_name: ClassVar[str] = "PM"
     #: Nothing persists: every report is a fresh draw.
     linkage: ClassVar[Linkage] = Linkage()
@@ -596,6 +745,16 @@ class PM(_OneShot, _RealMean):
 
     def unit_variance(self) -> nm.UnitVariance:
         return nm.pm_variance(self.eps)
+
+    @property
+    def width(self) -> float:
+        """w = C − 1 = 2/expm1(ε/2): the length of the high-density piece."""
+        return nm.pm_params(self.eps).width
+
+    @property
+    def center(self) -> float:
+        """The probability of the high-density piece, as drawn."""
+        return nm.pm_params(self.eps).center
 
     def report_channel(self) -> NDArray[np.float64]:
         """PM's exact channel over the audit inputs (the density's cells, math §20.7)."""
@@ -624,6 +783,11 @@ class HM(_OneShot, _RealMean):
     clip: bool = False
     name: ClassVar[str] = "HM"
     wire_id: ClassVar[int] = 53
+    client_spec: ClassVar[ClientSpec | None] = HM_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"lo": 0.0, "hi": 10.0, "eps": 3.0}, (3.0, 9.5, 0.0, 5.0, 3.0)),
+        VectorCase({"lo": 0.0, "hi": 10.0, "eps": 0.5}, (3.0, 10.0), suffix="duchi"),
+    )
     kernel_name: ClassVar[str] = "HM"
     #: Nothing persists: every report is a fresh draw.
     linkage: ClassVar[Linkage] = Linkage()
@@ -633,6 +797,21 @@ class HM(_OneShot, _RealMean):
 
     def unit_variance(self) -> nm.UnitVariance:
         return nm.hm_variance(self.eps)
+
+    @property
+    def beta(self) -> float:
+        """The probability of the PM branch, as drawn (0 below ε*)."""
+        return nm.hm_beta(self.eps)
+
+    @property
+    def width(self) -> float:
+        """PM's w at ε."""
+        return nm.pm_params(self.eps).width
+
+    @property
+    def center(self) -> float:
+        """PM's centre probability at ε, as drawn."""
+        return nm.pm_params(self.eps).center
 
     def report_channel(self) -> NDArray[np.float64]:
         """HM's exact channel (PM's cells and Duchi's atoms) over the audit inputs."""
@@ -676,6 +855,10 @@ class SW(_OneShot, _RealCodec):
     clip: bool = False
     name: ClassVar[str] = "SW"
     wire_id: ClassVar[int] = 54
+    client_spec: ClassVar[ClientSpec | None] = SW_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"lo": 0.0, "hi": 10.0, "eps": 1.5, "d": 16, "d_out": 16}, (2.0, 8.0, 10.0)),
+    )
     kernel_name: ClassVar[str] = "SW"
     report_kind: ClassVar[ReportKind] = PIECEWISE
     estimand: ClassVar[Estimand] = Estimand.DISTRIBUTION
@@ -689,6 +872,16 @@ class SW(_OneShot, _RealCodec):
         super().__post_init__()
         object.__setattr__(self, "d", check.integer(self.name, "d", self.d, minimum=2))
         object.__setattr__(self, "d_out", check.integer(self.name, "d_out", self.d_out, minimum=2))
+
+    @property
+    def b(self) -> float:
+        """The half-width b of the high-density piece."""
+        return nm.sw_params(self.eps).b
+
+    @property
+    def center(self) -> float:
+        """The probability of the high-density piece, as drawn."""
+        return nm.sw_params(self.eps).center
 
     def report_channel(self) -> NDArray[np.float64]:
         """SW's exact channel over the audit inputs (the density's cells, math §20.6)."""
@@ -764,7 +957,9 @@ class _Chain(_BitSupport):
 
     def __post_init__(self) -> None:
         self._check_range()
-        eps_perm, eps_1 = nm.chain_budgets(self.memo_mechanism, self.eps_perm, self.eps_1)
+        eps_perm, eps_1 = nm.chain_budgets(
+            self.memo_mechanism, self.eps_perm, self.eps_1, owner=self.name
+        )
         object.__setattr__(self, "eps_perm", eps_perm)
         object.__setattr__(self, "eps_1", eps_1)
         s = nm.default_grid(self.memo_mechanism, eps_perm) if self.s is None else self.s
@@ -776,6 +971,11 @@ class _Chain(_BitSupport):
         return nm.max_eps_1(cls.memo_mechanism, eps_perm) / eps_perm
 
     def report_slope(self) -> float:
+        return nm.round2_slope(self.eps_1)
+
+    @property
+    def slope(self) -> float:
+        """κ = tanh(ε1/2) of round 2: Pr[bit 1 | y1] = (1 + κ·y1)/2."""
         return nm.round2_slope(self.eps_1)
 
     # -- claims from the exact channels
@@ -929,6 +1129,12 @@ class L1BitMean(_Chain):
     clip: bool = False
     name: ClassVar[str] = "L-1BitMean"
     wire_id: ClassVar[int] = 56
+    client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase(
+            {"lo": 0.0, "hi": 10.0, "eps_perm": 2.0, "eps_1": 1.0}, (0.0, 3.0, 7.0, 3.0, 10.0)
+        ),
+    )
     memo_mechanism: ClassVar[str] = "Duchi"
     linkage: ClassVar[Linkage] = _MEMO
     test_params: ClassVar[tuple[dict[str, Any], ...]] = (_CHAIN_TEST,)
@@ -952,6 +1158,14 @@ class LPM(_Chain):
     clip: bool = False
     name: ClassVar[str] = "L-PM"
     wire_id: ClassVar[int] = 57
+    client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase(
+            {"lo": 0.0, "hi": 10.0, "eps_perm": 3.0, "eps_1": 1.0, "s": 8},
+            (3.0, 9.0, 1.0, 5.0, 3.0),
+            max_epsilon=3.5,
+        ),
+    )
     memo_mechanism: ClassVar[str] = "PM"
     linkage: ClassVar[Linkage] = _MEMO
     test_params: ClassVar[tuple[dict[str, Any], ...]] = (_CHAIN_TEST,)
@@ -970,6 +1184,12 @@ class LHM(_Chain):
     clip: bool = False
     name: ClassVar[str] = "L-HM"
     wire_id: ClassVar[int] = 58
+    client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase(
+            {"lo": -5.0, "hi": 5.0, "eps_perm": 4.0, "eps_1": 1.0, "s": 4}, (0.0, 0.0, -5.0, 5.0)
+        ),
+    )
     memo_mechanism: ClassVar[str] = "HM"
     linkage: ClassVar[Linkage] = _MEMO
     test_params: ClassVar[tuple[dict[str, Any], ...]] = (_CHAIN_TEST,)
@@ -990,6 +1210,13 @@ class LSW(NumericMechanism):
     clip: bool = False
     name: ClassVar[str] = "L-SW"
     wire_id: ClassVar[int] = 59
+    client_spec: ClassVar[ClientSpec | None] = LSW_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase(
+            {"lo": 0.0, "hi": 10.0, "eps_perm": 3.0, "eps_1": 1.0, "s": 4, "d_out": 32},
+            (3.0, 3.0, 7.5, 0.0),
+        ),
+    )
     longitudinal: ClassVar[bool] = True
     budget_params: ClassVar[tuple[str, ...]] = ("eps_perm", "eps_1")
     report_kind: ClassVar[ReportKind] = BUCKET
@@ -1019,6 +1246,16 @@ class LSW(NumericMechanism):
         return privacy.channel_epsilon(memo) / eps_perm
 
     # -- claims
+    @property
+    def p2(self) -> float:
+        """Round 2 keeps the memo's bucket with p2."""
+        return float(self._p2q2[0])  # type: ignore[attr-defined]
+
+    @property
+    def q2(self) -> float:
+        """Round 2 reports each other bucket with q2."""
+        return float(self._p2q2[1])  # type: ignore[attr-defined]
+
     def report_channel(self) -> NDArray[np.float64]:
         """W over the grid points (math (20.26))."""
         return nm.lsw_report_channel(self.eps_perm, self.eps_1, self.s, self.d_out)
