@@ -459,7 +459,7 @@ export function derive(name, P) {
     return [undefined, undefined, p2, q2, { ...o, s: P.s, w1 }];
   }
   const mech = MEMO[name];
-  const top = maxEps1(mech, P.eps_perm);
+  const top = maxEps1(mech, P.eps_perm) * (1 - 1e-9); // the bound less its float error (privacy.numeric.EPS_1_MARGIN)
   if (!(P.eps_1 < top)) throw fail(name, "eps_1", `a finite number in (0, ${top}) (the largest per-report ε of a ${mech} memo)`, P.eps_1);
   if (P.s === null) P.s = defaultGrid(mech, P.eps_perm);
   intIn(name, "s", P.s, 1, 4096);

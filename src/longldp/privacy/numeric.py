@@ -500,13 +500,25 @@ def memo_bound(mechanism: str, eps_perm: float) -> float:
     return pm_params(eps_perm).C
 
 
+#: ε1 within this relative distance of 2·artanh(1/C_M) is refused: the bound's float error
+#: (at ε1 = ε∞/2 a PM memo's drawn round-2 probability is 1; math §20.9).
+EPS_1_MARGIN = 1e-9
+
+
 def max_eps_1(mechanism: str, eps_perm: float) -> float:
     """Largest per-report ε1 of the two-round form: 2·artanh(1/C_M) (math (20.18)).
 
     ε∞ for a Duchi memo (L-1BitMean), ε∞/2 for a PM memo (and HM with β > 0). The bound is
-    excluded: there round 2 would be deterministic at the extreme memos (ε2 = ∞).
+    excluded: there round 2 would be deterministic at the extreme memos (ε2 = ∞); so is its
+    float neighbourhood (:data:`EPS_1_MARGIN`, :func:`chain_budgets`).
     """
     return 2 * math.atanh(1.0 / memo_bound(mechanism, eps_perm))
+
+
+def eps_1_allowed(mechanism: str, eps_perm: float, eps_1: float) -> bool:
+    """Whether the two-round form with this memo mechanism takes ε1 at ε∞: below
+    2·artanh(1/C_M) less its float margin (math (20.18))."""
+    return eps_1 < max_eps_1(mechanism, eps_perm) * (1 - EPS_1_MARGIN)
 
 
 def chain_budgets(
@@ -516,8 +528,8 @@ def chain_budgets(
     naming ``owner``, by default L-<mechanism>)."""
     owner = owner or f"L-{mechanism}"
     eps_perm, eps_1 = check.chain_budgets(owner, eps_perm, eps_1)
-    top = max_eps_1(mechanism, eps_perm)
-    if not eps_1 < top:
+    if not eps_1_allowed(mechanism, eps_perm, eps_1):
+        top = max_eps_1(mechanism, eps_perm)
         raise check._fail(
             owner, "eps_1", f"a finite number in (0, {top:.6g}) (the largest per-report ε of a "
             f"{mechanism} memo at eps_perm={eps_perm:g}, docs/math.md §20.9)", eps_1,

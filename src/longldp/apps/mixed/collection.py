@@ -266,7 +266,7 @@ def numeric_chain_choice(
     best, best_v = None, math.inf
     u = np.linspace(-1.0, 1.0, 201)
     for memo, name in NUMERIC_CHAINS.items():
-        if not eps_1 < nm.max_eps_1(memo, eps_perm):
+        if not nm.eps_1_allowed(memo, eps_perm, eps_1):
             continue
         s = nm.default_grid(memo, eps_perm)
         v1, vtot = nm.chain_variances(memo, eps_perm, eps_1, s, u)

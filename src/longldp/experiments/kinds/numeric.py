@@ -220,7 +220,7 @@ def _over_time_row(
         proto = ll.protocol(BASELINE, eps=eps_1, lo=lo, hi=hi)
     else:
         memo_mech = {"L-1BitMean": "Duchi", "L-PM": "PM", "L-HM": "HM"}[p["mechanism"]]
-        if not eps_1 < nm.max_eps_1(memo_mech, eps_perm):
+        if not nm.eps_1_allowed(memo_mech, eps_perm, eps_1):
             row["status_note"] = "skipped: ε1 beyond the memo's maximum (math (20.18))"
             return
         proto = ll.protocol(p["mechanism"], eps_perm=eps_perm, eps_1=eps_1, lo=lo, hi=hi)

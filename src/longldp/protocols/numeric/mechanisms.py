@@ -967,8 +967,9 @@ class _Chain(_BitSupport):
 
     @classmethod
     def max_alpha(cls, eps_perm: float) -> float:
-        """ε1/ε∞ below 2·artanh(1/C_M)/ε∞ (math (20.18)): 1 for a Duchi memo, 1/2 for PM."""
-        return nm.max_eps_1(cls.memo_mechanism, eps_perm) / eps_perm
+        """ε1/ε∞ below 2·artanh(1/C_M)/ε∞ (math (20.18)): 1 for a Duchi memo, 1/2 for PM, less
+        the float margin :data:`~longldp.privacy.numeric.EPS_1_MARGIN`."""
+        return nm.max_eps_1(cls.memo_mechanism, eps_perm) * (1 - nm.EPS_1_MARGIN) / eps_perm
 
     def report_slope(self) -> float:
         return nm.round2_slope(self.eps_1)
