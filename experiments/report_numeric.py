@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+from scipy import stats
 
 from longldp.privacy import numeric as nm
 
@@ -31,6 +32,19 @@ from longldp.privacy import numeric as nm
 def _mean(xs: list[float]) -> float:
     vals = [x for x in xs if x is not None]
     return float(np.mean(vals)) if vals else float("nan")
+
+
+def _consistency(pairs: list[tuple[list[float], list[float]]]) -> str:
+    """How many cells' Σ squared errors / Σ exact variances lie in the central 99% of χ²_m/m
+    (m squared errors of nearly normal estimates, each error²/variance ~ χ²₁)."""
+    inside = 0
+    for errs, exps in pairs:
+        m = len(errs)
+        ratio = sum(errs) / sum(exps)
+        lo, hi = stats.chi2.ppf([0.005, 0.995], m) / m
+        inside += lo <= ratio <= hi
+    return (f"Σ measured / Σ exact per cell: {inside} of {len(pairs)} cells inside the central 99% "
+            f"of χ²_m/m (m = the cell's squared errors, attributes × repetitions)")  # fmt: skip
 
 
 def one_shot(rows: list[dict]) -> list[str]:
@@ -48,17 +62,20 @@ def one_shot(rows: list[dict]) -> list[str]:
     mechs = sorted({m for m, _ in cells}, key=["Laplace", "Duchi", "PM", "HM", "SW"].index)
     epss = sorted({e for _, e in cells})
     out = ["## One-shot: n·MSE of the mean (u units), measured / exact at the data / worst case",
-           "", "| ε | " + " | ".join(mechs) + " | best measured |",
-           "|---|" + "---|" * (len(mechs) + 1)]  # fmt: skip
+           "", "| ε | " + " | ".join(mechs) + " | best exact at the data | best worst case |",
+           "|---|" + "---|" * (len(mechs) + 2)]  # fmt: skip
+    pairs = []
     for e in epss:
-        parts, best = [], (np.inf, "")
+        parts, best, best_worst = [], (np.inf, ""), (np.inf, "")
         for m in mechs:
             c = cells[(m, e)]
             worst = nm.unit_variance(m, e).worst()
-            mse = _mean(c["mse"])
-            parts.append(f"{mse:.3g} / {_mean(c['exp']):.3g} / {worst:.3g}")
-            best = min(best, (mse, m))
-        out.append(f"| {e:g} | " + " | ".join(parts) + f" | {best[1]} |")
+            exact = _mean(c["exp"])
+            parts.append(f"{_mean(c['mse']):.3g} / {exact:.3g} / {worst:.3g}")
+            best, best_worst = min(best, (exact, m)), min(best_worst, (worst, m))
+            pairs.append((c["mse"], c["exp"]))
+        out.append(f"| {e:g} | " + " | ".join(parts) + f" | {best[1]} | {best_worst[1]} |")
+    out += ["", _consistency(pairs) + "."]
     out += ["", "## SW: W1 of the EMS distribution (÷ range) and n·MSE_u of its EMS mean", "",
             "| ε | W1 | EMS mean | unbiased mean (20.12) |", "|---|---|---|---|"]  # fmt: skip
     for e in epss:
@@ -84,10 +101,14 @@ def over_time(rows: list[dict]) -> list[str]:
            "(static values), and the most ε a user spent", "",
            "| form | α | regime | τ | n·MSE_u | exact | max spent ε |",
            "|---|---|---|---|---|---|---|"]  # fmt: skip
+    pairs = []
     for key in sorted(cells, key=lambda k: (k[1], k[2], k[0], k[3])):
         c = cells[key]
         out.append(f"| {key[0]} | {key[1]:g} | {key[2]} | {key[3]} | {_mean(c['avg']):.3g} | "
                    f"{_mean(c['exp']):.3g} | {max(c['spent']):.3g} |")  # fmt: skip
+        if c["exp"]:
+            pairs.append((c["avg"], c["exp"]))
+    out += ["", _consistency(pairs) + " (static values)."]
     return out
 
 
