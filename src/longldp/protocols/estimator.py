@@ -55,6 +55,11 @@ class Estimator:
         """The unbiased estimate of ``support`` (trailing shape ``support_shape``) of n reports."""
         raise NotImplementedError
 
+    def estimate_labels(self) -> list[str] | None:
+        """What each position of the flattened estimate is, for displays (the dashboard); None:
+        the generic "value v" (or "cohort j, bit i")."""
+        return None
+
     def estimate_variance(
         self, support: NDArray, n: int, plug_in: NDArray[np.float64]
     ) -> NDArray[np.float64]:

@@ -742,6 +742,7 @@ class Service:
             "total_reports": int(total_reports),
             "min_epoch_reports": min_n,
             "central": self._central(col, min_n, total_epochs),
+            "estimand": str(proto.estimand),
             "chart": [],
             "chart_values": [],
             "chart_labels": [],
@@ -757,8 +758,13 @@ class Service:
             mean = np.where(np.all(np.isfinite(est), axis=0), est.mean(axis=0), -np.inf)
         top = [int(v) for v in np.argsort(-mean, kind="stable")[: dashboard.TOP_CHART]]
         top = [v for v in top if np.isfinite(mean[v])]
+        names = proto.estimate_labels()
+
+        def label(v: int) -> str:
+            return names[v] if names else dashboard.position_label(proto.estimate_shape, v)
+
         view["chart_values"] = top
-        view["chart_labels"] = [dashboard.position_label(proto.estimate_shape, v) for v in top]
+        view["chart_labels"] = [label(v) for v in top]
         view["chart"] = [{"epoch": e, "n": counts[e][0], **_pick(flat[e], top)} for e in epochs]
         last = epochs[-1]
         now = flat[last]["estimate"]
@@ -767,7 +773,7 @@ class Service:
         view["latest"] = {
             "epoch": last,
             "values": best,
-            "labels": [dashboard.position_label(proto.estimate_shape, v) for v in best],
+            "labels": [label(v) for v in best],
             **_pick(flat[last], best),
         }
         return view

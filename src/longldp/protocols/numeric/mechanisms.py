@@ -302,6 +302,10 @@ class _MeanEstimator(NumericMechanism):
         n = check.integer(self.name, "n", n, minimum=1)
         return float(self.declared.variance_from_u(self.unit_variance().worst() / n))
 
+    def estimate_labels(self) -> list[str]:
+        """One position: the mean of the declared range."""
+        return [f"mean of [{self.lo:g}, {self.hi:g}]"]
+
     def true_mean(self, values: ArrayLike) -> NDArray[np.float64]:
         """What the estimate targets: the mean of the values (shape of the estimate)."""
         return np.array([float(np.mean(self.domain.check(self.name, values)))])
@@ -927,6 +931,12 @@ class SW(_OneShot, _RealCodec):
         """NaN: EMS is iterative and smoothed, so no closed-form variance (math §20.6)."""
         return np.full(np.shape(plug_in), np.nan)
 
+    def estimate_labels(self) -> list[str]:
+        """Each bucket's range in declared units."""
+        e = self.bucket_edges()
+        return [f"[{e[j]:.6g}, {e[j + 1]:.6g}{']' if j == self.d - 1 else ')'}"
+                for j in range(self.d)]  # fmt: skip
+
     def bucket_edges(self) -> NDArray[np.float64]:
         """The d + 1 edges of the estimate's buckets, in declared units."""
         return self.declared.x_of_t(np.arange(self.d + 1) / self.d)
@@ -1338,6 +1348,10 @@ class LSW(NumericMechanism):
                 mix = np.logaddexp(per_key[:, j0] + np.log1p(-p), per_key[:, j1] + np.log(p))
             out.append(mix if p > 0 else per_key[:, j0])
         return np.stack(out, axis=1)
+
+    def estimate_labels(self) -> list[str]:
+        """Each grid point in declared units (the values are linearly binned onto them)."""
+        return [f"{x:.6g}" for x in self.grid()]
 
     def grid(self) -> NDArray[np.float64]:
         """The s + 1 grid points of the estimate, in declared units."""
