@@ -107,19 +107,6 @@ def test_js_numeric_draws_equal_python():
     assert bucket == int(sw.bucket_index(np.array([0.37]), 1.0, 64)[0])
 
 
-MAKE_REPORTS = """
-import { DeviceClient, MemoryStore } from "./src/index.js";
-const [spec, values] = JSON.parse(process.argv[1]);
-const out = [];
-for (const v of values) {
-  const c = await DeviceClient.open({ store: new MemoryStore(), spec, collection: "unbiased" });
-  await c.report(v, 0);
-  out.push(Buffer.from(c.queue[0].report).toString("hex"));
-}
-console.log(out.join(""));
-"""
-
-
 @pytest.mark.parametrize(
     "spec",
     [
@@ -133,6 +120,7 @@ def test_js_numeric_reports_give_unbiased_means_in_python(spec):
     Python aggregator decodes every report and its mean is within 5 standard errors of the
     values' mean (the exact variance of one report per device, math (20.3), (20.20))."""
     import longldp as ll
+    from test_js_client import MAKE_REPORTS
 
     node = shutil.which("node")
     assert node is not None

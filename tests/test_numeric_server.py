@@ -75,7 +75,8 @@ def test_a_distribution_is_shown_by_buckets(tmp_path, name):
     data = _strict(re.search(r'<script id="data" type="application/json">(.*?)</script>', page,
                              re.S).group(1))  # fmt: skip
     labels = proto.estimate_labels()
-    assert labels[0] == ("[0, 1)" if name == "SW" else "0") and len(labels) == proto.estimate_shape[0]
+    assert labels[0] == ("[0, 1)" if name == "SW" else "0")
+    assert len(labels) == proto.estimate_shape[0]
     assert {s["label"] for s in data["series"]} <= set(labels)
 
 

@@ -45,7 +45,7 @@ export const TABLE = {
   "Duchi": [51, 0, "numeric", { lo: [F], hi: [F], eps: [F], clip: [B, false] }],
   "PM": [52, 0, "numeric", { lo: [F], hi: [F], eps: [F], clip: [B, false] }],
   "HM": [53, 0, "numeric", { lo: [F], hi: [F], eps: [F], clip: [B, false] }],
-  "SW": [54, 0, "numeric", { lo: [F], hi: [F], eps: [F], d: [I, 256], d_out: [I, 256], clip: [B, false] }],
+  "SW": [54, 0, "numeric", { lo: [F], hi: [F], eps: [F], clip: [B, false], d: [I, 256], d_out: [I, 256] }],
   "1BitMean": [55, 0, "numeric", { lo: [F], hi: [F], eps: [F], clip: [B, false] }],
   "L-1BitMean": [56, 1, "numeric", { lo: [F], hi: [F], eps_perm: [F], eps_1: [F], s: [OPT, null], clip: [B, false] }],
   "L-PM": [57, 1, "numeric", { lo: [F], hi: [F], eps_perm: [F], eps_1: [F], s: [OPT, null], clip: [B, false] }],

@@ -196,6 +196,16 @@ class NumericMechanism(Mechanism, Estimator, ReportCodec):
         """t of (already checked) values."""
         return self.declared.t_of(values)
 
+    # -- claims: the ε of the exact channels (Laplace's is its density ratio)
+    def single_report_epsilon(self) -> float:
+        """ε of one report: of :meth:`report_channel`, the exact channel the samplers' own
+        probabilities give (math §20.7), rounded up."""
+        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
+
+    def first_round_epsilon(self) -> float:
+        """ε of one memo: of :meth:`memo_channel` (one-shot mechanisms: one report's)."""
+        return privacy.round_up(privacy.channel_epsilon(self.memo_channel()))
+
     @property
     def repeats_memo(self) -> bool:
         """Every report is a fresh round 2 (or a fresh draw): never a copy of the memo."""
@@ -464,77 +474,54 @@ _ONE_SHOT = "none (one-shot)"
 _AUDIT_EPS = "ρ(ε of the exact channel over the 5 audit inputs, §3.4)"
 _VALUE_KEY = "v as 8 bytes (binary64, big-endian)"
 
-LAPLACE_CLIENT = ClientSpec(
-    family="numeric",
-    chain="β = 2/ε; report range R = [−1 − 20β, 1 + 20β]",
-    round2=_ONE_SHOT,
+
+def _one_shot_client(
+    chain: str, round1: str, probabilities: tuple[str, ...], eps_1: str = _AUDIT_EPS
+) -> ClientSpec:
+    """The cells of a one-shot numeric mechanism: no state, no memo, no round 2."""
+    return ClientSpec(
+        family="numeric",
+        chain=chain,
+        round2=_ONE_SHOT,
+        eps_1=eps_1,
+        eps_perm="the same",
+        state="none",
+        memo_key=_VALUE_KEY,
+        round1=round1,
+        draws2=_ONE_SHOT,
+        probabilities=probabilities,
+    )
+
+
+LAPLACE_CLIENT = _one_shot_client(
+    "β = 2/ε; report range R = [−1 − 20β, 1 + 20β]",
+    "one float w: h = [2w ≥ 1], w′ = 2w − h; y = u + (1 − 2h)·β·log1p(−w′); R's cell of y",
+    ("scale",),
     eps_1="ρ(2/β)",
-    eps_perm="the same",
-    state="none",
-    memo_key=_VALUE_KEY,
-    round1="one float w: h = [2w ≥ 1], w′ = 2w − h; y = u + (1 − 2h)·β·log1p(−w′); R's cell of y",
-    draws2=_ONE_SHOT,
-    probabilities=("scale",),
 )
-DUCHI_CLIENT = ClientSpec(
-    family="numeric",
-    chain="κ = tanh(ε/2); Pr[bit 1 | u] = D(1/2 + κu/2)",
-    round2=_ONE_SHOT,
-    eps_1=_AUDIT_EPS,
-    eps_perm="the same",
-    state="none",
-    memo_key=_VALUE_KEY,
-    round1="one float w: bit = [w < D(1/2 + κu/2)] (one byte)",
-    draws2=_ONE_SHOT,
-    probabilities=("slope",),
+DUCHI_CLIENT = _one_shot_client(
+    "κ = tanh(ε/2); Pr[bit 1 | u] = D(1/2 + κu/2)",
+    "one float w: bit = [w < D(1/2 + κu/2)] (one byte)",
+    ("slope",),
 )
-PM_CLIENT = ClientSpec(
-    family="numeric",
-    chain="w = 2/expm1(ε/2), C = 1 + w, c = D(1/(1 + e^(−ε/2))); R = [−C, C]",
-    round2=_ONE_SHOT,
-    eps_1=_AUDIT_EPS,
-    eps_perm="the same",
-    state="none",
-    memo_key=_VALUE_KEY,
-    round1=(
-        "floats v, z; ℓ = (C + 1)/2·u − w/2: y = v·w + ℓ if z < c, else o + w·[o ≥ ℓ] with "
-        "o = v·(C + 1) − C; R's cell of y"
-    ),
-    draws2=_ONE_SHOT,
-    probabilities=("width", "center"),
+PM_CLIENT = _one_shot_client(
+    "w = 2/expm1(ε/2), C = 1 + w, c = D(1/(1 + e^(−ε/2))); R = [−C, C]",
+    "floats v, z; ℓ = (C + 1)/2·u − w/2: y = v·w + ℓ if z < c, else o + w·[o ≥ ℓ] with "
+    "o = v·(C + 1) − C; R's cell of y",
+    ("width", "center"),
 )
-HM_CLIENT = ClientSpec(
-    family="numeric",
-    chain=(
-        "β = D(−expm1(−ε/2)) if ε > ε* (§3.4), else 0; PM's w, C, c and Duchi's κ at ε, "
-        "C_D = 1/κ; R = [−max(C, C_D), max(C, C_D)], atoms −C_D, C_D"
-    ),
-    round2=_ONE_SHOT,
-    eps_1=_AUDIT_EPS,
-    eps_perm="the same",
-    state="none",
-    memo_key=_VALUE_KEY,
-    round1=(
-        "floats z, v: y = C_D if v < D(1/2 + κu/2), else −C_D; if β > 0 and z < β, y = PM's "
-        "draw (two more floats); R's cell of y, or the atom's code"
-    ),
-    draws2=_ONE_SHOT,
-    probabilities=("beta", "width", "center"),
+HM_CLIENT = _one_shot_client(
+    "β = D(−expm1(−ε/2)) if ε > ε* (§3.4), else 0; PM's w, C, c and Duchi's κ at ε, "
+    "C_D = 1/κ; R = [−max(C, C_D), max(C, C_D)], atoms −C_D, C_D",
+    "floats z, v: y = C_D if v < D(1/2 + κu/2), else −C_D; if β > 0 and z < β, y = PM's "
+    "draw (two more floats); R's cell of y, or the atom's code",
+    ("beta", "width", "center"),
 )
-SW_CLIENT = ClientSpec(
-    family="numeric",
-    chain=(
-        "b = (εe^ε − expm1(ε))/(2e^ε(expm1(ε) − ε)) (below ε = 10⁻³ by series, §3.4), "
-        "c = D(1/(1 + 1/(2be^ε))); R = [−b, 1 + b]"
-    ),
-    round2=_ONE_SHOT,
-    eps_1=_AUDIT_EPS,
-    eps_perm="the same",
-    state="none",
-    memo_key=_VALUE_KEY,
-    round1="floats v, z: y = v·2b + t − b if z < c, else v − b + 2b·[v ≥ t]; R's cell of y",
-    draws2=_ONE_SHOT,
-    probabilities=("b", "center"),
+SW_CLIENT = _one_shot_client(
+    "b = (εe^ε − expm1(ε))/(2e^ε(expm1(ε) − ε)) (below ε = 10⁻³ by series, §3.4), "
+    "c = D(1/(1 + 1/(2be^ε))); R = [−b, 1 + b]",
+    "floats v, z: y = v·2b + t − b if z < c, else v − b + 2b·[v ≥ t]; R's cell of y",
+    ("b", "center"),
 )
 CHAIN_CLIENT = ClientSpec(
     family="numeric",
@@ -571,13 +558,18 @@ LSW_CLIENT = ClientSpec(
 # ---------------------------------------------------------------------- one-shot
 
 
+@dataclass(frozen=True)
 class _OneShot(NumericMechanism):
-    """A one-shot numeric mechanism at ε: every report is a fresh draw."""
+    """A one-shot numeric mechanism at ε: every report is a fresh draw. Its parameters: the
+    declared range, ε and ``clip`` (SW adds its buckets)."""
 
     longitudinal: ClassVar[bool] = False
     budget_params: ClassVar[tuple[str, ...]] = ("eps",)
     kernel_name: ClassVar[str]
+    lo: float
+    hi: float
     eps: float
+    clip: bool = False
 
     def __post_init__(self) -> None:
         self._check_range()
@@ -609,10 +601,6 @@ class _OneShot(NumericMechanism):
 class Laplace(_OneShot, _RealMean):
     """Laplace noise of scale 2/ε on u ∈ [−1, 1]: the mean of the reports (math §20.2)."""
 
-    lo: float
-    hi: float
-    eps: float
-    clip: bool = False
     name: ClassVar[str] = "Laplace"
     wire_id: ClassVar[int] = 50
     client_spec: ClassVar[ClientSpec | None] = LAPLACE_CLIENT
@@ -658,10 +646,6 @@ class Duchi(_OneShot, _BitSupport):
     """Duchi, Jordan and Wainwright's one-dimensional mechanism: ±C with
     Pr[+C] = (1 + u·tanh(ε/2))/2 (math §20.3); one bit per report."""
 
-    lo: float
-    hi: float
-    eps: float
-    clip: bool = False
     name: ClassVar[str] = "Duchi"
     wire_id: ClassVar[int] = 51
     client_spec: ClassVar[ClientSpec | None] = DUCHI_CLIENT
@@ -690,9 +674,6 @@ class Duchi(_OneShot, _BitSupport):
         """Nothing is memoized: the report's channel."""
         return self.report_channel()
 
-    def single_report_epsilon(self) -> float:
-        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
-
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         plus = nm.duchi_probability(self.eps, 2.0 * np.asarray(t) - 1.0)[None, :]
         bit = np.asarray(y, dtype=np.float64)[:, None]
@@ -704,10 +685,6 @@ class OneBitMean(Duchi):
     """1BitMean (Ding, Kulkarni and Yekhanin 2017): Duchi's channel on t = (x − lo)/(hi − lo),
     the bit 1 with probability 1/(e^ε + 1) + t(e^ε − 1)/(e^ε + 1) (math §20.3)."""
 
-    lo: float
-    hi: float
-    eps: float
-    clip: bool = False
     name: ClassVar[str] = "1BitMean"
     wire_id: ClassVar[int] = 55
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
@@ -719,15 +696,27 @@ class OneBitMean(Duchi):
     test_params: ClassVar[tuple[dict[str, Any], ...]] = ({"eps": 2.0, "lo": -5.0, "hi": 5.0},)
 
 
+class _PMConstants:
+    """PM's constants at ε, which PM and HM (its PM branch) draw with."""
+
+    eps: float
+
+    @property
+    def width(self) -> float:
+        """w = C − 1 = 2/expm1(ε/2): the length of PM's high-density piece."""
+        return nm.pm_params(self.eps).width
+
+    @property
+    def center(self) -> float:
+        """The probability of PM's high-density piece, as drawn."""
+        return nm.pm_params(self.eps).center
+
+
 @dataclass(frozen=True)
-class PM(_OneShot, _RealMean):
+class PM(_PMConstants, _OneShot, _RealMean):
     """The piecewise mechanism of Wang et al. 2019: a real of [−C, C], density e^ε times
     higher on [ℓ(u), r(u)] (math §20.4)."""
 
-    lo: float
-    hi: float
-    eps: float
-    clip: bool = False
     name: ClassVar[str] = "PM"
     wire_id: ClassVar[int] = 52
     client_spec: ClassVar[ClientSpec | None] = PM_CLIENT
@@ -750,22 +739,9 @@ class PM(_OneShot, _RealMean):
     def unit_variance(self) -> nm.UnitVariance:
         return nm.pm_variance(self.eps)
 
-    @property
-    def width(self) -> float:
-        """w = C − 1 = 2/expm1(ε/2): the length of the high-density piece."""
-        return nm.pm_params(self.eps).width
-
-    @property
-    def center(self) -> float:
-        """The probability of the high-density piece, as drawn."""
-        return nm.pm_params(self.eps).center
-
     def report_channel(self) -> NDArray[np.float64]:
         """PM's exact channel over the audit inputs (the density's cells, math §20.7)."""
         return nm.pm_channel(self.eps, 2.0 * self._unit(self.audit_inputs()) - 1.0)
-
-    def single_report_epsilon(self) -> float:
-        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
 
     def report_range(self) -> tuple[float, float]:
         c = nm.pm_params(self.eps).C
@@ -777,14 +753,10 @@ class PM(_OneShot, _RealMean):
 
 
 @dataclass(frozen=True)
-class HM(_OneShot, _RealMean):
+class HM(_PMConstants, _OneShot, _RealMean):
     """The hybrid mechanism of Wang et al. 2019: PM with probability β, else Duchi's ±C
     (math §20.5)."""
 
-    lo: float
-    hi: float
-    eps: float
-    clip: bool = False
     name: ClassVar[str] = "HM"
     wire_id: ClassVar[int] = 53
     client_spec: ClassVar[ClientSpec | None] = HM_CLIENT
@@ -807,22 +779,9 @@ class HM(_OneShot, _RealMean):
         """The probability of the PM branch, as drawn (0 below ε*)."""
         return nm.hm_beta(self.eps)
 
-    @property
-    def width(self) -> float:
-        """PM's w at ε."""
-        return nm.pm_params(self.eps).width
-
-    @property
-    def center(self) -> float:
-        """PM's centre probability at ε, as drawn."""
-        return nm.pm_params(self.eps).center
-
     def report_channel(self) -> NDArray[np.float64]:
         """HM's exact channel (PM's cells and Duchi's atoms) over the audit inputs."""
         return nm.hm_channel(self.eps, 2.0 * self._unit(self.audit_inputs()) - 1.0)
-
-    def single_report_epsilon(self) -> float:
-        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
 
     def report_range(self) -> tuple[float, float]:
         c = max(nm.pm_params(self.eps).C, nm.duchi_bound(self.eps))
@@ -851,12 +810,8 @@ class SW(_OneShot, _RealCodec):
     """Square wave (Li et al. 2020): a real of [−b, 1 + b], density e^ε times higher within b of
     t; the server estimates the distribution over d buckets by EMS (math §20.6)."""
 
-    lo: float
-    hi: float
-    eps: float
     d: int = 256
     d_out: int = 256
-    clip: bool = False
     name: ClassVar[str] = "SW"
     wire_id: ClassVar[int] = 54
     client_spec: ClassVar[ClientSpec | None] = SW_CLIENT
@@ -890,9 +845,6 @@ class SW(_OneShot, _RealCodec):
     def report_channel(self) -> NDArray[np.float64]:
         """SW's exact channel over the audit inputs (the density's cells, math §20.6)."""
         return nm.sw_channel(self.eps, self._unit(self.audit_inputs()))
-
-    def single_report_epsilon(self) -> float:
-        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
 
     def report_range(self) -> tuple[float, float]:
         b = nm.sw_params(self.eps).b
@@ -953,17 +905,22 @@ class SW(_OneShot, _RealCodec):
 # ---------------------------------------------------------------------- two-round forms
 
 
+@dataclass(frozen=True)
 class _Chain(_BitSupport):
     """A memoized two-round form: α-point rounding, a memo per key at ε∞, one bit per report
-    (math §20.8–§20.9)."""
+    (math §20.8–§20.9). Its parameters: the declared range, ε∞, ε1, the grid s (None: the
+    default grid) and ``clip``."""
 
     longitudinal: ClassVar[bool] = True
     budget_params: ClassVar[tuple[str, ...]] = ("eps_perm", "eps_1")
     report_kind: ClassVar[ReportKind] = SIGN
     memo_mechanism: ClassVar[str]
+    lo: float
+    hi: float
     eps_perm: float
     eps_1: float
-    s: int | None
+    s: int | None = None
+    clip: bool = False
 
     def __post_init__(self) -> None:
         self._check_range()
@@ -998,12 +955,6 @@ class _Chain(_BitSupport):
         """One memo over the grid values (Duchi's two outputs, or PM's cells and HM's atoms)."""
         u = 2.0 * np.arange(self.s + 1) / self.s - 1.0  # type: ignore[operator]
         return nm.memo_channel(self.memo_mechanism, self.eps_perm, u)
-
-    def single_report_epsilon(self) -> float:
-        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
-
-    def first_round_epsilon(self) -> float:
-        return privacy.round_up(privacy.channel_epsilon(self.memo_channel()))
 
     def report_log_likelihoods(
         self, reports: Any, values: Any, memoized: bool
@@ -1132,12 +1083,6 @@ class L1BitMean(_Chain):
     """1BitMean with α-point rounding, memoization and output perturbation (Ding et al. 2017),
     the flip calibrated so that one report costs ε1 (math (20.19))."""
 
-    lo: float
-    hi: float
-    eps_perm: float
-    eps_1: float
-    s: int | None = None
-    clip: bool = False
     name: ClassVar[str] = "L-1BitMean"
     wire_id: ClassVar[int] = 56
     client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
@@ -1161,12 +1106,6 @@ class LPM(_Chain):
     """A PM memo at ε∞ per rounded value, one Duchi-channel bit at ε1 per report (ours, math
     §20.9); ε1 < ε∞/2."""
 
-    lo: float
-    hi: float
-    eps_perm: float
-    eps_1: float
-    s: int | None = None
-    clip: bool = False
     name: ClassVar[str] = "L-PM"
     wire_id: ClassVar[int] = 57
     client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
@@ -1187,12 +1126,6 @@ class LHM(_Chain):
     """An HM memo at ε∞ per rounded value, one Duchi-channel bit at ε1 per report (ours, math
     §20.9); ε1 < ε∞/2 when HM mixes in PM."""
 
-    lo: float
-    hi: float
-    eps_perm: float
-    eps_1: float
-    s: int | None = None
-    clip: bool = False
     name: ClassVar[str] = "L-HM"
     wire_id: ClassVar[int] = 58
     client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
@@ -1274,12 +1207,6 @@ class LSW(NumericMechanism):
     def memo_channel(self) -> NDArray[np.float64]:
         """W1 over the grid points (math (20.25))."""
         return nm.sw_grid_channel(self.eps_perm, self.s, self.d_out)
-
-    def single_report_epsilon(self) -> float:
-        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
-
-    def first_round_epsilon(self) -> float:
-        return privacy.round_up(privacy.channel_epsilon(self.memo_channel()))
 
     # -- estimator
     @property
