@@ -22,6 +22,7 @@ that one report costs exactly ε1, and EMS over the grid points estimates the di
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,6 +86,27 @@ def round1(
     return (pm_sample if key == "pm" else hm_sample)(u_grid, eps_perm, rng)
 
 
+def _memos(
+    owner: str, t: ArrayLike, state: ChainMemo, draw: Callable[[NDArray[np.int64]], NDArray]
+) -> NDArray:
+    """Every user's memo at her rounding key of t; the memos of new (user, key) pairs are
+    drawn in one call, ``draw(grid indices j)``, and kept in ``state``."""
+    t = np.asarray(t, dtype=np.float64)
+    if t.shape != state.offsets.shape:
+        raise check._fail(
+            owner, "t", f"one value per user, shape {state.offsets.shape}",
+            check.Described(f"shape {t.shape}"),
+        )  # fmt: skip
+    keys = nm.rounding_keys(t, state.s, state.offsets)
+    keys += np.arange(0, t.size * (state.s + 1), state.s + 1)  # flat index of (user, key)
+    drawn, memo = state.drawn.reshape(-1), state.memo.reshape(-1)
+    fresh = keys[~drawn[keys]]
+    if fresh.size:
+        memo[fresh] = draw(fresh % (state.s + 1))
+        drawn[fresh] = True
+    return memo[keys]
+
+
 def perturb(
     mechanism: str,
     t: ArrayLike,
@@ -99,22 +121,12 @@ def perturb(
     call), then round 2 on the memos.
     """
     eps_perm, eps_1 = nm.chain_budgets(mechanism, eps_perm, eps_1)
-    t = np.asarray(t, dtype=np.float64)
-    if t.shape != state.offsets.shape:
-        raise check._fail(
-            "chain perturb", "t", f"one value per user, shape {state.offsets.shape}",
-            check.Described(f"shape {t.shape}"),
-        )  # fmt: skip
-    keys = nm.rounding_keys(t, state.s, state.offsets)
-    keys += np.arange(0, t.size * (state.s + 1), state.s + 1)  # flat index of (user, key)
-    drawn, memo = state.drawn.reshape(-1), state.memo.reshape(-1)
-    fresh = keys[~drawn[keys]]
-    if fresh.size:
-        grid_u = 2.0 * (fresh % (state.s + 1)) / state.s - 1.0
-        memo[fresh] = round1(mechanism, grid_u, eps_perm, rng)
-        drawn[fresh] = True
-    y1 = memo[keys]
-    return (rng.random(t.shape) < nm.round2_probability(eps_1, y1)).astype(np.uint8)  # type: ignore[attr-defined]
+
+    def draw(j: NDArray[np.int64]) -> NDArray[np.float64]:
+        return round1(mechanism, 2.0 * j / state.s - 1.0, eps_perm, rng)
+
+    y1 = _memos("chain perturb", t, state, draw)
+    return (rng.random(y1.shape) < nm.round2_probability(eps_1, y1)).astype(np.uint8)  # type: ignore[attr-defined]
 
 
 def debias(bits: ArrayLike, eps_1: float) -> NDArray[np.float64]:
@@ -147,24 +159,14 @@ def sw_perturb(
     p2, else a uniformly chosen other bucket (GRR), (p2, q2) of ``privacy.numeric.lsw_round2``.
     """
     p2, _ = nm.lsw_round2(eps_perm, eps_1, state.s, d_out)
-    t = np.asarray(t, dtype=np.float64)
-    if t.shape != state.offsets.shape:
-        raise check._fail(
-            "L-SW", "t", f"one value per user, shape {state.offsets.shape}",
-            check.Described(f"shape {t.shape}"),
-        )  # fmt: skip
-    keys = nm.rounding_keys(t, state.s, state.offsets)
-    keys += np.arange(0, t.size * (state.s + 1), state.s + 1)
-    drawn, memo = state.drawn.reshape(-1), state.memo.reshape(-1)
-    fresh = keys[~drawn[keys]]
-    if fresh.size:
-        grid_t = (fresh % (state.s + 1)) / state.s
-        memo[fresh] = sw.bucket_index(sw_sample(grid_t, eps_perm, rng), eps_perm, d_out)
-        drawn[fresh] = True
-    kept = memo[keys].astype(np.int64)
-    other = np.floor(rng.random(t.shape) * (d_out - 1)).astype(np.int64)  # type: ignore[attr-defined]
+
+    def draw(j: NDArray[np.int64]) -> NDArray[np.int64]:
+        return sw.bucket_index(sw_sample(j / state.s, eps_perm, rng), eps_perm, d_out)
+
+    kept = _memos("L-SW", t, state, draw).astype(np.int64)
+    other = np.floor(rng.random(kept.shape) * (d_out - 1)).astype(np.int64)  # type: ignore[attr-defined]
     other += other >= kept
-    keep = rng.random(t.shape) < p2  # type: ignore[attr-defined]
+    keep = rng.random(kept.shape) < p2  # type: ignore[attr-defined]
     return np.where(keep, kept, other)
 
 
