@@ -1087,8 +1087,11 @@ class L1BitMean(_Chain):
     wire_id: ClassVar[int] = 56
     client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        # s = 8, not the default 1: seven memos of one bit each, so that a wrong round-1
+        # derivation changes some (tests/test_client_vectors.py)
         VectorCase(
-            {"lo": 0.0, "hi": 10.0, "eps_perm": 2.0, "eps_1": 1.0}, (0.0, 3.0, 7.0, 3.0, 10.0)
+            {"lo": 0.0, "hi": 10.0, "eps_perm": 2.0, "eps_1": 1.0, "s": 8},
+            (0.0, 3.0, 7.0, 3.0, 10.0, 5.5, 1.0),
         ),
     )
     memo_mechanism: ClassVar[str] = "Duchi"
