@@ -357,3 +357,16 @@ def test_claims_equal_what_the_samplers_realize_at_high_eps(eps):
     eps2 = max(_ln(up / down), _ln((1 - down) / (1 - up)))
     assert eps2 >= chain.single_report_epsilon() * (1 - slack)  # a report costs ≤ round 2's ε2
     assert nm.round2_epsilon("Duchi", eps, eps / 2) == pytest.approx(eps2, rel=1e-9)
+
+
+def test_comparing_with_the_threshold_is_comparing_with_its_drawn_value():
+    """The samplers compare their uniform w with the threshold x, the claims read drawn(x)
+    (math §20.12): on the 2⁻⁵³ grid, w < x and w < drawn(x) agree, at the grid points on
+    either side of x and at x itself when x is one."""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.random(5000), np.floor(rng.random(1000) * 2**53) / 2**53,
+                        nm.duchi_threshold(3.0, rng.uniform(-1, 1, 1000))])  # fmt: skip
+    top = np.ceil(x * 2**53)
+    for k in (top - 2, top - 1, top, top + 1):
+        w = np.clip(k, 0, 2**53 - 1) * 2.0**-53
+        np.testing.assert_array_equal(w < x, w < nm.drawn_array(x))

@@ -142,14 +142,22 @@ def duchi_bound(eps: float) -> float:
     return 1.0 / duchi_slope(eps)
 
 
+def duchi_threshold(eps: float, u: ArrayLike) -> NDArray[np.float64]:
+    """x = 1/2 + tanh(ε/2)·u/2, what the sampler compares its uniform with (output +C when the
+    uniform is below x). For uniforms on the 2⁻⁵³ grid, ``w < x`` and ``w < drawn(x)`` are the
+    same event, so the sampler skips the rounding and the claims read
+    :func:`duchi_probability` = drawn(x) (math §20.12)."""
+    return 0.5 + 0.5 * duchi_slope(eps) * np.asarray(u, dtype=np.float64)
+
+
 def duchi_probability(eps: float, u: ArrayLike) -> NDArray[np.float64]:
     """Pr[output +C | u] = (1 + u·tanh(ε/2))/2 ([DUC18]; restated in [WAN19] §III).
 
-    The sampler's own expression, stored as the sampler realizes it (⌈p·2⁵³⌉/2⁵³,
-    ``privacy.drawn``, math §16.1); 1BitMean's Pr[bit = 1 | t] is the same number at
-    u = 2t − 1 ([DIN17], 1BitMean).
+    The sampler's own threshold (:func:`duchi_threshold`) as the sampler realizes it
+    (⌈x·2⁵³⌉/2⁵³, ``privacy.drawn``, math §16.1); 1BitMean's Pr[bit = 1 | t] is the same
+    number at u = 2t − 1 ([DIN17], 1BitMean).
     """
-    return drawn_array(0.5 + 0.5 * duchi_slope(eps) * np.asarray(u, dtype=np.float64))
+    return drawn_array(duchi_threshold(eps, u))
 
 
 def drawn_array(p: ArrayLike) -> NDArray[np.float64]:
@@ -542,10 +550,16 @@ def round2_slope(eps_1: float) -> float:
     return math.tanh(check.positive_float("round2_slope", "eps_1", eps_1) / 2)
 
 
+def round2_threshold(eps_1: float, y1: ArrayLike) -> NDArray[np.float64]:
+    """x = 1/2 + κ·y1/2, κ = tanh(ε1/2): round 2 reports 1 when its uniform is below x (as
+    :func:`duchi_threshold`, the claims read :func:`round2_probability` = drawn(x))."""
+    return 0.5 + 0.5 * round2_slope(eps_1) * np.asarray(y1, dtype=np.float64)
+
+
 def round2_probability(eps_1: float, y1: ArrayLike) -> NDArray[np.float64]:
     """Pr[report bit = 1 | memo y1] = (1 + κ·y1)/2, κ = tanh(ε1/2) (math (20.17)), as the
-    sampler realizes it (``privacy.drawn``)."""
-    return drawn_array(0.5 + 0.5 * round2_slope(eps_1) * np.asarray(y1, dtype=np.float64))
+    sampler realizes it (``privacy.drawn`` of :func:`round2_threshold`)."""
+    return drawn_array(round2_threshold(eps_1, y1))
 
 
 def round2_epsilon(mechanism: str, eps_perm: float, eps_1: float) -> float:

@@ -81,7 +81,7 @@ def round1(
     key = check.choice("round1", "mechanism", mechanism, ("duchi", "1bitmean", "pm", "hm"))
     if key in ("duchi", "1bitmean") or (key == "hm" and nm.hm_beta(eps_perm) == 0.0):
         c = nm.duchi_bound(eps_perm)
-        bit = rng.random(u_grid.shape) < nm.duchi_probability(eps_perm, u_grid)  # type: ignore[attr-defined]
+        bit = rng.random(u_grid.shape) < nm.duchi_threshold(eps_perm, u_grid)  # type: ignore[attr-defined]
         return np.where(bit, c, -c)
     return (pm_sample if key == "pm" else hm_sample)(u_grid, eps_perm, rng)
 
@@ -126,7 +126,7 @@ def perturb(
         return round1(mechanism, 2.0 * j / state.s - 1.0, eps_perm, rng)
 
     y1 = _memos("chain perturb", t, state, draw)
-    return (rng.random(y1.shape) < nm.round2_probability(eps_1, y1)).astype(np.uint8)  # type: ignore[attr-defined]
+    return (rng.random(y1.shape) < nm.round2_threshold(eps_1, y1)).astype(np.uint8)  # type: ignore[attr-defined]
 
 
 def debias(bits: ArrayLike, eps_1: float) -> NDArray[np.float64]:

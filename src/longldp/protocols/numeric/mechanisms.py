@@ -1026,7 +1026,7 @@ class _Chain(_BitSupport):
 
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray[np.uint8]:
         y1 = np.asarray(payload, dtype=np.float64)
-        return (rng.random(y1.shape) < nm.round2_probability(self.eps_1, y1)).astype(np.uint8)
+        return (rng.random(y1.shape) < nm.round2_threshold(self.eps_1, y1)).astype(np.uint8)
 
     def _example_payload(self) -> tuple[NDArray, dict]:
         state = self._new_state(1, np.random.default_rng(0))

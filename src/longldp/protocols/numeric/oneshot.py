@@ -54,7 +54,7 @@ def laplace_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[n
 
 def duchi_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.uint8]:
     """Bit b with Pr[b = 1 | u] = (1 + u·tanh(ε/2))/2; the output is C(2b − 1) (math §20.3)."""
-    return (_uniform(rng, u.shape) < nm.duchi_probability(eps, u)).astype(np.uint8)
+    return (_uniform(rng, u.shape) < nm.duchi_threshold(eps, u)).astype(np.uint8)
 
 
 def onebit_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.uint8]:
@@ -95,7 +95,7 @@ def hm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
     beta = nm.hm_beta(eps)
     c = nm.duchi_bound(eps)
     w = _uniform(rng, u.shape)
-    y = np.where(_uniform(rng, u.shape) < nm.duchi_probability(eps, u), c, -c)
+    y = np.where(_uniform(rng, u.shape) < nm.duchi_threshold(eps, u), c, -c)
     if beta > 0.0:
         pick = np.flatnonzero(w < beta)
         y.ravel()[pick] = pm_sample(u.ravel()[pick], eps, rng)
