@@ -88,3 +88,24 @@ def two_round_chain(cls: type) -> bool:
 def options(cls: type, params: dict[str, Any]) -> dict[str, Any]:
     """The test parameters other than the budget and k (calibration, hash_pool, d, …)."""
     return {k: v for k, v in params.items() if k not in cls.budget_params and k != "k"}
+
+
+def required_options(cls: type) -> dict[str, Any]:
+    """The constructor parameters a class requires besides k and its budget (a numeric
+    mechanism's declared range lo, hi), from its first test parameters."""
+    need = {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    } - {"k", *cls.budget_params}
+    return {p: v for p, v in cls.test_params[0].items() if p in need}
+
+
+def with_budget(name: str, k: int, **budget: Any) -> Any:
+    """``ll.protocol(name, ...)`` with this budget, k when the class takes one, and the other
+    parameters the class requires (:func:`required_options`)."""
+    cls = ll.get_protocol_class(name)
+    params = {**required_options(cls), **budget}
+    if takes_k(cls):
+        params["k"] = k
+    return ll.protocol(name, **params)

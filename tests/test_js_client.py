@@ -55,11 +55,10 @@ DERIVE = """
 import { protocolFromSpec } from "./src/index.js";
 import { header } from "./src/wire.js";
 const out = [];
-for (const spec of JSON.parse(process.argv[1])) {
+for (const [spec, names] of JSON.parse(process.argv[1])) {
   const o = await protocolFromSpec(spec);
   const h = Buffer.from(await header(o)).toString("hex");
-  const { p1, q1, p2, q2 } = o;
-  out.push({ header: h, p1, q1, p2, q2, eps_1: o.eps1, eps_perm: o.epsInf });
+  out.push({ header: h, values: names.map((n) => o[n]), eps_1: o.eps1, eps_perm: o.epsInf });
 }
 console.log(JSON.stringify(out));
 """
@@ -68,23 +67,20 @@ console.log(JSON.stringify(out));
 def test_js_derives_every_registered_protocol_as_python():
     """Every registered class at its test parameters (k = 6 and 1,000 where it takes k): the
     JS client accepts the spec and derives the same header (so the same canonical spec and
-    fingerprint) and chain p1, q1, p2, q2 bit for bit; ε1 and ε∞ within 1e-15 relative (exp
+    fingerprint) and the probabilities its ``client_spec`` declares (the chain's p1, q1, p2,
+    q2, or a numeric mechanism's constants) bit for bit; ε1 and ε∞ within 1e-15 relative (exp
     and log differ in the last bits between V8 and the C library). A protocol added to the
     registry fails here until the JS client knows it."""
     from registry_cases import build, triples
 
     protos = [build(cls, params, k) for cls, params, _ in triples() for k in (6, 1000)]
-    specs = [p.spec() for p in protos]
-    got = json.loads(run_node(DERIVE, json.dumps(specs)))
+    asked = [[p.spec(), list(p.client_spec.probabilities)] for p in protos]
+    got = json.loads(run_node(DERIVE, json.dumps(asked)))
     for proto, js in zip(protos, got, strict=True):
         where = json.dumps(proto.spec())
         assert js["header"] == proto.wire_header.hex(), where
-        assert [js[x] for x in ("p1", "q1", "p2", "q2")] == [
-            proto.p1,
-            proto.q1,
-            proto.p2,
-            proto.q2,
-        ], where
+        names = proto.client_spec.probabilities
+        assert js["values"] == [getattr(proto, n) for n in names], (where, names)
         for name, py in (
             ("eps_1", proto.single_report_epsilon()),
             ("eps_perm", proto.first_round_epsilon()),

@@ -4,7 +4,7 @@
 
 import { budget, checkValue, fail, int, real, show } from "./check.js";
 import { PyFloat } from "./json.js";
-import { ALIASES, F, FAMILIES, I, OPT, S, TABLE } from "./registry.js";
+import { ALIASES, B, F, FAMILIES, I, OPT, S, TABLE } from "./registry.js";
 
 /** Canonical protocol names (Python's registry, longldp.protocols.NAMES, with a device client). */
 export const PROTOCOL_NAMES = Object.keys(TABLE);
@@ -40,6 +40,7 @@ export async function protocolFromSpec(spec) {
     else if (type === I) int(name, key, v, key === "k" ? (family === "rappor" ? 1 : 2) : 0);
     else if (type === OPT && v !== null) int(name, key, v, 1);
     else if (type === S && typeof v !== "string") throw fail(name, key, "a string", v, TypeError);
+    else if (type === B && typeof v !== "boolean") throw fail(name, key, "true or false", v, TypeError);
     P[key] = v;
   }
   if ("eps" in P) budget(name, "eps", P.eps);

@@ -46,6 +46,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
+from longldp.server import _codec as codec
 from longldp.server import db
 from longldp.server.errors import ClientError
 
@@ -374,7 +375,7 @@ def _lock_counts(g: _Group) -> None:
         col = cols[cid]
         epochs = sorted(wanted[cid])
         shard = random.randrange(col.count_shards)
-        zeros = np.zeros(col.proto.support_shape, dtype="<i8").tobytes()
+        zeros = np.zeros(col.proto.support_shape, dtype=codec.support_dtype(col.proto)).tobytes()
         g.conn.execute(
             _NEW_EPOCHS[g.engine.dialect.name],
             [
@@ -544,16 +545,17 @@ def _update_counts(g: _Group, inserted: list[NDArray[np.int64]]) -> None:
     for (cid, e), records in sorted(parts.items(), key=lambda kv: kv[0]):
         proto = cols[cid].proto
         mine = records[0] if len(records) == 1 else np.concatenate(records)
-        add = np.asarray(proto.support_counts(mine), dtype=np.int64)
+        kind = codec.support_dtype(proto)  # int64 counts, or float64 sums of a numeric mean
+        add = np.asarray(proto.support_counts(mine), dtype=kind)
         shard, n, support, _ = g.state[(cid, e)]
-        old = np.frombuffer(support, dtype="<i8").reshape(proto.support_shape)
+        old = np.frombuffer(support, dtype=kind).reshape(proto.support_shape)
         updates.append(
             {
                 "cid": cid,
                 "at": e,
                 "row": shard,
                 "new_n": n + len(mine),
-                "new_support": (old + add).astype("<i8").tobytes(),
+                "new_support": (old + add).astype(kind).tobytes(),
             }
         )
     g.conn.execute(_UPDATE_COUNTS, updates)

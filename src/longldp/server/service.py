@@ -253,17 +253,24 @@ def privacy_summary(proto: FrequencyOracle) -> dict[str, Any]:
     """The privacy parameters of a protocol, as numbers and in words."""
     eps_report = float(proto.single_report_epsilon())
     eps_memo = float(proto.first_round_epsilon())
+    dom = proto.domain
+    over = (
+        f"{dom.size} values"
+        if dom.codes
+        else (f"numbers in [{dom.lo:g}, {dom.hi:g}]" if dom.kind == "interval" else dom.describe())
+    )
+    per = "rounded value" if dom.kind == "interval" else "value"
     if proto.longitudinal:
         words = (
-            f"{proto.name} over {proto.k} values. Each device randomizes its value twice: a "
-            f"permanent answer memoized per value (ε∞ = {eps_memo:.3g}) and a fresh one per "
+            f"{proto.name} over {over}. Each device randomizes its value twice: a "
+            f"permanent answer memoized per {per} (ε∞ = {eps_memo:.3g}) and a fresh one per "
             f"report (ε1 = {eps_report:.3g}). One report reveals at most ε = {eps_report:.3g}; "
             f"a device that reports t times over d distinct values reveals at most "
             f"min(t·{eps_report:.3g}, d·{eps_memo:.3g}), however long it keeps reporting."
         )
     else:
         words = (
-            f"{proto.name} over {proto.k} values, one-shot: every report is randomized afresh "
+            f"{proto.name} over {over}, one-shot: every report is randomized afresh "
             f"and reveals at most ε = {eps_report:.3g}; t reports reveal at most t·ε."
         )
     return {
@@ -869,17 +876,18 @@ class Service:
         # an epoch's sums are ever read).
         left = len(wires)
         shape = col.proto.support_shape
+        kind = codec.support_dtype(col.proto)  # int64 counts, or float64 sums of a numeric mean
         for j, s in enumerate(shards):
             take = min(int(s.n), left)
             left -= take
-            new = np.frombuffer(s.support, dtype="<i8").reshape(shape).astype(np.int64)
+            new = np.frombuffer(s.support, dtype=kind).reshape(shape).astype(kind.newbyteorder("="))
             if j == 0:
                 new = new - support
             if take or j == 0:
                 conn.execute(
                     ec.update()
                     .where(ec.c.collection_id == col.id, ec.c.epoch == epoch, ec.c.shard == s.shard)
-                    .values(n=int(s.n) - take, support=new.astype("<i8").tobytes())
+                    .values(n=int(s.n) - take, support=new.astype(kind).tobytes())
                 )
         assert left == 0, "an epoch's counts held fewer reports than were stored"
         return len(wires)
@@ -997,7 +1005,7 @@ class Service:
         Every count row (shard) of the epoch is created if missing and flagged, so an ingest
         that holds one of them finishes first, and any later one sees the flag."""
         ec = db.epoch_counts
-        zeros = np.zeros(col.proto.support_shape, dtype="<i8").tobytes()
+        zeros = np.zeros(col.proto.support_shape, dtype=codec.support_dtype(col.proto)).tobytes()
         rows = [
             {
                 "collection_id": col.id,
@@ -1058,7 +1066,7 @@ class Service:
         with db.transaction(self.engine, write=False) as conn:
             got = _summed(conn, col, [epoch])
         if epoch not in got:
-            return 0, np.zeros(col.proto.support_shape, dtype=np.int64)
+            return 0, np.zeros(col.proto.support_shape, dtype=codec.support_dtype(col.proto))
         return got[epoch]
 
     def value_window(self, col: Collection, offset: int | None, count: int | None) -> slice:
@@ -1168,6 +1176,7 @@ class Service:
             "sybil": sybil_view(
                 col.proto, col.auth, self.device_bounds(col), col.reports_per_epoch
             ),
+            "estimand": str(proto.estimand),
             "chart": [],
             "chart_values": [],
             "chart_labels": [],
@@ -1183,8 +1192,13 @@ class Service:
             mean = np.where(np.all(np.isfinite(est), axis=0), est.mean(axis=0), -np.inf)
         top = [int(v) for v in np.argsort(-mean, kind="stable")[: dashboard.TOP_CHART]]
         top = [v for v in top if np.isfinite(mean[v])]
+        names = proto.estimate_labels()
+
+        def label(v: int) -> str:
+            return names[v] if names else dashboard.position_label(proto.estimate_shape, v)
+
         view["chart_values"] = top
-        view["chart_labels"] = [dashboard.position_label(proto.estimate_shape, v) for v in top]
+        view["chart_labels"] = [label(v) for v in top]
         view["chart"] = [{"epoch": e, "n": counts[e][0], **_pick(flat[e], top)} for e in epochs]
         last = epochs[-1]
         now = flat[last]["estimate"]
@@ -1193,7 +1207,7 @@ class Service:
         view["latest"] = {
             "epoch": last,
             "values": best,
-            "labels": [dashboard.position_label(proto.estimate_shape, v) for v in best],
+            "labels": [label(v) for v in best],
             **_pick(flat[last], best),
         }
         return view
@@ -1225,7 +1239,7 @@ class Service:
                 .all()
             )
         if not wires:
-            return 0, np.zeros(col.proto.support_shape, dtype=np.int64)
+            return 0, np.zeros(col.proto.support_shape, dtype=codec.support_dtype(col.proto))
         rows = np.frombuffer(b"".join(wires), dtype=np.uint8).reshape(len(wires), -1)
         return len(wires), codec.support_of_rows(col.proto, rows)
 
@@ -1332,7 +1346,8 @@ def _summed(conn: Any, col: Collection, epochs: list[int]) -> dict[int, tuple[in
         )
     )
     for e, n, blob in rows:
-        support = np.frombuffer(blob, dtype="<i8").reshape(shape).astype(np.int64)
+        kind = codec.support_dtype(col.proto)
+        support = np.frombuffer(blob, dtype=kind).reshape(shape).astype(kind.newbyteorder("="))
         have = out.get(int(e))
         out[int(e)] = (int(n), support) if have is None else (have[0] + n, have[1] + support)
     return out

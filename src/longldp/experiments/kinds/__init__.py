@@ -46,6 +46,8 @@ BUILTIN_KINDS: dict[str, str] = {
     "setvalued": "longldp.experiments.kinds.setvalued",
     "gfim": "longldp.experiments.kinds.gfim",
     "attacks": "longldp.experiments.kinds.attacks",
+    "numeric": "longldp.experiments.kinds.numeric",
+    "mixed": "longldp.experiments.kinds.mixed",
 }
 
 _REGISTERED: dict[str, StudyKind] = {}
