@@ -1,4 +1,5 @@
-"""The README's table of local and shuffled central privacy for every registered protocol.
+"""The table of local and shuffled central privacy for every registered protocol (the one of
+docs/guide/shuffling.md).
 
 Usage: python experiments/shuffle_table.py [--n N] [--epochs T] [--delta D] > table.md
 
@@ -8,12 +9,13 @@ device). Mechanisms whose rounds the server plans (the LDP-IDS methods, docs/str
 left out: their budget at each epoch is the server's plan, which this fixed setting does not
 have. Every number comes from `longldp.shuffle.central_summary` (docs/math.md §17), whose
 routes follow what persists per device (the protocols' ``linkage`` trait, its own column);
-tests/test_shuffle_table.py checks that README.md shows exactly this output.
+tests/test_shuffle_table.py checks that docs/guide/shuffling.md shows exactly this output.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import Any
 
 import longldp as ll
@@ -24,7 +26,15 @@ K, EPS_PERM, EPS_1, N, EPOCHS, DELTA = 74, 2.0, 0.8, 1_000_000, 100, 1e-6
 
 def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
     """Constructor parameters of one registry row at the table's setting."""
-    params: dict[str, Any] = {"k": K}
+    cls = ll.get_protocol_class(info.name)
+    # k where the class takes it; a range (a numeric mechanism's lo, hi) from its test values.
+    params: dict[str, Any] = {"k": K} if "k" in info.parameters else {}
+    required = [
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.init and f.default is dataclasses.MISSING and f.name not in ("k", *cls.budget_params)
+    ]
+    params |= {name: cls.test_params[0][name] for name in required}
     if "f" in info.budget_params:  # RAPPOR: (f, p, q) matched to L-SUE at (ε∞, ε1), h = m = 1
         lsue = ll.protocol("L-SUE", k=K, eps_perm=EPS_PERM, eps_1=EPS_1)
         own = {"k": K, "h": 1, "m": 1, "f": 2 * lsue.q1, "p": lsue.q2, "q": lsue.p2}
@@ -41,8 +51,8 @@ def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
 
 
 def table(n: int = N, epochs: int = EPOCHS, delta: float = DELTA) -> str:
-    """The Markdown table, one row per registered protocol whose rounds are not planned (the
-    README's at the defaults)."""
+    """The Markdown table, one row per registered protocol whose rounds are not planned and
+    whose reports do not follow the device's history (the guide's at the defaults)."""
     head = (
         "| protocol | persists per device | ε per report | ε per memo | ε device, τ epochs | "
         "shuffled ε per epoch | shuffled ε per memo | shuffled ε, whole collection | route |"
@@ -50,6 +60,8 @@ def table(n: int = N, epochs: int = EPOCHS, delta: float = DELTA) -> str:
     lines = [head, "|---|---|---|---|---|---|---|---|---|"]
     for info in ll.list_protocols():
         if info.rounds == "planned":  # per-epoch budgets come from the server's plan
+            continue
+        if ll.get_protocol_class(info.name).history is not None:  # no route is proven for it
             continue
         proto = ll.protocol(info.name, **_params(info))
         s = central_summary(proto, n, epochs, delta)

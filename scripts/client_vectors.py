@@ -61,15 +61,26 @@ def _secret(name: str, what: str) -> bytes:
 
 
 def _memo_text(memo: Any) -> Any:
-    """A memo as JSON: a symbol or bucket as an int, bits as hex of their packed bytes."""
+    """A memo as JSON: a symbol or bucket as an int, a real (a numeric memo) as a float, bits
+    as hex of their packed bytes."""
     arr = np.asarray(memo)
     if arr.dtype == np.uint8:
         return arr.tobytes().hex()
+    if arr.dtype.kind == "f":
+        return float(arr.ravel()[0])
     return int(arr.ravel()[0])
 
 
+def _number_text(x: Any) -> str:
+    """An integer in decimal; a real (a rounding offset) as its shortest round-trip digits."""
+    return repr(float(x)) if isinstance(x, (float, np.floating)) else str(int(x))
+
+
 def _state_text(state: dict[str, np.ndarray]) -> dict[str, Any]:
-    return {name: [str(int(x)) for x in np.asarray(arr).ravel()] for name, arr in state.items()}
+    return {
+        name: [_number_text(x) for x in np.asarray(arr).ravel().tolist()]
+        for name, arr in state.items()
+    }
 
 
 @contextlib.contextmanager
@@ -133,10 +144,7 @@ def case_vector(name: str, folder: Path) -> dict[str, Any]:
         "csprng_key": csprng_key.hex(),
         "csprng_context": f"longldp/test-vectors/csprng|{name}",
         "params": {
-            "p1": proto.p1,
-            "q1": proto.q1,
-            "p2": proto.p2,
-            "q2": proto.q2,
+            **{name: float(getattr(proto, name)) for name in proto.client_spec.probabilities},
             "eps_1": proto.single_report_epsilon(),
             "eps_perm": proto.first_round_epsilon(),
             **{name: int(getattr(proto, name)) for name in proto.client_spec.derived},

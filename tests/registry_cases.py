@@ -95,3 +95,24 @@ def engine_frequencies(cls: type) -> bool:
     its rounds are not planned (a planned mechanism needs the server's plan at every epoch,
     docs/design.md §2.5; it is simulated by its own kernels)."""
     return cls.estimates_frequencies and not cls.rounds.planned
+
+
+def required_options(cls: type) -> dict[str, Any]:
+    """The constructor parameters a class requires besides k and its budget (a numeric
+    mechanism's declared range lo, hi), from its first test parameters."""
+    need = {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    } - {"k", *cls.budget_params}
+    return {p: v for p, v in cls.test_params[0].items() if p in need}
+
+
+def with_budget(name: str, k: int, **budget: Any) -> Any:
+    """``ll.protocol(name, ...)`` with this budget, k when the class takes one, and the other
+    parameters the class requires (:func:`required_options`)."""
+    cls = ll.get_protocol_class(name)
+    params = {**required_options(cls), **budget}
+    if takes_k(cls):
+        params["k"] = k
+    return ll.protocol(name, **params)

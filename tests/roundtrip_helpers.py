@@ -25,12 +25,24 @@ EPOCHS = (0, 1)
 FIELDS = ("estimate", "raw", "se", "lower", "upper")
 
 
+def same(actual: object, desired: object, err_msg: str = "") -> None:
+    """Equal: exactly for counts; to 1e-12 for a numeric mean's float sums and what follows
+    from them, which depend on the order reports were added in (docs/math.md (20.3))."""
+    a, d = np.asarray(actual), np.asarray(desired)
+    if a.dtype.kind == "f" or d.dtype.kind == "f":
+        np.testing.assert_allclose(a, d, rtol=1e-12, atol=1e-12, err_msg=err_msg)
+    else:
+        np.testing.assert_array_equal(a, d, err_msg=err_msg)
+
+
 def estimate_shape(proto: ll.FrequencyOracle) -> tuple[int, ...]:
     """What every estimate array must look like, from the protocol's traits: a vector of
     ``estimate_size`` frequencies, RAPPOR's (cohorts m, bits k) shares of set bits, or a
     change-based mechanism's parts (``change-parts``: its ``estimate_shape``)."""
     if type(proto).estimates_frequencies:
         return (proto.estimate_size,)
+    if proto.estimand in ("mean", "distribution"):  # a numeric mean (1,) or its buckets
+        return tuple(proto.estimate_shape)
     if proto.estimand == "change-parts":
         return proto.estimate_shape
     return (proto.m, proto.k)

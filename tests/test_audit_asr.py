@@ -21,7 +21,8 @@ from longldp.audit.asr import (
 )
 
 SETTING = {"eps": 1.0, "eps_perm": 2.0, "eps_1": 0.8, "d": 2, "h": 2, "m": 4}
-SETTING |= {"f": 0.5, "p": 0.5, "q": 0.75, "eps_window": 2.0, "w": 4}
+SETTING |= {"f": 0.5, "p": 0.5, "q": 0.75, "lo": 0.0, "hi": 1.0}
+SETTING |= {"eps_window": 2.0, "w": 4}
 SETTING |= {"eps_total": 2.0, "max_votes": 2, "max_updates": 2, "eps_0": 1.0, "eps_node": 1.0}
 SETTING |= {"tau": 8}
 PRIOR = np.array([0.35, 0.25, 0.2, 0.12, 0.08])
@@ -68,7 +69,7 @@ def test_chain_sum_equals_enumeration(m, j, tau):
 @pytest.mark.parametrize("tau", [1, 4])
 def test_exact_asr_inside_the_simulated_interval(proto, tau):
     for prior in (None, PRIOR):
-        k = proto.domain_size or proto.k  # boolean RAPPOR: 2 inputs
+        k = proto.domain.audit_size or proto.k  # boolean RAPPOR, an interval: 2 inputs
         pri = None if prior is None else prior[:k] / prior[:k].sum()
         exact = attacker_success(proto, tau, pri)
         sim = attacker_success(proto, tau, pri, method="simulated", trials=20_000, rng=tau)

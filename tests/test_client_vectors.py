@@ -62,3 +62,29 @@ def test_generation_reads_no_os_randomness(monkeypatch):
     monkeypatch.setattr(os, "urandom", forbidden)
     again = _generator().vectors()
     assert again["cases"][0]["steps"]
+
+
+def test_a_wrong_round1_derivation_fails_the_vectors(fresh, monkeypatch):
+    """A client that derives round 1 under another HMAC context must fail the vectors: for every
+    longitudinal protocol (and the hash-pool variant), some case's memos change. BiLOLOHA
+    (g = 2) and RAPPOR-boolean (one bit) have two memo keys of one bit each, so a wrong
+    derivation keeps both with probability about (p1² + q1²)² whatever the case: left out."""
+    import longldp.protocols.client as round1
+
+    monkeypatch.setattr(round1, "ROUND1_LABEL", b"longldp/round1/vX|")
+    wrong = {c["name"]: c for c in _generator().vectors()["cases"]}
+    sensitive: set[str] = set()
+    for case in fresh["cases"]:
+        memos = [s.get("memo") for s in case["steps"]]
+        if all(m is None for m in memos):
+            continue  # one-shot: nothing is memoized
+        if memos != [s.get("memo") for s in wrong[case["name"]]["steps"]]:
+            pool = "+pool" if case["spec"]["params"].get("hash_pool") else ""
+            sensitive.add(case["spec"]["name"] + pool)
+    import longldp as ll
+
+    chains = {p.name for p in ll.list_protocols() if p.longitudinal} - {
+        "BiLOLOHA",
+        "RAPPOR-boolean",
+    }
+    assert chains | {"OLOLOHA+pool"} <= sensitive, sorted(chains | {"OLOLOHA+pool"} - sensitive)

@@ -12,7 +12,7 @@ import pytest
 
 from longldp.protocols._registry import BUILTIN_CLASSES
 from server_helpers import ROOT
-from test_docs_links import load_script
+from test_docstrings import load_script
 
 
 @pytest.fixture(scope="module")

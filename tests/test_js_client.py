@@ -55,11 +55,10 @@ DERIVE = """
 import { protocolFromSpec } from "./src/index.js";
 import { header } from "./src/wire.js";
 const out = [];
-for (const spec of JSON.parse(process.argv[1])) {
+for (const [spec, names] of JSON.parse(process.argv[1])) {
   const o = await protocolFromSpec(spec);
   const h = Buffer.from(await header(o)).toString("hex");
-  const { p1, q1, p2, q2 } = o;
-  out.push({ header: h, p1, q1, p2, q2, eps_1: o.eps1, eps_perm: o.epsInf });
+  out.push({ header: h, values: names.map((n) => o[n]), eps_1: o.eps1, eps_perm: o.epsInf });
 }
 console.log(JSON.stringify(out));
 """
@@ -68,23 +67,20 @@ console.log(JSON.stringify(out));
 def test_js_derives_every_registered_protocol_as_python():
     """Every registered class at its test parameters (k = 6 and 1,000 where it takes k): the
     JS client accepts the spec and derives the same header (so the same canonical spec and
-    fingerprint) and chain p1, q1, p2, q2 bit for bit; ε1 and ε∞ within 1e-15 relative (exp
+    fingerprint) and the probabilities its ``client_spec`` declares (the chain's p1, q1, p2,
+    q2, or a numeric mechanism's constants) bit for bit; ε1 and ε∞ within 1e-15 relative (exp
     and log differ in the last bits between V8 and the C library). A protocol added to the
     registry fails here until the JS client knows it."""
     from registry_cases import build, triples
 
     protos = [build(cls, params, k) for cls, params, _ in triples() for k in (6, 1000)]
-    specs = [p.spec() for p in protos]
-    got = json.loads(run_node(DERIVE, json.dumps(specs)))
+    asked = [[p.spec(), list(p.client_spec.probabilities)] for p in protos]
+    got = json.loads(run_node(DERIVE, json.dumps(asked)))
     for proto, js in zip(protos, got, strict=True):
         where = json.dumps(proto.spec())
         assert js["header"] == proto.wire_header.hex(), where
-        assert [js[x] for x in ("p1", "q1", "p2", "q2")] == [
-            proto.p1,
-            proto.q1,
-            proto.p2,
-            proto.q2,
-        ], where
+        names = proto.client_spec.probabilities
+        assert js["values"] == [getattr(proto, n) for n in names], (where, names)
         for name, py in (
             ("eps_1", proto.single_report_epsilon()),
             ("eps_perm", proto.first_round_epsilon()),
@@ -187,6 +183,12 @@ def _site(upstream: str) -> http.server.ThreadingHTTPServer:
     return site
 
 
+def _close(site: http.server.ThreadingHTTPServer) -> None:
+    """Stop serving and close the listening socket (an open one is a ResourceWarning)."""
+    site.shutdown()
+    site.server_close()
+
+
 E2E_SPEC = {"name": "L-OSUE", "params": {"k": 8, "eps_perm": 2.0, "eps_1": 1.0}}
 DEVICES, EPOCHS = 1000, 3
 
@@ -275,7 +277,45 @@ def test_chromium_end_to_end_against_a_real_server(tmp_path):
         # 95% intervals: fewer than 3/4 of 24 covering has probability below 1e-5.
         assert inside >= 0.75 * total, (inside, total)
     finally:
-        site.shutdown()
+        _close(site)
+        srv.stop()
+
+
+@pytest.mark.browser
+def test_chromium_page_on_another_origin_uploads_when_the_server_allows_it(tmp_path):
+    """CORS: a page served from another origin than `longldp serve` fetches the spec and
+    uploads straight to the server when the server lists its origin (`--cors-origin`; the
+    browser's preflight for the Authorization header is answered), and is blocked by the
+    browser when it does not (docs/server.md, "Pages on another origin")."""
+    allowed, refused = _site(""), _site("")  # static sites on two ports: two origins
+    origin = f"http://127.0.0.1:{allowed.server_address[1]}"
+    srv = LiveServer(str(tmp_path / "cors.db"), tmp_path, args=("--cors-origin", origin)).start()
+    try:
+        col = httpx.post(
+            f"{srv.base}/v1/collections",
+            json={"name": "cors", "protocol": E2E_SPEC, "first_epoch": 0, "auth": "shared"},
+            headers=bearer(ADMIN),
+            timeout=30,
+        ).json()
+        args = {"baseUrl": srv.base, "collection": "cors", "token": col["ingest_token"],
+                "values": [3, 1, 4]}  # fmt: skip
+        with Chromium(CHROMIUM, tmp_path / "profile") as browser:
+            browser.navigate(f"{origin}/test/browser/e2e.html")
+            sent = browser.evaluate(f"e2e.crossOrigin({json.dumps(args)})")
+            assert sent.get("acknowledged") == 3 and sent["remaining"] == 0, sent
+            other = f"http://127.0.0.1:{refused.server_address[1]}/test/browser/e2e.html"
+            browser.navigate(other)
+            blocked = browser.evaluate(f"e2e.crossOrigin({json.dumps(args)})")
+            assert blocked.get("error", "").startswith("TypeError"), blocked  # "Failed to fetch"
+        stored = httpx.get(
+            f"{srv.base}/v1/collections/cors/epochs/0/estimate",
+            headers=bearer(col["read_token"]),
+            timeout=30,
+        ).json()
+        assert stored["n"] == 1  # the allowed page's one report of epoch 0, and nothing else
+    finally:
+        _close(allowed)
+        _close(refused)
         srv.stop()
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from longldp.archive import ArchiveWriter, aggregate_archive
@@ -26,6 +25,7 @@ from roundtrip_helpers import (
     archive_arrays,
     device_batches,
     estimate_shape,
+    same,
 )
 
 
@@ -61,9 +61,9 @@ def test_archive_round_trip(cls, params, tmp_path: Path) -> None:
             agg.add(records[epoch])
             archived = counts.by_epoch[epoch]
             assert archived.n == len(records[epoch])
-            np.testing.assert_array_equal(archived.support_counts, agg.support_counts)
+            same(archived.support_counts, agg.support_counts)
             expected = agg.estimate_with_se()
             got = archive_arrays(rows, epoch, shape)
             for name in FIELDS:
                 assert getattr(expected, name).shape == shape, name
-                np.testing.assert_array_equal(got[name], getattr(expected, name), err_msg=name)
+                same(got[name], getattr(expected, name), err_msg=name)

@@ -32,6 +32,7 @@ from roundtrip_helpers import (
     as_array,
     device_batches,
     estimate_shape,
+    same,
 )
 from server_helpers import ADMIN, bearer
 
@@ -111,11 +112,13 @@ def test_server_round_trip(cls, params, tmp_path: Path) -> None:
         for name in FIELDS:
             value = as_array(body[name])
             assert value.shape == shape, (name, value.shape, shape)
-            np.testing.assert_array_equal(value, getattr(expected, name), err_msg=name)
+            same(value, getattr(expected, name), err_msg=name)
             np.testing.assert_array_equal(as_array(entry[name]), value, err_msg=name)
         se = as_array(body["se"])
-        if frequencies:
+        if frequencies or proto.estimand == "mean":
             assert np.all(se > 0), se  # a standard error for every value
+        elif proto.estimand == "distribution":  # EMS: no closed-form standard error (§20.6)
+            assert np.all(np.isnan(se)), se
         else:  # a cohort (a context) without reports has no numbers; every other has all
             empty = np.isnan(as_array(body["raw"]))
             assert np.all(np.isnan(se[empty])) and np.all(se[~empty] > 0), se
@@ -133,10 +136,10 @@ def test_server_round_trip(cls, params, tmp_path: Path) -> None:
         path = tmp_path / f"export-{epoch}.parquet"
         path.write_bytes(blob)
         archived = aggregate_archive(path)
-        np.testing.assert_array_equal(archived.by_epoch[epoch].support_counts, agg.support_counts)
+        same(archived.by_epoch[epoch].support_counts, agg.support_counts)
         rows = archive_arrays(archived.estimates(), epoch, shape)
         for name in FIELDS:
-            np.testing.assert_array_equal(rows[name], getattr(expected, name), err_msg=name)
+            same(rows[name], getattr(expected, name), err_msg=name)
 
     page = got["dashboard"]
     assert page.headers["content-type"].startswith("text/html")

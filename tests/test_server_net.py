@@ -24,11 +24,11 @@ import sqlalchemy as sa
 import longldp as ll
 from longldp.server import db
 from server_helpers import (
-    ADMIN,
     ROOT,
     LiveServer,
     audit,
     bearer,
+    create_shared,
     free_port,
     new_ids,
     records,
@@ -48,15 +48,7 @@ PATIENCE = 30.0
 
 
 def create(base: str, name: str = "net", **extra) -> dict:
-    r = httpx.post(
-        f"{base}/v1/collections",
-        json={"name": name, "protocol": SPEC, "auth": "shared", **extra},
-        headers=bearer(ADMIN),
-        timeout=30,
-        verify=False,
-    )
-    assert r.status_code == 201, r.text
-    return r.json()
+    return create_shared(base, name, SPEC, **extra)
 
 
 def reports(n: int, seed: int) -> tuple[list[bytes], list[bytes]]:
@@ -398,3 +390,5 @@ def test_serve_demo_cleans_up_on_sigterm(when, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -388,9 +388,13 @@ export class DeviceClient {
     return this._queue.map((q) => ({ ...q }));
   }
 
-  /** The oldest `limit` queued reports and their binary batch (docs/wire-format.md §4). */
-  batch(limit) {
-    const items = this._queue.slice(0, limit);
+  /**
+   * The oldest `limit` queued reports (those whose id, as hex, is in the Set `skip` left out,
+   * still queued) and their binary batch (docs/wire-format.md §4).
+   */
+  batch(limit, skip = null) {
+    const queue = skip && skip.size ? this._queue.filter((q) => !skip.has(toHex(q.id))) : this._queue;
+    const items = queue.slice(0, limit);
     return { items, data: batch(items) };
   }
 

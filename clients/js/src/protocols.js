@@ -2,9 +2,9 @@
 // registry.js, written from the Python registry by scripts/registry_tables.py), and the family
 // module with its formulas and draws, loaded on first use (docs/client-spec.md §3–§5).
 
-import { budget, checkValue, fail, int, real } from "./check.js";
+import { budget, checkValue, fail, int, real, show } from "./check.js";
 import { PyFloat } from "./json.js";
-import { ALIASES, F, FAMILIES, I, OPT, S, TABLE } from "./registry.js";
+import { ALIASES, B, F, FAMILIES, I, OPT, S, TABLE } from "./registry.js";
 
 /** Canonical protocol names (Python's registry, longldp.protocols.NAMES, with a device client). */
 export const PROTOCOL_NAMES = Object.keys(TABLE);
@@ -19,14 +19,14 @@ export const roundUp = (eps) => eps + 1e-12 * Math.max(1, Math.abs(eps));
  */
 export async function protocolFromSpec(spec) {
   const own = "protocol spec";
-  if (typeof spec?.name !== "string") throw new TypeError(`${own}: must be an object {name: string, params: object}; got ${JSON.stringify(spec)}`);
+  if (typeof spec?.name !== "string") throw new TypeError(`${own}: must be an object {name: string, params: object}; got ${show(spec)}`);
   const extra = Object.keys(spec).filter((k) => k !== "name" && k !== "params");
   if (extra.length) throw new TypeError(`${own}: unknown key(s) ${extra}; allowed: name, params`);
   const given = spec.params ?? {};
-  if (typeof given !== "object" || Array.isArray(given)) throw new TypeError(`${own}: 'params' must be an object; got ${JSON.stringify(given)}`);
+  if (typeof given !== "object" || Array.isArray(given)) throw new TypeError(`${own}: 'params' must be an object; got ${show(given)}`);
   const lower = spec.name.toLowerCase();
   const name = ALIASES[lower] ?? PROTOCOL_NAMES.find((n) => n.toLowerCase() === lower);
-  if (!name) throw new RangeError(`${own}: 'name' must be one of ${PROTOCOL_NAMES.join(", ")}; got ${JSON.stringify(spec.name)}`);
+  if (!name) throw new RangeError(`${own}: 'name' must be one of ${PROTOCOL_NAMES.join(", ")}; got ${show(spec.name)}`);
   const [id, memoizes, family, params, planKeys = []] = TABLE[name];
   const types = Object.fromEntries(Object.entries(params).map(([key, [type]]) => [key, type]));
   const unknown = Object.keys(given).filter((k) => !(k in types));
@@ -40,6 +40,7 @@ export async function protocolFromSpec(spec) {
     else if (type === I) int(name, key, v, key === "k" ? (family === "rappor" ? 1 : 2) : 0);
     else if (type === OPT && v !== null) int(name, key, v, 1);
     else if (type === S && typeof v !== "string") throw fail(name, key, "a string", v, TypeError);
+    else if (type === B && typeof v !== "boolean") throw fail(name, key, "true or false", v, TypeError);
     P[key] = v;
   }
   if ("eps" in P) budget(name, "eps", P.eps);

@@ -4,11 +4,9 @@
 // from the memo stream of those bytes.
 
 import { concat, fromHex, toHex, uintBE, utf8 } from "./bytes.js";
-import { checkValue, choice, fail, int } from "./check.js";
+import { checkValue, choice, fail, int, show as text } from "./check.js";
 import { abs, bitAt, chainNonsupport, chainSupport, drawn, floats, integers, log, max, packBits, ueRound2 } from "./common.js";
 import { md5 } from "./md5.js";
-
-const text = (v) => JSON.stringify(v) ?? String(v);
 
 export const methods = {
   check(v) {

@@ -2,6 +2,8 @@
 // binary batches, the same report ids on every retry, exponential backoff with full jitter,
 // Retry-After honoured, 413 halves the batch, 401/403 keep everything and stop.
 
+import { show } from "./check.js";
+import { toHex } from "./bytes.js";
 import { canonicalJson } from "./json.js";
 import { protocolFromSpec } from "./protocols.js";
 import { fingerprintHex, header } from "./wire.js";
@@ -29,10 +31,12 @@ function parseJson(text) {
 }
 
 /**
- * The collection's protocol spec as the server describes it (GET /v1/collections/{name}),
- * its fingerprint checked against the one this client computes (RangeError if they differ).
+ * The collection as the server describes it (GET /v1/collections/{name}): its protocol spec,
+ * fingerprint (checked against the one this client computes: RangeError if they differ), its
+ * clock (first_epoch, epoch_seconds, start_time, current_epoch, epoch_window) and its quota
+ * (reports_per_epoch); docs/server.md, "Collections and tokens".
  */
-export async function fetchSpec(baseUrl, collection, token, fetchFn = globalThis.fetch) {
+export async function fetchCollection(baseUrl, collection, token, fetchFn = globalThis.fetch) {
   const resp = await fetchFn(url(baseUrl, collection), { headers: { Authorization: `Bearer ${token}` } });
   if (!resp.ok) throw new RangeError(`collection ${JSON.stringify(collection)}: HTTP ${resp.status} from the server`);
   const info = await resp.json();
@@ -43,7 +47,27 @@ export async function fetchSpec(baseUrl, collection, token, fetchFn = globalThis
       `collection ${JSON.stringify(collection)}: the server's fingerprint ${info.fingerprint} is not ${mine}, this client's for ${canonicalJson(proto.spec)}`,
     );
   }
-  return info.protocol;
+  return info;
+}
+
+/** The collection's protocol spec only (`fetchCollection(…).protocol`). */
+export async function fetchSpec(baseUrl, collection, token, fetchFn = globalThis.fetch) {
+  return (await fetchCollection(baseUrl, collection, token, fetchFn)).protocol;
+}
+
+/**
+ * The epoch of a collection with a wall clock at time `nowMs` (milliseconds since 1970, UTC;
+ * default: now): first_epoch + ⌊(now − start_time)/epoch_seconds⌋, the server's own rule
+ * (docs/client-spec.md §5.1). A collection without a clock (epoch_seconds null) has no such
+ * epoch: the app numbers its epochs itself, and this throws a RangeError.
+ */
+export function epochAt(info, nowMs = Date.now()) {
+  const { first_epoch: first, epoch_seconds: length, start_time: start } = info ?? {};
+  if (!Number.isFinite(length) || !Number.isFinite(start) || !Number.isInteger(first)) {
+    throw new RangeError(`epochAt: the collection has no wall clock (epoch_seconds ${show(length)}); the app numbers its epochs`);
+  }
+  if (!Number.isFinite(nowMs)) throw new TypeError(`epochAt: 'nowMs' must be a finite number; got ${show(nowMs)}`);
+  return first + Math.floor((nowMs / 1000 - start) / length);
 }
 
 /**
@@ -74,7 +98,7 @@ export class Uploader {
    */
   constructor({ baseUrl, collection, token, enrollToken, batchSize = 500, timeout = 10, maxAttempts = 8, baseDelay = 1, maxDelay = 3600, sleep, rand, fetch }) {
     if (typeof baseUrl !== "string" || !/^https?:\/\//.test(baseUrl)) {
-      throw new TypeError(`Uploader: 'baseUrl' must be http(s)://…; got ${JSON.stringify(baseUrl)}`);
+      throw new TypeError(`Uploader: 'baseUrl' must be http(s)://…; got ${show(baseUrl)}`);
     }
     if (typeof collection !== "string" || !collection) throw new TypeError("Uploader: 'collection' must be a non-empty string");
     if (!token === !enrollToken || typeof (token ?? enrollToken) !== "string") {
@@ -127,15 +151,18 @@ export class Uploader {
 
   /**
    * Send the queue until it is empty, or until `maxAttempts` consecutive failures, or a 401/403.
-   * Resolves to {acknowledged, dropped, attempts, remaining, refused, waits}.
+   * Resolves to {acknowledged, dropped, deferred, attempts, remaining, refused, waits};
+   * `deferred` counts reports kept for a later flush (425: their epoch opens later).
    */
   async flush(client) {
-    const result = { acknowledged: 0, dropped: 0, attempts: 0, remaining: 0, refused: null, waits: [] };
+    const result = { acknowledged: 0, dropped: 0, deferred: 0, attempts: 0, remaining: 0, refused: null, waits: [] };
     let failures = 0;
     let limit = this.batchSize;
+    const later = new Set(); // ids (hex) of reports whose epoch opens later: for a later flush
     const bearer = client.queue.length ? await this._bearer(client, result) : null;
     while (bearer !== null && client.queue.length && failures < this.maxAttempts) {
-      const { items, data } = client.batch(limit);
+      const { items, data } = client.batch(limit, later);
+      if (!items.length) break;
       result.attempts += 1;
       const { status, body, retryAfter } = await this._post(this.url, data, bearer);
       const ids = items.map((q) => q.id);
@@ -143,6 +170,12 @@ export class Uploader {
         await client.acknowledge(ids);
         result.acknowledged += items.length;
         failures = 0;
+      } else if (status === 425) {
+        // The epoch opens later (this device's clock runs ahead): keep the report it names.
+        const answer = parseJson(body);
+        const item = Number.isInteger(answer?.item) && answer.item >= 0 && answer.item < items.length ? answer.item : null;
+        for (const q of item === null ? items : [items[item]]) later.add(toHex(q.id));
+        result.deferred += item === null ? items.length : 1;
       } else if (status === 413 && limit > 1) {
         limit = Math.max(1, items.length >> 1);
       } else if (status === 401 || status === 403) {

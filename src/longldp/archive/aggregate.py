@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from longldp._validate import missing_path
 from longldp.archive.layout import ArchiveInfo, RowGroup, read_info, row_groups
 from longldp.protocols import Estimate, FrequencyOracle, wire
 
@@ -178,7 +179,10 @@ def archive_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
         elif p.is_file():
             files.append(p)
         else:
-            raise ValueError(f"{p}: no such archive file or folder.")
+            reason = missing_path(p)
+            if reason == "does not exist":
+                raise ValueError(f"{p}: no such archive file or folder.")
+            raise ValueError(f"{str(p)!r} {reason}; give an archive file or folder.")
     return files
 
 
@@ -337,7 +341,7 @@ def _returning_allocator(bounded: bool) -> Iterator[None]:
 
 def local_cluster(workers: int = 2) -> Any:
     """A Dask ``LocalCluster`` on loopback: ``workers`` processes of one thread each, no
-    dashboards (use it as a context manager; needs the ``dask`` extra)."""
+    dashboard on a fixed port (use it as a context manager; needs the ``dask`` extra)."""
     if int(workers) != workers or workers < 1:
         raise ValueError(f"local_cluster: 'workers' must be an integer >= 1; got {workers!r}.")
     try:
@@ -354,7 +358,9 @@ def local_cluster(workers: int = 2) -> Any:
             threads_per_worker=1,
             processes=True,
             host="127.0.0.1",
-            dashboard_address=None,
+            # The scheduler serves HTTP even without a dashboard; a free port (":0") rather
+            # than 8787, which another cluster on the machine may hold (distributed then warns).
+            dashboard_address="127.0.0.1:0",
             worker_dashboard_address=None,
         )
 

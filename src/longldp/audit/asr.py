@@ -212,13 +212,13 @@ def exact_asr(
     kind = report_kind(proto)
     if not kind.discrete:
         return None
-    chain = _model_chain(proto, model)
     if no_round_two(proto):
         if model == "stateless" and tau > 1:
             return None
         return _one_report_asr(proto, prior)  # no round 2: τ reports of a memo repeat it
     if kind.symbol_channel(proto) is not None:  # fresh reports of an enumerated channel
         return _one_report_asr(proto, prior) if tau == 1 and not memoized(proto) else None
+    chain = _model_chain(proto, model)
     table = kind.value_table(proto)
     if kind.statistic == "bits":
         if table is None or not np.array_equal(table, np.broadcast_to(table[:1], table.shape)):

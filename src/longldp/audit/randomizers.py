@@ -47,7 +47,7 @@ def protocol_inputs(proto: FrequencyOracle, values: NDArray[np.int64]) -> Any:
 def audit_domain(proto: FrequencyOracle) -> int:
     """Number of distinct inputs to audit: the domain's size (boolean RAPPOR: 2), or k for a
     domain that cannot be listed (Bloom RAPPOR's strings of codes 0..k−1)."""
-    return proto.domain_size or proto.k
+    return proto.domain.audit_size or proto.k
 
 
 def _wire_rows(proto: FrequencyOracle, reports: NDArray, n: int) -> NDArray[np.uint8]:

@@ -49,6 +49,29 @@ def serve_cmd(
     max_answer_values: Annotated[
         int, typer.Option(help="Most values (epochs × values) in one query answer.")
     ] = 100_000,
+    max_inflight_bytes: Annotated[
+        int,
+        typer.Option(
+            help="Memory all requests in flight may hold (else 503 with Retry-After); at "
+            "least --max-collection-bytes."
+        ),
+    ] = 1024 * 1024 * 1024,
+    max_devices: Annotated[
+        int, typer.Option(help="Default cap of active devices per device-mode collection.")
+    ] = 1_000_000,
+    enroll_per_minute: Annotated[
+        int, typer.Option(help="Default enrollments a minute per collection (else 429).")
+    ] = 600,
+    max_connections: Annotated[
+        int, typer.Option(help="Most connections and requests at once (else 503).")
+    ] = 1000,
+    attest: Annotated[
+        str | None,
+        typer.Option(
+            help="Attestation hook 'module:function', called at every enrollment with the "
+            "collection's name and the X-Device-Attestation header; False refuses (403)."
+        ),
+    ] = None,
     workers: Annotated[
         int, typer.Option(help="Server processes sharing the port (PostgreSQL or SQLite).")
     ] = 1,
@@ -61,6 +84,10 @@ def serve_cmd(
     keep_alive_timeout: Annotated[
         int, typer.Option(help="Seconds an idle keep-alive connection stays open.")
     ] = 5,
+    write_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a client may leave its answer unread before it is dropped."),
+    ] = 30.0,
     tls_cert: Annotated[
         str | None, typer.Option(help="PEM certificate: serve HTTPS (with --tls-key).")
     ] = None,
@@ -68,6 +95,15 @@ def serve_cmd(
     log_level: Annotated[
         str, typer.Option(help=f"uvicorn log level: {', '.join(LOG_LEVELS)}.")
     ] = "warning",
+    cors_origins: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cors-origin",
+            metavar="ORIGIN",
+            help="Let pages of this origin (https://host[:port], or * for any) call the API "
+            "from a browser: CORS with preflight. Repeatable. Default: same origin only.",
+        ),
+    ] = None,
 ) -> None:
     """Collect reports from devices into SQLite or PostgreSQL; serve estimates and a dashboard.
 
@@ -76,7 +112,7 @@ def serve_cmd(
     try:
         from sqlalchemy.exc import SQLAlchemyError
 
-        from longldp.server import Limits, serve
+        from longldp.server import Limits, check_origins, serve
     except ImportError as exc:
         raise ValueError(
             f"the server needs the optional extra 'server' (pip install 'longldp[server]'): {exc}"
@@ -85,6 +121,7 @@ def serve_cmd(
         raise ValueError(
             f"'--log-level' must be one of {', '.join(LOG_LEVELS)}; got {log_level!r}."
         )
+    check_origins("serve", cors_origins or ())  # before the address and the database
     check_listen_address(host, port)
     check_sqlite_path(db)
     limits = Limits(
@@ -94,6 +131,9 @@ def serve_cmd(
         max_open_epochs=max_open_epochs,
         max_collection_bytes=max_collection_bytes,
         max_answer_values=max_answer_values,
+        max_inflight_bytes=max_inflight_bytes,
+        max_devices=max_devices,
+        enroll_per_minute=enroll_per_minute,
     )
     try:
         serve(
@@ -106,9 +146,13 @@ def serve_cmd(
             header_timeout=header_timeout,
             body_timeout=body_timeout,
             keep_alive_timeout=keep_alive_timeout,
+            write_timeout=write_timeout,
+            max_connections=max_connections,
+            attest=attest,
             tls_cert=tls_cert,
             tls_key=tls_key,
             log_level=log_level.lower(),
+            cors_origins=tuple(cors_origins or ()),
         )
     except SQLAlchemyError as err:
         raise ValueError(f"--db {_shown_db(db)}: {_database_reason(err)}") from None

@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import logging
 import os
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -380,9 +381,13 @@ class DeviceClient:
         """Reports dropped so far (queue overflow or refused by the server)."""
         return self._dropped
 
-    def batch(self, limit: int) -> tuple[list[QueuedReport], bytes]:
-        """The oldest ``limit`` queued reports and their binary batch (docs/wire-format.md §4)."""
-        items = self._queue[:limit]
+    def batch(
+        self, limit: int, skip: Collection[bytes] = ()
+    ) -> tuple[list[QueuedReport], bytes]:
+        """The oldest ``limit`` queued reports (those whose id is in ``skip`` left out, still
+        queued) and their binary batch (docs/wire-format.md §4)."""
+        queue = [q for q in self._queue if q.id not in skip] if skip else self._queue
+        items = queue[:limit]
         data = wire.encode_records(
             self.proto,
             [q.id for q in items],

@@ -29,6 +29,7 @@ from longldp.protocols.hadamard import LSH, SH
 from longldp.protocols.hr import HR
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
 from longldp.protocols.mechanism import Mechanism
+from longldp.protocols.numeric.mechanisms import NUMERIC_CLASSES
 from longldp.protocols.rappor import (
     RAPPOR,
     RapporBoolean,
@@ -85,6 +86,7 @@ BUILTIN_CLASSES: tuple[type[FrequencyOracle], ...] = (
     Thresh,
     ChangesTree,
     DDRM,
+    *NUMERIC_CLASSES,
 )
 
 #: Every registered protocol: this package's, then those of other packages' entry points (in

@@ -31,8 +31,12 @@ class ClientSpec:
     eps_1, eps_perm : the §3.3 cells: ε1 of one report and ε∞ of one memo.
     state, memo_key, round1, draws2 : the §4.2 cells: the per-device state, the memo key of a
         value, round 1's draws and round 2's draws.
-    derived : attributes the test vectors record besides p1, q1, p2, q2 (e.g. ``g``,
-        ``omega``): what a client derives from the spec and must agree on.
+    derived : integer attributes the test vectors record besides the probabilities (e.g.
+        ``g``, ``omega``): what a client derives from the spec and must agree on.
+    probabilities : the real attributes a client derives and must reproduce bit for bit (the
+        vectors record them; ``tests/test_js_client.py`` compares them): the chain's p1, q1,
+        p2, q2, or a numeric mechanism's own constants (its slope, PM's width and centre
+        probability, SW's b, …; docs/math.md §20).
     """
 
     family: str
@@ -45,6 +49,7 @@ class ClientSpec:
     round1: str
     draws2: str
     derived: tuple[str, ...] = ()
+    probabilities: tuple[str, ...] = ("p1", "q1", "p2", "q2")
 
 
 @dataclass(frozen=True)

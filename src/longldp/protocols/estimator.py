@@ -55,6 +55,11 @@ class Estimator:
         """The unbiased estimate of ``support`` (trailing shape ``support_shape``) of n reports."""
         raise NotImplementedError
 
+    def estimate_labels(self) -> list[str] | None:
+        """What each position of the flattened estimate is, for displays (the dashboard); None:
+        the generic "value v" (or "cohort j, bit i")."""
+        return None
+
     def estimate_variance(
         self, support: NDArray, n: int, plug_in: NDArray[np.float64]
     ) -> NDArray[np.float64]:
@@ -131,6 +136,11 @@ class Estimator:
             )
         agg = Aggregator(self)
         empty = agg.support_counts
+        if support.size and (support.dtype.kind == "f") != (empty.dtype.kind == "f"):
+            raise ValueError(
+                f"{self.name}: aggregator state 'support' must hold "
+                f"{'numbers' if empty.dtype.kind == 'f' else 'integers'}; got {support.dtype}."
+            )
         if support.shape != empty.shape:
             raise ValueError(
                 f"{self.name}: aggregator state 'support' must have shape {empty.shape}; "
@@ -279,7 +289,7 @@ class Aggregator:
             "protocol": self.oracle.spec(),
             "fingerprint": self.oracle.fingerprint().hex(),
             "n": int(self.n),
-            "support": np.asarray(self.support_counts).astype(np.int64).tolist(),
+            "support": _support_json(self.support_counts),
         }
 
     def estimate(self, postprocess: str | pp.PostProcessor | None = None) -> NDArray[np.float64]:
@@ -295,6 +305,12 @@ class Aggregator:
         if self.n == 0:
             raise ValueError(f"{self.oracle.name}: no reports have been added yet.")
         return self.oracle.estimate_with_se(self.support_counts, self.n, postprocess, level)
+
+
+def _support_json(support: NDArray) -> list[Any]:
+    """Support as JSON: integer counts as ints; a numeric mean's sums (floats) as floats."""
+    arr = np.asarray(support)
+    return (arr.astype(np.float64) if arr.dtype.kind == "f" else arr.astype(np.int64)).tolist()
 
 
 def as_report_array(reports: NDArray | Sequence[Any]) -> NDArray:

@@ -503,6 +503,22 @@ class OLOLOHA(_LOLOHA):
             (1, 2, 3, 1),
             suffix="paper-pool",
         ),
+        # The case above keeps its memos when round 1's derivation is wrong (few memo keys,
+        # each kept faithfully with a high probability); with g = 25 buckets, most of them
+        # memo keys, and round 1 keeping w.p. 0.86, a wrong HMAC context changes some memo
+        # (tests/test_client_vectors.py checks it).
+        VectorCase(
+            {
+                "k": 1000,
+                "eps_perm": 5.0,
+                "eps_1": 3.5,
+                "calibration": "paper",
+                "hash_pool": 64,
+                "pool_seed": 2026,
+            },
+            (*range(60), 0),
+            suffix="paper-pool-memos",
+        ),
     )
     test_params: ClassVar[tuple[dict, ...]] = (
         {"eps_perm": 2.0, "eps_1": 1.0},

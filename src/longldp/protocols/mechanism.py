@@ -206,6 +206,11 @@ class Mechanism(ABC):
         """Probability that a report supports v when the user's value is not v."""
         return privacy.chain_support(self.p1, self.q1, self.p2, self.q2)[1]
 
+    @property
+    def repeats_memo(self) -> bool:
+        """Every report repeats the memo (no round 2: p2 = 1, q2 = 0, dBitFlipPM)."""
+        return self.p2 == 1.0 and self.q2 == 0.0
+
     @abstractmethod
     def single_report_epsilon(self) -> float:
         """Worst-case ε of one report, computed from the exact composed channel."""

@@ -17,7 +17,6 @@ post-processing, the count-level sampler, and what a device needs from the serve
 from __future__ import annotations
 
 import enum
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -26,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
+from longldp.privacy.numeric import numeric_range
 
 # ---------------------------------------------------------------------- input domains
 
@@ -58,6 +58,12 @@ class Domain(ABC):
     def describe(self) -> str:
         """One line for listings: the kind and its size or range."""
         return self.kind if self.size is None else f"{self.kind}[{self.size}]"
+
+    @property
+    def audit_size(self) -> int | None:
+        """Distinct inputs :meth:`as_inputs` gives the audits (codes 0..audit_size − 1): the
+        domain's size when it is listed, 2 for an interval (its ends), None otherwise."""
+        return self.size if self.codes else None
 
 
 @dataclass(frozen=True)
@@ -123,15 +129,8 @@ class Interval(Domain):
     kind: ClassVar[str] = "interval"
 
     def __post_init__(self) -> None:
-        own = "Interval"
-        for name in ("lo", "hi"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
-                value
-            ):
-                raise ValueError(f"{own}: '{name}' must be a finite number; got {value!r}.")
-        if not self.lo < self.hi:
-            raise ValueError(f"{own}: 'lo' must be < 'hi'; got [{self.lo}, {self.hi}].")
+        # the one check of a declared range (finite, lo < hi, a finite width): math §20.1
+        numeric_range("Interval", self.lo, self.hi)
 
     @property
     def size(self) -> None:
@@ -162,6 +161,11 @@ class Interval(Domain):
 
     def check(self, owner: str, values: Any, name: str = "values") -> NDArray[np.float64]:
         return self.clip_values(owner, values, name)[0]
+
+    @property
+    def audit_size(self) -> int:
+        """The two ends (:meth:`as_inputs`)."""
+        return 2
 
     def as_inputs(self, codes: ArrayLike) -> NDArray[np.float64]:
         """Codes c ↦ lo + (c mod 2)·(hi − lo): the two ends of the interval (the audit's

@@ -11,19 +11,19 @@ answers 503 with ``Retry-After``.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import sqlalchemy as sa
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import ClientDisconnect
 
 import longldp
-from longldp.server import db
+from longldp.server import db, group
+from longldp.server.admission import AdmissionMiddleware, Budget, Ticket
 from longldp.server.dashboard import render_dashboard
 from longldp.server.service import (
     MAX_EPOCH,
@@ -39,6 +39,11 @@ RETRY_AFTER_S = 5
 INVALID = "invalid token, or no such collection."
 #: Roles that may read a collection's description.
 ANY_ROLE = {"admin", "read", "ingest", "enroll", "device"}
+#: Ingest bodies up to this size are parsed on the serving thread (microseconds); larger ones,
+#: and every JSON body, in the thread pool, so that no request stalls the others.
+INLINE_PARSE_BYTES = 16 * 1024
+#: The header carrying a device's attestation evidence at enrollment (docs/server.md).
+ATTESTATION_HEADER = "x-device-attestation"
 
 Epoch = Annotated[int, Path(ge=0, le=MAX_EPOCH, description="Epoch number.")]
 Name = Annotated[str, Path(min_length=1, max_length=64, description="Collection name.")]
@@ -80,6 +85,19 @@ class CollectionIn(BaseModel):
     epoch_window: int | None = Field(
         None, ge=1, description="Epochs open at once (default 8): see docs/server.md."
     )
+    epoch_skew: int | None = Field(
+        None, ge=0, le=64, description="Future epochs a wall-clock collection accepts (1)."
+    )
+    open_from: int | None = Field(
+        None, ge=0, le=MAX_EPOCH, description="Without a wall clock: the oldest open epoch."
+    )
+    max_devices: int | None = Field(None, ge=1, le=10**12, description="Device cap.")
+    expected_devices: int | None = Field(
+        None, ge=0, le=10**12, description="Expected population (the page's Sybil figure)."
+    )
+    enroll_per_minute: int | None = Field(
+        None, ge=1, le=10**9, description="Enrollments a minute."
+    )
     auth: str | None = Field(
         None, description="'device' (default: devices enroll) or 'shared' (one ingest token)."
     )
@@ -88,6 +106,21 @@ class CollectionIn(BaseModel):
     )
     postprocess: str | None = Field(None, max_length=32, description="Default method.")
     description: str = Field("", max_length=2000)
+
+
+class SettingsIn(BaseModel):
+    """A collection's operator settings (only those given change; null: the server's
+    default for a device bound)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    open_from: int | None = Field(
+        None, ge=0, le=MAX_EPOCH, description="Without a wall clock: the oldest open epoch."
+    )
+    max_devices: int | None = Field(None, ge=1, le=10**12, description="Device cap.")
+    expected_devices: int | None = Field(None, ge=0, le=10**12, description="Expected devices.")
+    enroll_per_minute: int | None = Field(
+        None, ge=1, le=10**9, description="Enrollments a minute."
+    )
 
 
 _BATCH_JSON = {
@@ -147,8 +180,22 @@ def _bearer(request: Request) -> str | None:
     return token.strip()
 
 
-def create_app(service: Service) -> FastAPI:
-    """The FastAPI application serving ``service`` (its database already migrated)."""
+#: Request headers a cross-origin page may send (the clients send these two), and response
+#: headers its script may read (the uploader honours Retry-After).
+CORS_REQUEST_HEADERS = ("Authorization", "Content-Type")
+CORS_EXPOSED_HEADERS = ("Retry-After",)
+#: Seconds a browser may cache a preflight answer.
+CORS_MAX_AGE = 600
+
+
+def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastAPI:
+    """The FastAPI application serving ``service`` (its database already migrated), behind
+    the admission control of :mod:`longldp.server.admission`.
+
+    With ``cors_origins`` (checked by `longldp.server.check_origins`), pages of those origins
+    may call the API: Starlette's CORS middleware answers preflight requests and adds
+    ``Access-Control-Allow-Origin`` to the answers (docs/server.md, "Pages on another origin").
+    """
     app = FastAPI(
         title="longldp collection server",
         version=longldp.__version__,
@@ -158,10 +205,28 @@ def create_app(service: Service) -> FastAPI:
         redoc_url=None,
     )
     app.state.service = service
+    app.add_middleware(
+        AdmissionMiddleware,
+        budget=Budget(service.limits.max_inflight_bytes),
+        max_body_bytes=service.limits.max_body_bytes,
+    )
+    # Added last, CORS is the outermost layer: a page on an allowed origin reads every answer,
+    # the admission control's 503 and its Retry-After included.
+    if cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=list(CORS_REQUEST_HEADERS),
+            expose_headers=list(CORS_EXPOSED_HEADERS),
+            max_age=CORS_MAX_AGE,
+        )
 
     @app.exception_handler(ClientError)
     async def _client_error(_request: Request, exc: ClientError) -> JSONResponse:
-        return _error(exc.status, exc.message, exc.item)
+        return _error(exc.status, exc.message, exc.item, **exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -199,17 +264,19 @@ def create_app(service: Service) -> FastAPI:
     async def _access(
         request: Request, name: str, roles: set[str], token: str | None = None
     ) -> tuple[Collection, int]:
-        """The collection and device of an authenticated request whose role is in ``roles``."""
+        """The collection and device of an authenticated request whose role is in ``roles``.
+
+        An unknown collection and a wrong token take the same path to the same answer: the
+        service did the same work for both (:meth:`Service.authenticate`), and only the admin
+        is told which it was."""
         token = token if token is not None else _bearer(request)
         if token is None:
             raise ClientError(401, "missing bearer token.")
         access = await run_in_threadpool(service.authenticate, name, token)
+        if access.role is None or (access.collection is None and access.role != "admin"):
+            raise ClientError(401, INVALID)
         if access.collection is None:
-            if access.role == "admin":
-                raise ClientError(404, f"no collection named {name!r}.")
-            raise ClientError(401, INVALID)
-        if access.role is None:
-            raise ClientError(401, INVALID)
+            raise ClientError(404, f"no collection named {name!r}.")
         if access.role not in roles:
             raise ClientError(
                 403, f"a {access.role} token cannot do this; it needs {sorted(roles)}."
@@ -247,6 +314,18 @@ def create_app(service: Service) -> FastAPI:
         col = await _collection(request, name, ANY_ROLE)
         return col.public()
 
+    @app.patch(
+        "/v1/collections/{name}",
+        tags=["collections"],
+        summary="Change a collection's settings (admin): open_from moves the window of a "
+        "collection without a wall clock; the device cap, expected population, enrollment rate",
+    )
+    async def update_settings(name: Name, body: SettingsIn, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin"})
+        return await run_in_threadpool(
+            service.update_settings, col, body.model_dump(exclude_unset=True)
+        )
+
     @app.get(
         "/v1/collections/{name}/privacy",
         tags=["queries"],
@@ -259,12 +338,70 @@ def create_app(service: Service) -> FastAPI:
     @app.post(
         "/v1/collections/{name}/devices",
         status_code=201,
-        tags=["ingest"],
+        tags=["devices"],
         summary="Enroll a device (enrollment or admin token); returns its credential once",
     )
     async def enroll(name: Name, request: Request) -> dict[str, Any]:
         col = await _collection(request, name, {"enroll", "admin"})
-        return await run_in_threadpool(service.enroll, col)
+        evidence = request.headers.get(ATTESTATION_HEADER)
+        if evidence is not None and len(evidence) > 16384:
+            raise ClientError(413, f"'{ATTESTATION_HEADER}' is longer than 16384 characters.")
+        return await run_in_threadpool(service.enroll, col, evidence)
+
+    @app.get(
+        "/v1/collections/{name}/devices",
+        tags=["devices"],
+        summary="A page of the collection's devices (admin), with its device bounds and the "
+        "largest estimate shift the devices above the expected population could cause",
+    )
+    async def list_devices(
+        name: Name,
+        request: Request,
+        start: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+        limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+    ) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin"})
+        return await run_in_threadpool(service.list_devices, col, start, limit)
+
+    @app.delete(
+        "/v1/collections/{name}/devices/{device}",
+        tags=["devices"],
+        summary="Revoke a device (admin); purge=true also removes its reports of epochs not "
+        "closed",
+    )
+    async def revoke_device(
+        name: Name,
+        device: Annotated[int, Path(ge=1, le=2**62, description="Device id.")],
+        request: Request,
+        purge: bool = False,
+    ) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin"})
+        return await run_in_threadpool(service.revoke_device, col, device, purge)
+
+    async def _job(request: Request, name: str) -> Any:
+        """Authenticate, bound, read and parse an ingest request into a job (no storage)."""
+        col, device = await _access(request, name, {"ingest", "device"})
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind not in ("application/octet-stream", "application/json"):
+            raise ClientError(
+                415, "Content-Type must be application/octet-stream or application/json."
+            )
+        json_body = kind == "application/json"
+        limit = service.json_body_limit(col) if json_body else service.limits.max_body_bytes
+        declared = request.headers.get("content-length")
+        size = limit if declared is None else int(declared)  # checked by the middleware
+        if size > limit:
+            raise ClientError(
+                413,
+                f"the JSON body has {size} bytes; at most {limit} for this collection "
+                f"({service.limits.max_batch} items of at most "
+                f"{(limit - 1024) // max(1, service.limits.max_batch)} bytes).",
+            )
+        _ticket(request).need(service.ingest_bytes(col, size, json_body))
+        data = await _read_body(request, limit)
+        if not json_body and len(data) <= INLINE_PARSE_BYTES:
+            return service.job(col, device, kind, data)
+        return await run_in_threadpool(service.job, col, device, kind, data)
 
     @app.post(
         "/v1/collections/{name}/reports",
@@ -274,22 +411,21 @@ def create_app(service: Service) -> FastAPI:
         openapi_extra=_INGEST_OPENAPI,
     )
     async def ingest(name: Name, request: Request) -> dict[str, int]:
-        col, device = await _access(request, name, {"ingest", "device"})
-        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind not in ("application/octet-stream", "application/json"):
-            raise ClientError(
-                415, "Content-Type must be application/octet-stream or application/json."
-            )
-        data = await _read_body(request, service.limits.max_body_bytes)
-        if kind == "application/json":
-            try:
-                body = json.loads(data)
-            except (ValueError, RecursionError):
-                raise ClientError(422, "the body is not valid JSON.") from None
-            batch = await run_in_threadpool(service.parse_json, col, body)
-        else:
-            batch = await run_in_threadpool(service.parse_binary, col, data)
-        return await run_in_threadpool(service.ingest, col, batch, device)
+        job = await _job(request, name)
+        if group.groupable(job):
+            return await service.committer.submit_async(job)
+        return await run_in_threadpool(service.store_job, job)
+
+    @app.post(
+        "/v1/collections/{name}/reports/check",
+        tags=["ingest"],
+        summary="Check a batch as an ingest would before storing it (authentication, bounds, "
+        "parsing), and store nothing",
+        openapi_extra=_INGEST_OPENAPI,
+    )
+    async def check(name: Name, request: Request) -> dict[str, int]:
+        job = await _job(request, name)
+        return {"received": len(job.batch), "distinct": int(job.keep.size)}
 
     @app.get(
         "/v1/collections/{name}/epochs",
@@ -347,6 +483,7 @@ def create_app(service: Service) -> FastAPI:
     ) -> dict[str, Any]:
         col = await _collection(request, name, {"admin", "read"})
         method = resolve_postprocess(col, postprocess)
+        _ticket(request).need(service.answer_bytes(col))
         return await run_in_threadpool(service.estimate, col, epoch, method, offset, count)
 
     @app.get(
@@ -366,6 +503,7 @@ def create_app(service: Service) -> FastAPI:
     ) -> dict[str, Any]:
         col = await _collection(request, name, {"admin", "read"})
         method = resolve_postprocess(col, postprocess)
+        _ticket(request).need(service.answer_bytes(col))
         return await run_in_threadpool(
             service.series, col, method, start, stop, limit, offset, count
         )
@@ -373,15 +511,16 @@ def create_app(service: Service) -> FastAPI:
     @app.get(
         "/v1/collections/{name}/epochs/{epoch}/reports.parquet",
         tags=["queries"],
-        summary="Export one epoch's reports as Parquet (devices=true, admin: with device ids)",
+        summary="Export one epoch's reports as Parquet, streamed (devices=true, admin: with "
+        "device ids)",
         response_class=Response,
         responses={200: {"content": {"application/vnd.apache.parquet": {}}}},
     )
     async def export(name: Name, epoch: Epoch, request: Request, devices: bool = False) -> Response:
         col = await _collection(request, name, {"admin"} if devices else {"admin", "read"})
-        data = await run_in_threadpool(service.export_parquet, col, epoch, devices)
-        return Response(
-            data,
+        _ticket(request).need(service.export_bytes(col))
+        return StreamingResponse(
+            service.export_chunks(col, epoch, devices),
             media_type="application/vnd.apache.parquet",
             headers={"Content-Disposition": f'attachment; filename="{col.name}-{epoch}.parquet"'},
         )
@@ -405,6 +544,7 @@ def create_app(service: Service) -> FastAPI:
             raise ClientError(401, "the Authorization header is not a bearer token.")
         col = await _collection(request, name, {"admin", "read"}, token=presented)
         method = resolve_postprocess(col, postprocess)
+        _ticket(request).need(service.answer_bytes(col, dashboard=True))
         view = await run_in_threadpool(service.dashboard_view, col, method)
         page = render_dashboard(col.public(), view, method)
         return HTMLResponse(
@@ -421,17 +561,17 @@ def create_app(service: Service) -> FastAPI:
     return app
 
 
+def _ticket(request: Request) -> Ticket:
+    """The request's admission ticket (:class:`AdmissionMiddleware` gives every request one)."""
+    ticket = request.scope.get("state", {}).get("ticket")
+    assert isinstance(ticket, Ticket), "the admission middleware must wrap the application"
+    return ticket
+
+
 async def _read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes; 400 if the
-    client goes away (or the server's body timeout closes the connection) before its end."""
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        try:
-            size = int(declared)
-        except ValueError:
-            raise ClientError(400, "Content-Length is not an integer.") from None
-        if size > limit:
-            raise ClientError(413, f"the body has {size} bytes; at most {limit} allowed.")
+    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes (a chunked
+    body has no declared length); 400 if the client goes away (or the server's body timeout
+    closes the connection) before its end."""
     chunks: list[bytes] = []
     total = 0
     try:

@@ -11,10 +11,16 @@ task and a file descriptor that way). :class:`GuardedH11Protocol` adds:
   server answers ``408 Request Timeout`` and closes the connection;
 - **body deadline**: once the headers are in, the whole body must arrive within
   ``body_timeout`` seconds, else ``408`` (if no answer has started) and the connection closes;
-  the application sees the client as gone.
+  the application sees the client as gone;
+- **write deadline**: when the client reads its answer so slowly that the connection's send
+  buffer fills (asyncio pauses writing above its high-water mark), the buffer must drain
+  below the low-water mark within ``write_timeout`` seconds, else the connection is aborted
+  and its buffered answer freed. A slow reader cannot keep a large answer in the server's
+  memory: it must read at least the buffer's worth (64 KiB) every ``write_timeout`` seconds.
 
-The timeouts are read from the uvicorn ``Config`` object (attributes ``header_timeout`` and
-``body_timeout``, set by :func:`longldp.server.serve`), so they reach every worker process.
+The timeouts are read from the uvicorn ``Config`` object (attributes ``header_timeout``,
+``body_timeout`` and ``write_timeout``, set by :func:`longldp.server.serve`), so they reach
+every worker process.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 HEADER_TIMEOUT = 10.0
 BODY_TIMEOUT = 60.0
 KEEP_ALIVE_TIMEOUT = 5
+WRITE_TIMEOUT = 30.0
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -39,8 +46,10 @@ class GuardedH11Protocol(H11Protocol):
         super().__init__(config, *args, **kwargs)
         self.header_timeout = float(getattr(config, "header_timeout", HEADER_TIMEOUT))
         self.body_timeout = float(getattr(config, "body_timeout", BODY_TIMEOUT))
+        self.write_timeout = float(getattr(config, "write_timeout", WRITE_TIMEOUT))
         self._deadline: asyncio.TimerHandle | None = None
         self._deadline_kind = ""
+        self._write_deadline: asyncio.TimerHandle | None = None
 
     # -- when the deadlines start and stop
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -61,7 +70,31 @@ class GuardedH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         """The connection is gone: no deadline is left armed."""
         self._disarm()
+        self._disarm_write()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The send buffer is full (the client reads slowly): it must drain in time."""
+        super().pause_writing()
+        if self._write_deadline is None:
+            self._write_deadline = self.loop.call_later(self.write_timeout, self._write_late)
+
+    def resume_writing(self) -> None:
+        """The send buffer drained: the client keeps up again."""
+        self._disarm_write()
+        super().resume_writing()
+
+    def _disarm_write(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _write_late(self) -> None:
+        """The client has not read its answer in time: drop the connection and its buffer
+        (``abort``: ``close`` would wait for the buffer to be sent)."""
+        self._write_deadline = None
+        if not self.transport.is_closing() or self.flow.write_paused:
+            self.transport.abort()
 
     def _follow_state(self) -> None:
         """Arm the deadline that fits where the current request is."""

@@ -47,6 +47,8 @@ BUILTIN_KINDS: dict[str, str] = {
     "gfim": "longldp.experiments.kinds.gfim",
     "attacks": "longldp.experiments.kinds.attacks",
     "changing": "longldp.experiments.kinds.changing",
+    "numeric": "longldp.experiments.kinds.numeric",
+    "mixed": "longldp.experiments.kinds.mixed",
 }
 
 _REGISTERED: dict[str, StudyKind] = {}
