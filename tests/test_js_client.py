@@ -333,7 +333,7 @@ def test_chromium_replays_the_device_vectors_byte_for_byte(tmp_path):
             browser.navigate(page)
             got = browser.evaluate(f"e2e.replay({json.dumps({'cases': vectors['cases']})})")
     finally:
-        site.shutdown()
+        _close(site)
     assert [g["name"] for g in got] == [c["name"] for c in vectors["cases"]]
     planned = 0
     for case, js in zip(vectors["cases"], got, strict=True):
