@@ -271,13 +271,14 @@ class _MeanEstimator(NumericMechanism):
     def estimate_shape(self) -> tuple[int, ...]:
         return (1,)
 
-    def _sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
-        """(Σû, Σû²) of a support, in u units."""
+    def unit_sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
+        """(Σû, Σû²) of a support of n reports, in u units (û the debiased reports, math §20.1):
+        what the mean (20.3) and the split variance (20.28) are computed from."""
         raise NotImplementedError
 
     def unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
         """lo + (hi − lo)(Σû/n + 1)/2: the unbiased mean (math §20.1)."""
-        s1, _ = self._sums(support, n)
+        s1, _ = self.unit_sums(support, n)
         return self.declared.mean_from_u(s1 / n)[..., None]
 
     def plug_in(self, raw: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -292,7 +293,7 @@ class _MeanEstimator(NumericMechanism):
         m1 = 2.0 * (np.asarray(plug_in, dtype=np.float64)[..., 0] - self.lo) / (self.hi - self.lo)
         m1 = np.clip(m1 - 1.0, -1.0, 1.0)
         if var.v2 > 0:
-            _, s2 = self._sums(np.asarray(support, dtype=np.float64), n)
+            _, s2 = self.unit_sums(np.asarray(support, dtype=np.float64), n)
             c0, c1, c2 = var.second_moment()
             m2 = np.clip((s2 / n - c0 - c1 * m1) / c2, m1 * m1, 1.0)
         else:
@@ -337,7 +338,7 @@ class _BitSupport(_MeanEstimator):
     def support_shape(self) -> tuple[int, ...]:
         return (1,)
 
-    def _sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
+    def unit_sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
         c = 1.0 / self.report_slope()
         ones = np.asarray(support, dtype=np.float64)[..., 0]
         return c * (2.0 * ones - n), np.full(ones.shape, c * c * n)
@@ -455,7 +456,7 @@ class _RealMean(_RealCodec, _MeanEstimator):
     def support_shape(self) -> tuple[int, ...]:
         return (2,)
 
-    def _sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
+    def unit_sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
         s = np.asarray(support, dtype=np.float64)
         return s[..., 0], s[..., 1]
 
