@@ -11,6 +11,7 @@ import pytest
 import longldp as ll
 from longldp.attacks import numeric as pn
 from longldp.data.numeric import numeric_values
+from longldp.protocols.numeric import moments
 
 AGES = numeric_values("adult", "age")[:5000]
 CASES = [
@@ -74,3 +75,55 @@ def test_refusals():
         ll.protocol("PM", eps=1.0, lo=0, hi=1).report_kind.attack_kind(
             ll.protocol("PM", eps=1.0, lo=0, hi=1)
         )
+
+
+# ---------------------------------------------------------------------- the variance
+
+VAR_AGES = AGES[:4000]
+
+
+@pytest.mark.parametrize(("name", "budget"), CASES)
+@pytest.mark.parametrize("attack", ["input", "output"])
+def test_poisoned_variance_matches_the_expected_estimates(name, budget, attack):
+    """A split collection of 4,000 ages and 5% fakes aiming at mean 40 and variance 200 (the
+    genuine: 38.7 and 171.7): over 40 seeded runs the server's split estimates (20.28) of the
+    mean and the variance within 5 SE of (13.2)–(13.3)."""
+    proto = ll.protocol(name, lo=17, hi=90, **budget)
+    mean, var = float(VAR_AGES.mean()), float(VAR_AGES.var())
+    plan = pn.plan_variance(proto, attack, mean, var, VAR_AGES.size, 0.05, 40.0, 200.0)
+    rng = np.random.default_rng(23)
+    got_mean, got_var = [], []
+    for _ in range(40):
+        genuine = moments.perturb_split(proto, VAR_AGES, rng)
+        est = pn.poisoned_variance(proto, genuine, pn.variance_fake_reports(proto, plan, rng))
+        got_mean.append(est.mean)
+        got_var.append(est.variance)
+    for got, want in ((got_mean, plan.expected_mean), (got_var, plan.expected_variance)):
+        assert abs(np.mean(got) - want) <= 5 * np.std(got, ddof=1) / math.sqrt(len(got))
+    if plan.reachable_variance:
+        assert plan.expected_variance == pytest.approx(200.0)
+
+
+def test_variance_plan_closed_form_and_reach():
+    proto = ll.protocol("PM", eps=2.0, lo=17, hi=90)
+    mean, var = float(VAR_AGES.mean()), float(VAR_AGES.var())
+    u_bar = 2 * (mean - 17) / 73 - 1
+    m2 = u_bar**2 + var / 36.5**2
+    # no fakes: (13.3) is the unbiased estimator's expectation, the genuine variance itself
+    none = pn.expected_split_estimates((2000, 2000, 0, 0), u_bar, m2, 0.3, 0.9)
+    assert none[0] == pytest.approx(u_bar) and none[1] * 36.5**2 == pytest.approx(var)
+    # without a target: the largest upward push; output poisoning reaches further than input
+    inp = pn.plan_variance(proto, "input", mean, var, VAR_AGES.size, 0.05)
+    out = pn.plan_variance(proto, "output", mean, var, VAR_AGES.size, 0.05)
+    assert inp.fake_square_u == 1.0 and not inp.reachable_variance
+    assert out.expected_gain > inp.expected_gain > 0
+    assert inp.expected_mean == pytest.approx(mean)  # no mean target: the mean stays
+    # Laplace's output poisoning is bounded only by its report grid (math §20.12)
+    lap = ll.protocol("Laplace", eps=2.0, lo=17, hi=90)
+    assert pn.plan_variance(lap, "output", mean, var, VAR_AGES.size, 0.05).expected_gain > (
+        5 * out.expected_gain
+    )
+    with pytest.raises(ValueError, match="'genuine_variance' must be a number in"):
+        pn.plan_variance(proto, "input", mean, 36.5**2, VAR_AGES.size, 0.05)
+    with pytest.raises(ValueError, match="'genuine_mean' must be a number in"):
+        pn.plan_variance(proto, "input", 100.0, var, VAR_AGES.size, 0.05)

@@ -18,3 +18,6 @@ def test_numeric_page_examples_run():
     ages = namespace["ages"]
     # the HM estimate of the mean age is within 5 of its own standard errors of the truth
     assert abs(est.mean - ages.mean()) <= 5 * est.se  # type: ignore[attr-defined]
+    # the split variance of the ages within 5 of its standard errors of their variance
+    var = namespace["var"]
+    assert abs(var.variance - ages.var()) <= 5 * var.se  # type: ignore[attr-defined]

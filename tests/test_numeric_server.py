@@ -78,12 +78,16 @@ def test_a_distribution_is_shown_by_buckets(tmp_path, name):
     assert labels[0] == ("[0, 1)" if name == "SW" else "0")
     assert len(labels) == proto.estimate_shape[0]
     assert {s["label"] for s in data["series"]} <= set(labels)
+    # EMS's standard error (math §20.14): a band around every drawn share
+    for series in data["series"]:
+        for lo, est, hi in zip(series["lower"], series["estimate"], series["upper"], strict=True):
+            assert lo is not None and hi is not None and lo < est < hi
 
 
 @pytest.mark.browser
 def test_a_distribution_dashboard_draws_in_headless_chromium(tmp_path):
-    """The page of an SW collection (no intervals: EMS has no standard error) draws its lines
-    and no interval band in chromium (the page is self-contained: loaded from a file)."""
+    """The page of an SW collection draws its lines and their interval bands (EMS's standard
+    error, math §20.14) in chromium (the page is self-contained: loaded from a file)."""
     import subprocess
 
     from real_parts import CHROMIUM
@@ -101,4 +105,4 @@ def test_a_distribution_dashboard_draws_in_headless_chromium(tmp_path):
     ).stdout  # fmt: skip
     drawn = re.search(r'<svg id="chart"[^>]*data-rendered="(\d+)"', dom)
     assert drawn is not None and int(drawn.group(1)) >= 1, "the script did not draw the chart"
-    assert 'class="interval"' not in dom and 'class="point"' in dom
+    assert 'class="interval"' in dom and 'class="point"' in dom

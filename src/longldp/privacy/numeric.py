@@ -729,3 +729,42 @@ def sampled_attributes(eps: float, d: int) -> int:
     eps = check.budget("sampled_attributes", "eps", eps)
     d = check.integer("sampled_attributes", "d", d, minimum=1)
     return max(1, min(d, math.floor(eps / 2.5)))
+
+
+# --------------------------------------------------------------------------------------------
+# The variance of the values from split users (math §20.13)
+# --------------------------------------------------------------------------------------------
+
+
+def split_sizes(n: int, share: float = 0.5) -> tuple[int, int]:
+    """(n_A, n_B): n_A = round(share·n) users report x, the n_B = n − n_A others the centred
+    square; n_A ≥ 2 (the pair statistic) and n_B ≥ 1 (math §20.13)."""
+    n = check.integer("split", "n", n, minimum=3)
+    share = check.positive_float("split", "share", share, upper=1.0)
+    n_a = min(n - 1, max(2, round(share * n)))
+    return n_a, n - n_a
+
+
+def split_variance_variance(var: UnitVariance, n: int, n_mean: int, moments: ArrayLike) -> float:
+    """Var of the split estimate of the variance, to first order (math (20.30)), in u units.
+
+    ``var``: one report's V(u) (the same mechanism and ε in both groups); ``n_mean``: the users
+    of group A (they report x); ``moments``: (m1, m2, m3, m4), the means of u, u², u³, u⁴ over
+    the n users. With f_A = n_A/n, S the population (co)variances with divisor n − 1,
+
+        ((n − 1)/n)²·[ mean V(2u² − 1)/(4n_B) + S²(u²)(1 − f_B)/n_B
+                       + 4ū²·(mean V(u)/n_A + S²(u)(1 − f_A)/n_A) + 4ū·S(u², u)/n ],
+
+    the last term the covariance the split leaves between the two groups' means.
+    """
+    n = check.integer("split", "n", n, minimum=3)
+    n_a = check.integer("split", "n_mean", n_mean, minimum=2, maximum=n - 1)
+    n_b = n - n_a
+    m1, m2, m3, m4 = (float(m) for m in np.asarray(moments, dtype=np.float64))
+    k = n / (n - 1)
+    s_u, s_sq, s_cross = k * (m2 - m1 * m1), k * (m4 - m2 * m2), k * (m3 - m1 * m2)
+    v_u = var.v0 + var.v1 * m1 + var.v2 * m2  # mean V(u)
+    v_w = var.v0 + var.v1 * (2 * m2 - 1) + var.v2 * (4 * m4 - 4 * m2 + 1)  # mean V(2u² − 1)
+    part_b = v_w / (4 * n_b) + s_sq * (1 - n_b / n) / n_b
+    part_a = 4 * m1 * m1 * (v_u / n_a + s_u * (1 - n_a / n) / n_a)
+    return ((n - 1) / n) ** 2 * (part_b + part_a + 4 * m1 * s_cross / n)

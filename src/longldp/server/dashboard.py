@@ -58,7 +58,8 @@ WORDS: dict[str, dict[str, str]] = {
     "distribution": {
         "heading": "Estimated distribution over epochs",
         "lines": "Lines: the {top} buckets with the largest mean estimated share {over} (each "
-        "bucket's estimated share of the numbers; EMS: no standard error, so no interval).",
+        "bucket's estimated share of the numbers); shaded: their 95% intervals of EMS's "
+        "sampling noise (not its smoothing's bias, docs/numeric.md).",
         "axis": "estimated share of the numbers",
         "table": "Epoch {epoch}: the {count} largest buckets",
     },
@@ -92,7 +93,8 @@ def flat(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
 
 
 def _finite(x: float) -> float | None:
-    """A number for the page's JSON: NaN (no standard error, e.g. EMS) as null."""
+    """A number for the page's JSON: NaN (no standard error, e.g. EMS above its dense limit)
+    as null."""
     return float(x) if math.isfinite(x) else None
 
 
@@ -107,8 +109,8 @@ def _interval(lo: float, hi: float) -> str:
 
 def chart_data(view: dict[str, Any]) -> dict[str, Any]:
     """The chart's inline data: epochs, counts and, for the top positions, estimate and
-    interval (null where there is no number: a distribution estimated by EMS has no standard
-    error)."""
+    interval (null where there is no number: an empty cohort, a distribution too large for
+    EMS's standard error)."""
     rows = view["chart"]
     return {
         "epochs": [r["epoch"] for r in rows],

@@ -10,13 +10,15 @@ classes of :mod:`~longldp.protocols.numeric.mechanisms` (wire ids 50–59) call:
   EMS), its mean and the Wasserstein distance;
 - :mod:`~longldp.protocols.numeric.chains`: the memoizing two-round forms L-1BitMean, L-PM and
   L-HM (α-point rounding, a memo per rounded value, a one-bit second round);
+- :mod:`~longldp.protocols.numeric.moments`: the variance of the values from split users (one
+  group reports x, the other the centred square; math §20.13);
 - :class:`NumericRange`: the declared range; values outside it are refused unless clipping is
   asked for, and then counted.
 
 The formulas (probabilities, variances, ε) are in :mod:`longldp.privacy.numeric`.
 """
 
-from longldp.protocols.numeric import chains, oneshot, sw
+from longldp.protocols.numeric import chains, moments, oneshot, sw
 from longldp.protocols.numeric._range import NumericRange, UnitValues
 from longldp.protocols.numeric.oneshot import (
     KERNELS,
@@ -45,6 +47,7 @@ __all__ = [
     "kernel",
     "mean_moments",
     "mean_variance",
+    "moments",
     "oneshot",
     "perturb",
     "sw",

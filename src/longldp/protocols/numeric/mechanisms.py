@@ -37,6 +37,7 @@ from longldp import _validate as check
 from longldp import privacy
 from longldp.privacy import numeric as nm
 from longldp.privacy.linkage import Linkage, Persistent
+from longldp.protocols._estimate import Estimate, normal_quantile
 from longldp.protocols._memo import make_memo_store
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import bytes_to_uint, min_bytes, uint_to_bytes
@@ -271,13 +272,14 @@ class _MeanEstimator(NumericMechanism):
     def estimate_shape(self) -> tuple[int, ...]:
         return (1,)
 
-    def _sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
-        """(Σû, Σû²) of a support, in u units."""
+    def unit_sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
+        """(Σû, Σû²) of a support of n reports, in u units (û the debiased reports, math §20.1):
+        what the mean (20.3) and the split variance (20.28) are computed from."""
         raise NotImplementedError
 
     def unbiased(self, support: NDArray[np.float64], n: int) -> NDArray[np.float64]:
         """lo + (hi − lo)(Σû/n + 1)/2: the unbiased mean (math §20.1)."""
-        s1, _ = self._sums(support, n)
+        s1, _ = self.unit_sums(support, n)
         return self.declared.mean_from_u(s1 / n)[..., None]
 
     def plug_in(self, raw: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -292,7 +294,7 @@ class _MeanEstimator(NumericMechanism):
         m1 = 2.0 * (np.asarray(plug_in, dtype=np.float64)[..., 0] - self.lo) / (self.hi - self.lo)
         m1 = np.clip(m1 - 1.0, -1.0, 1.0)
         if var.v2 > 0:
-            _, s2 = self._sums(np.asarray(support, dtype=np.float64), n)
+            _, s2 = self.unit_sums(np.asarray(support, dtype=np.float64), n)
             c0, c1, c2 = var.second_moment()
             m2 = np.clip((s2 / n - c0 - c1 * m1) / c2, m1 * m1, 1.0)
         else:
@@ -337,7 +339,7 @@ class _BitSupport(_MeanEstimator):
     def support_shape(self) -> tuple[int, ...]:
         return (1,)
 
-    def _sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
+    def unit_sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
         c = 1.0 / self.report_slope()
         ones = np.asarray(support, dtype=np.float64)[..., 0]
         return c * (2.0 * ones - n), np.full(ones.shape, c * c * n)
@@ -455,7 +457,7 @@ class _RealMean(_RealCodec, _MeanEstimator):
     def support_shape(self) -> tuple[int, ...]:
         return (2,)
 
-    def _sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
+    def unit_sums(self, support: NDArray[np.float64], n: int) -> tuple[NDArray, NDArray]:
         s = np.asarray(support, dtype=np.float64)
         return s[..., 0], s[..., 1]
 
@@ -880,8 +882,41 @@ class SW(_OneShot, _RealCodec):
     def estimate_variance(
         self, support: NDArray, n: int, plug_in: NDArray[np.float64]
     ) -> NDArray[np.float64]:
-        """NaN: EMS is iterative and smoothed, so no closed-form variance (math §20.6)."""
-        return np.full(np.shape(plug_in), np.nan)
+        """Var of each bucket's share: the diagonal of :meth:`distribution_covariance` (the
+        delta method through EMS's fixed point, math §20.14), row by row; NaN for a row without
+        reports. Sampling noise only: the smoothing's bias is not in it."""
+        return _rows_variance(self.distribution_covariance, support, plug_in, self.d_out)
+
+    def distribution_covariance(
+        self, support: ArrayLike, theta: ArrayLike
+    ) -> NDArray[np.float64]:
+        """Cov of the EMS distribution ``theta`` of one row of bucket counts (d × d), by
+        :func:`sw.ems_covariance` through the exact transition matrix (math (20.34)); NaN above
+        :data:`sw.COVARIANCE_MAX_CELLS` buckets (d·d_out)."""
+        if not sw.covariance_applies(self.d, self.d_out):
+            return np.full((self.d, self.d), np.nan)
+        m = sw.transition_matrix(self.eps, self.d, self.d_out)
+        return sw.ems_covariance(np.asarray(support, dtype=np.float64), m, theta)
+
+    def distribution_mean_estimate(
+        self, support: ArrayLike, n: int, level: float = 0.95
+    ) -> Estimate:
+        """The mean (declared units) of the EMS distribution of one row of bucket counts, with
+        its standard error gᵀ·Cov·g (g the bucket centres, math (20.35)) and normal interval:
+        sampling noise about what EMS tends to; the smoothing's bias is not in it."""
+        counts = np.asarray(support, dtype=np.float64)
+        if counts.shape != (self.d_out,):
+            raise check._fail(self.name, "support", f"one row of {self.d_out} bucket counts",
+                              check.Described(f"shape {counts.shape}"))  # fmt: skip
+        theta = self.unbiased(counts, n)
+        g = (np.arange(self.d) + 0.5) / self.d
+        se = (self.hi - self.lo) * math.sqrt(max(float(g @ self.distribution_covariance(
+            counts, theta) @ g), 0.0))  # fmt: skip
+        mean = self.distribution_mean(theta)
+        z = normal_quantile(level)
+        one = np.array([mean])
+        return Estimate(int(n), None, float(level), one, one, np.array([se]),
+                        one - z * se, one + z * se)  # fmt: skip
 
     def estimate_labels(self) -> list[str]:
         """Each bucket's range in declared units."""
@@ -1245,8 +1280,32 @@ class LSW(NumericMechanism):
     def estimate_variance(
         self, support: NDArray, n: int, plug_in: NDArray[np.float64]
     ) -> NDArray[np.float64]:
-        """NaN: no closed-form variance of the EMS stage (math §20.11)."""
-        return np.full(np.shape(plug_in), np.nan)
+        """Var of each grid point's share: the diagonal of :meth:`distribution_covariance`,
+        row by row (math §20.14); NaN for a row without reports. Sampling noise only."""
+        return _rows_variance(self.distribution_covariance, support, plug_in, self.d_out)
+
+    def distribution_covariance(
+        self, support: ArrayLike, theta: ArrayLike
+    ) -> NDArray[np.float64]:
+        """Cov of the two-stage estimate ``theta`` of one row of bucket counts (math (20.36)):
+        EMS's Jacobian through the memo channel W1 at the pseudo-counts of (20.27), times the
+        covariance of those pseudo-counts, (p2 − q2)⁻² times the counts' covariance through the
+        report channel W on the buckets whose share was not clipped to 0; NaN above
+        :data:`sw.COVARIANCE_MAX_CELLS` ((s + 1)·d_out)."""
+        p2, q2 = self._p2q2  # type: ignore[attr-defined]
+        counts = np.asarray(support, dtype=np.float64)
+        if not sw.covariance_applies(self.s + 1, self.d_out):
+            return np.full((self.s + 1, self.s + 1), np.nan)
+        total = counts.sum()
+        share = (counts / total - q2) / (p2 - q2)
+        live = share > 0
+        if not live.any():
+            return np.full((self.s + 1, self.s + 1), np.nan)
+        g = sw.ems_jacobian(np.where(live, share, 0.0) * total, self.memo_channel().T, theta)
+        cov_c = sw.count_covariance(self.report_channel().T, theta, total)
+        g = g[:, live] / (p2 - q2)
+        cov = g @ cov_c[np.ix_(live, live)] @ g.T
+        return (cov + cov.T) / 2
 
     def report_log_likelihoods(
         self, reports: Any, values: Any, memoized: bool
@@ -1324,6 +1383,21 @@ class LSW(NumericMechanism):
 
     def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
         return check.domain_values(self.name, bytes_to_uint(rows), self.d_out, "reports")
+
+
+def _rows_variance(
+    covariance: Any, support: NDArray, plug_in: NDArray[np.float64], d_out: int
+) -> NDArray[np.float64]:
+    """The diagonals of ``covariance(counts, theta)`` row by row (support rows of d_out
+    counts, estimate rows); NaN for a row without reports."""
+    counts = np.asarray(support, dtype=np.float64).reshape(-1, d_out)
+    theta = np.asarray(plug_in, dtype=np.float64)
+    rows = theta.reshape(counts.shape[0], -1)
+    out = np.full(rows.shape, np.nan)
+    for i, (c, th) in enumerate(zip(counts, rows, strict=True)):
+        if c.sum() > 0 and np.all(np.isfinite(th)):
+            out[i] = np.maximum(np.diag(covariance(c, th)), 0.0)
+    return out.reshape(theta.shape)
 
 
 #: The numeric classes, in the order the registry lists them (one-shot first).

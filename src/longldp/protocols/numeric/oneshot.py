@@ -39,22 +39,49 @@ def _uniform(rng: object, size: int | tuple[int, ...]) -> NDArray[np.float64]:
 # --------------------------------------------------------------------------------------------
 
 
+#: Users per block of the samplers' arithmetic. A sampler draws its uniforms in the order the
+#: client specification lists them (docs/client-spec.md §3.4) and, for a batch, each kind of
+#: uniform for the whole batch before the next kind; a kind that comes last (or alone) is drawn
+#: block by block, which is the same stream (a generator's uniforms come one 64-bit output each,
+#: in order), and the arithmetic runs block by block: its temporaries stay in the CPU cache and
+#: no batch-sized scratch array is allocated (fresh pages cost as much as the arithmetic;
+#: benchmarks/README.md, bench_numeric).
+BLOCK = 1 << 15
+
+
+def _blocks(n: int) -> range:
+    return range(0, n, BLOCK)
+
+
 def laplace_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
     """y = u + Lap(2/ε) by inversion of one uniform U: r = frac(2U) ∈ [0, 1) gives the
     magnitude −ln(1 − r) ~ Exp(1) (finite: 1 − r > 0), U ≥ 1/2 the sign (math §20.2)."""
     scale = nm.laplace_scale(eps)
-    w = 2.0 * _uniform(rng, u.shape)
-    upper = w >= 1.0
-    w -= upper
-    mag = np.log1p(-w)  # −Exp(1)
-    mag *= (1.0 - 2.0 * upper) * scale  # the sign: + for U ≥ 1/2
-    mag += u
-    return mag
+    flat_u = np.ravel(u)
+    out = np.empty(flat_u.size)
+    for first in _blocks(flat_u.size):
+        sl = slice(first, first + BLOCK)
+        mag = out[sl]
+        w = 2.0 * _uniform(rng, mag.size)
+        upper = w >= 1.0
+        w -= upper
+        np.log1p(-w, out=mag)  # −Exp(1)
+        mag *= (1.0 - 2.0 * upper) * scale  # the sign: + for U ≥ 1/2
+        mag += flat_u[sl]
+    return out.reshape(np.shape(u))
 
 
 def duchi_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.uint8]:
-    """Bit b with Pr[b = 1 | u] = (1 + u·tanh(ε/2))/2; the output is C(2b − 1) (math §20.3)."""
-    return (_uniform(rng, u.shape) < nm.duchi_threshold(eps, u)).astype(np.uint8)
+    """Bit b with Pr[b = 1 | u] = (1 + u·tanh(ε/2))/2; the output is C(2b − 1) (math §20.3).
+    One uniform per user, compared with :func:`~longldp.privacy.numeric.duchi_threshold`."""
+    flat_u = np.ravel(u)
+    out = np.empty(flat_u.size, dtype=np.uint8)
+    bits = out.view(np.bool_)
+    for first in _blocks(flat_u.size):
+        sl = slice(first, first + BLOCK)
+        ub = flat_u[sl]
+        np.less(_uniform(rng, ub.size), nm.duchi_threshold(eps, ub), out=bits[sl])
+    return out.reshape(np.shape(u))
 
 
 def onebit_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.uint8]:
@@ -63,59 +90,97 @@ def onebit_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np
     return duchi_sample(2.0 * t - 1.0, eps, rng)
 
 
+def _pm_block(
+    u: NDArray[np.float64], v: NDArray[np.float64], z: NDArray[np.float64], pm: nm.PMParams,
+    out: NDArray[np.float64],
+) -> None:  # fmt: skip
+    """PM's outputs of one block from its uniforms v (position) and z (piece), into ``out``:
+    uniform on [ℓ(u), r(u)] if z < ``pm.center``, else uniform on the rest of [−C, C]."""
+    c = pm.C
+    lft = pm.left(u)
+    np.multiply(v, c + 1, out=out)
+    out -= c  # uniform on [−C, 1): the part at or past ℓ moves up by the centre's width
+    np.add(out, pm.width, out=out, where=out >= lft)
+    inner = v * pm.width
+    inner += lft
+    np.copyto(out, inner, where=z < pm.center)
+
+
 def pm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
     """PM ([WAN19] §III): with probability e^{ε/2}/(e^{ε/2} + 1) (``pm.center``, as drawn)
     uniform on [ℓ(u), r(u)], else uniform on the rest of [−C, C] (length C + 1) (math §20.4).
 
     One uniform v places the output in either piece (v(C − 1) from ℓ, or v(C + 1) − C shifted
-    past the centre piece), another chooses the piece: every position keeps its precision at
-    large ε, where C − 1 is tiny. Arithmetic and one ``where``, no masked loops (they cost
-    ten times an arithmetic pass).
+    past the centre piece), another, z, chooses the piece: every position keeps its precision
+    at large ε, where C − 1 is tiny. The batch's v, then its z (block by block); arithmetic and
+    masked copies, no masked loops (they cost ten times an arithmetic pass).
     """
     pm = nm.pm_params(eps)
-    c = pm.C
-    v = _uniform(rng, u.shape)
-    center = _uniform(rng, u.shape) < pm.center
-    lft = pm.left(u)
-    outer = v * (c + 1)
-    outer -= c  # uniform on [−C, 1): the part at or past ℓ moves up by the centre's width
-    outer += pm.width * (outer >= lft)
-    v *= pm.width
-    v += lft
-    return np.where(center, v, outer)
+    flat_u = np.ravel(u)
+    v = _uniform(rng, flat_u.size)
+    out = np.empty(flat_u.size)
+    for first in _blocks(flat_u.size):
+        sl = slice(first, first + BLOCK)
+        ob = out[sl]
+        _pm_block(flat_u[sl], v[sl], _uniform(rng, ob.size), pm, ob)
+    return out.reshape(np.shape(u))
 
 
 def hm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
     """HM ([WAN19] §III): PM with probability β, else Duchi's ±C (math §20.5).
 
-    One uniform chooses the branch (w < β), another Duchi's sign for the users of its branch
+    One uniform w chooses the branch (w < β), another Duchi's sign for the users of its branch
     (one uniform for both would make the +C atom vanish at large ε, where β + (1 − β)·Pr[+C]
-    rounds to β: an infinite ε as the sampler realizes it). PM is drawn for its branch only.
+    rounds to β: an infinite ε as the sampler realizes it). The stream: the batch's w, then its
+    sign uniforms, then PM's v and z for the branch's users only; w and the signs block by block
+    (:data:`BLOCK`). ±C is the bit times 2C less C, exactly.
     """
     beta = nm.hm_beta(eps)
     c = nm.duchi_bound(eps)
-    w = _uniform(rng, u.shape)
-    y = np.where(_uniform(rng, u.shape) < nm.duchi_threshold(eps, u), c, -c)
+    flat_u = np.ravel(u)
+    n = flat_u.size
+    picks = [np.flatnonzero(_uniform(rng, min(BLOCK, n - f)) < beta) + f for f in _blocks(n)]
+    y = np.empty(n)
+    for first in _blocks(n):
+        sl = slice(first, first + BLOCK)
+        yb = y[sl]
+        bit = _uniform(rng, yb.size) < nm.duchi_threshold(eps, flat_u[sl])
+        np.multiply(bit, 2.0 * c, out=yb)
+        yb -= c
     if beta > 0.0:
-        pick = np.flatnonzero(w < beta)
-        y.ravel()[pick] = pm_sample(u.ravel()[pick], eps, rng)
-    return y
+        k = sum(p.size for p in picks)
+        v = _uniform(rng, k)
+        z = _uniform(rng, k)
+        pm = nm.pm_params(eps)
+        first = 0
+        for at in picks:  # the branch's users of each block in turn, with their uniforms
+            last = first + at.size
+            placed = np.empty(at.size)
+            _pm_block(flat_u[at], v[first:last], z[first:last], pm, placed)
+            y[at] = placed
+            first = last
+    return y.reshape(np.shape(u))
 
 
 def sw_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
     """SW ([LI20]): with probability 2bp (``sw.center``, as drawn) uniform on [t − b, t + b],
     else uniform on the rest of [−b, 1 + b] (length 1) (math §20.6). Two uniforms, as
-    :func:`pm_sample`."""
+    :func:`pm_sample` (the batch's v, then its z block by block)."""
     sw = nm.sw_params(eps)
     b = sw.b
-    v = _uniform(rng, t.shape)
-    center = _uniform(rng, t.shape) < sw.center
-    outer = v - b  # v − b on [−b, t − b), v + b past it
-    outer += (2 * b) * (v >= t)
-    v *= 2 * b
-    v += t
-    v -= b
-    return np.where(center, v, outer)
+    flat_t = np.ravel(t)
+    v = _uniform(rng, flat_t.size)
+    out = np.empty(flat_t.size)
+    for first in _blocks(flat_t.size):
+        sl = slice(first, first + BLOCK)
+        vb, tb, ob = v[sl], flat_t[sl], out[sl]
+        np.subtract(vb, b, out=ob)  # v − b on [−b, t − b), v + b past it
+        np.add(ob, 2 * b, out=ob, where=vb >= tb)
+        inner = vb * (2 * b)
+        inner += tb
+        inner -= b
+        np.copyto(ob, inner, where=_uniform(rng, ob.size) < sw.center)
+    return out.reshape(np.shape(t))
 
 
 # --------------------------------------------------------------------------------------------

@@ -166,14 +166,21 @@ class DenseOperator:
         return self.m.T @ r
 
 
-def _smoothing(theta: NDArray[np.float64]) -> NDArray[np.float64]:
-    """(1, 2, 1)/4 binomial smoothing; at the ends the kernel is cut and renormalized."""
+def _smooth_linear(theta: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The linear part of the smoothing, along the first axis: (1, 2, 1)/4 inside, the kernel
+    cut at the ends and renormalized there ((2, 1)/3 and (1, 2)/3)."""
     out = 2.0 * theta
     out[1:] += theta[:-1]
     out[:-1] += theta[1:]
     out[0] /= 3.0
     out[-1] /= 3.0
     out[1:-1] /= 4.0
+    return out
+
+
+def _smoothing(theta: NDArray[np.float64]) -> NDArray[np.float64]:
+    """(1, 2, 1)/4 binomial smoothing, then the total brought back to 1."""
+    out = _smooth_linear(theta)
     return out / out.sum()
 
 
@@ -229,6 +236,96 @@ def ems(
         if done:
             break
     return EMSResult(theta, it, old)
+
+
+#: The delta method is dense (d × d_out matrices, a d × d solve): it is computed when
+#: d·d_out ≤ COVARIANCE_MAX_CELLS (1,024 × 1,024 buckets: about 1 s on one core); above, the
+#: standard error is NaN (:func:`covariance_applies`).
+COVARIANCE_MAX_CELLS = 1 << 20
+
+
+def covariance_applies(d: int, d_out: int) -> bool:
+    """Whether :func:`ems_covariance` is computed for d input and d_out output buckets."""
+    return int(d) * int(d_out) <= COVARIANCE_MAX_CELLS
+
+
+def _dense(operator: SWOperator | DenseOperator | ArrayLike) -> NDArray[np.float64]:
+    """The matrix of an operator (column by column) or of a matrix-like."""
+    if hasattr(operator, "matvec"):
+        _, d = operator.shape  # type: ignore[union-attr]
+        return np.stack([operator.matvec(e) for e in np.eye(d)], axis=1)  # type: ignore[union-attr]
+    return np.asarray(operator, dtype=np.float64)
+
+
+def ems_jacobian(
+    counts: ArrayLike,
+    operator: SWOperator | DenseOperator | ArrayLike,
+    theta: ArrayLike,
+    *,
+    smoothing: bool = True,
+) -> NDArray[np.float64]:
+    """G = dθ̂/dc (d × d_out) of the EM(S) estimate θ̂ = ``theta`` of ``counts``, through its
+    fixed point (ours, docs/math.md §20.14, (20.32)).
+
+    One step is θ ← F(θ, c) = S(n(R(θ, c))): R(θ, c) = θ ⊙ Mᵀ(c ⊘ Mθ)/N the EM update, n the
+    division by the total and S the smoothing (:func:`_smoothing`; the identity for EM). At the
+    fixed point θ̂ = F(θ̂, c), so dθ̂ = (I − ∂F/∂θ)⁻¹·∂F/∂c·dc. Dense: O(d²·d_out + d³).
+    """
+    m = _dense(operator)
+    d_out, d = m.shape
+    c = np.asarray(counts, dtype=np.float64)
+    th = np.asarray(theta, dtype=np.float64)
+    if c.shape != (d_out,) or th.shape != (d,):
+        raise check._fail(
+            "EMS", "counts, theta", f"vectors of {d_out} counts and {d} shares",
+            check.Described(f"shapes {c.shape}, {th.shape}"),
+        )  # fmt: skip
+    total = c.sum()
+    if total <= 0:
+        raise check._fail("EMS", "counts", "at least one report", check.Described("none"))
+    fit = m @ th
+    a = m.T @ (c / fit) / total
+    r = th * a
+    d_r_theta = np.diag(a) - (th[:, None] * m.T) @ (m * (c / (fit * fit))[:, None]) / total
+    d_r_c = (th[:, None] * m.T / fit[None, :] - r[:, None]) / total
+    s_r = r.sum()
+    step = (np.eye(d) - np.outer(r / s_r, np.ones(d))) / s_r  # the division by the total
+    if smoothing:
+        k = _smooth_linear(np.eye(d))
+        y = k @ (r / s_r)
+        step = (np.eye(d) - np.outer(y / y.sum(), np.ones(d))) @ k @ step / y.sum()
+    return np.linalg.solve(np.eye(d) - step @ d_r_theta, step @ d_r_c)
+
+
+def count_covariance(channel: ArrayLike, theta: ArrayLike, n: float) -> NDArray[np.float64]:
+    """Cov[c] of the bucket counts of n reports of fixed users, a share θ_i of them in input
+    bucket i, each reporting through the column i of ``channel`` (d_out × d): the sum of the
+    users' own multinomial covariances, n·(diag(Wθ) − W·diag(θ)·Wᵀ) (math (20.33))."""
+    w = np.asarray(channel, dtype=np.float64)
+    th = np.asarray(theta, dtype=np.float64)
+    th = th / th.sum()
+    return float(n) * (np.diag(w @ th) - (w * th[None, :]) @ w.T)
+
+
+def ems_covariance(
+    counts: ArrayLike,
+    operator: SWOperator | DenseOperator | ArrayLike,
+    theta: ArrayLike,
+    *,
+    smoothing: bool = True,
+) -> NDArray[np.float64]:
+    """Cov[θ̂] ≈ G·Cov[c]·Gᵀ of the EM(S) estimate (:func:`ems_jacobian`) with the counts'
+    covariance of fixed users (:func:`count_covariance` at θ̂): the delta method through the
+    fixed point (ours, docs/math.md §20.14, (20.34)).
+
+    What it is: the first-order sampling covariance of the estimator over the mechanism's
+    randomness, about the point it tends to, for the users who reported (as the means' (20.2));
+    not the smoothing's and the bucket model's bias, which it does not see.
+    """
+    m = _dense(operator)
+    g = ems_jacobian(counts, m, theta, smoothing=smoothing)
+    cov = g @ count_covariance(m, theta, float(np.sum(counts))) @ g.T
+    return (cov + cov.T) / 2
 
 
 def estimate_distribution(
