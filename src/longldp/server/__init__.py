@@ -215,6 +215,10 @@ def serve(
         "ssl_keyfile": tls_key,
         "lifespan": "off",
         "limit_concurrency": max_connections,
+        # Client addresses are used for nothing (docs/server.md): no X-Forwarded-For rewriting
+        # on every request, and no "server: uvicorn" header on every answer.
+        "proxy_headers": False,
+        "server_header": False,
     }
     # The database is opened (and migrated) before the token is shown: a bad --db fails alone.
     if workers == 1:

@@ -131,8 +131,17 @@ class AdmissionMiddleware:
 
 
 async def _answer(send: Any, status: int, message: str, headers: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-    body = json.dumps({"error": message}).encode()
-    raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send_json(send, status, {"error": message}, headers)
+
+
+async def send_json(
+    send: Any, status: int, payload: Any, headers: dict[str, str] | None = None
+) -> None:
+    """Answer ``payload`` as JSON on a raw ASGI ``send``, encoded as Starlette's
+    ``JSONResponse`` encodes it (compact, UTF-8), with ``headers`` added."""
+    body = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    data = body.encode()
+    raw = [(b"content-length", str(len(data)).encode()), (b"content-type", b"application/json")]
+    raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": data})

@@ -7,10 +7,19 @@ collection.``) after the same work (:meth:`Service.authenticate`); only the admi
 collection does not exist (404). Every error is a JSON object ``{"error": message}`` (plus
 ``"item"``, the index of the first bad item of a batch); a database that cannot be reached
 answers 503 with ``Retry-After``.
+
+The ingest routes (``POST /v1/collections/{name}/reports`` and ``…/reports/check``) are what
+devices call, once per report: :class:`CollectionApp` serves them ahead of FastAPI's routing,
+dependency and validation machinery, by :class:`LeanIngest`, a plain ASGI handler behind the
+same admission control (and CORS) as every other route, doing the same checks in the same
+order as the declared routes (which give the OpenAPI schema and answer identically when the
+lean path is switched off; ``tests/test_server_lean.py``). docs/server.md, "Performance",
+says what that saves.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 import sqlalchemy as sa
@@ -19,11 +28,10 @@ from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.requests import ClientDisconnect
 
 import longldp
 from longldp.server import db, group
-from longldp.server.admission import AdmissionMiddleware, Budget, Ticket
+from longldp.server.admission import AdmissionMiddleware, Budget, Ticket, send_json
 from longldp.server.dashboard import render_dashboard
 from longldp.server.service import (
     MAX_EPOCH,
@@ -171,13 +179,55 @@ def _error(status: int, message: str, item: int | None = None, **headers: str) -
 
 
 def _bearer(request: Request) -> str | None:
-    auth = request.headers.get("authorization")
+    return bearer_token(request.headers.get("authorization"))
+
+
+def bearer_token(auth: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header value (None: absent or not a
+    bearer token)."""
     if auth is None:
         return None
     scheme, _, token = auth.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None
     return token.strip()
+
+
+def header(scope: dict[str, Any], name: bytes) -> str | None:
+    """The first value of the request header ``name`` (lower case) in an ASGI ``scope``,
+    decoded as Starlette's ``Request.headers`` decodes it (latin-1)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def error_answer(exc: Exception) -> tuple[int, dict[str, Any], dict[str, str]] | None:
+    """(status, JSON body, headers) of the answer to ``exc`` when it is one of the errors the
+    server answers (None: a bug, answered 500): a :class:`ClientError` as it says, a write that
+    conflicts 409, a database that cannot be reached 503 with ``Retry-After``. The FastAPI
+    exception handlers and :class:`LeanIngest` both answer through it."""
+    if isinstance(exc, ClientError):
+        body: dict[str, Any] = {"error": exc.message}
+        if exc.item is not None:
+            body["item"] = exc.item
+        return exc.status, body, dict(exc.headers)
+    if isinstance(exc, sa.exc.IntegrityError):
+        return 409, {"error": "conflicting write; the resource already exists."}, {}
+    if isinstance(exc, (sa.exc.DBAPIError, db.DatabaseUnavailableError)):
+        return (
+            503,
+            {"error": "the database is unavailable; retry later."},
+            {"Retry-After": str(RETRY_AFTER_S)},
+        )
+    return None
+
+
+def _answer_error(exc: Exception) -> JSONResponse:
+    answer = error_answer(exc)
+    assert answer is not None, "registered only for the errors error_answer maps"
+    status, body, headers = answer
+    return JSONResponse(body, status_code=status, headers=headers or None)
 
 
 #: Request headers a cross-origin page may send (the clients send these two), and response
@@ -188,7 +238,120 @@ CORS_EXPOSED_HEADERS = ("Retry-After",)
 CORS_MAX_AGE = 600
 
 
-def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastAPI:
+#: The ingest routes :class:`CollectionApp` serves by :class:`LeanIngest` (a name as FastAPI's
+#: ``Name`` admits it; any other path, or a name it refuses, goes to FastAPI).
+LEAN_PATH = re.compile(r"/v1/collections/([^/]{1,64})/reports(/check)?")
+
+
+class CollectionApp(FastAPI):
+    """The server's FastAPI application, which serves its ingest routes by :class:`LeanIngest`
+    before FastAPI's machinery (``lean`` False: by the declared FastAPI routes, for the
+    tests that compare the two)."""
+
+    lean = True
+    #: The ingest and check handlers, each behind the admission control (and CORS).
+    lean_stacks: tuple[Any, Any] = (None, None)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.lean and scope["type"] == "http" and scope["method"] == "POST":
+            path = scope["path"]
+            root = scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root) :]
+            found = LEAN_PATH.fullmatch(path)
+            if found is not None:
+                scope["path_params"] = {"name": found.group(1)}
+                await self.lean_stacks[found.group(2) is not None](scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+async def access(
+    service: Service, name: str, token: str | None, roles: set[str]
+) -> tuple[Collection, int]:
+    """The collection and device of a request presenting ``token`` whose role is in ``roles``.
+
+    An unknown collection and a wrong token take the same path to the same answer: the service
+    did the same work for both (:meth:`Service.authenticate`, on its authentication thread),
+    and only the admin is told which it was."""
+    if token is None:
+        raise ClientError(401, "missing bearer token.")
+    found = await service.authenticator.submit_async((name, token))
+    if found.role is None or (found.collection is None and found.role != "admin"):
+        raise ClientError(401, INVALID)
+    if found.collection is None:
+        raise ClientError(404, f"no collection named {name!r}.")
+    if found.role not in roles:
+        raise ClientError(403, f"a {found.role} token cannot do this; it needs {sorted(roles)}.")
+    return found.collection, found.device
+
+
+async def ingest_job(service: Service, scope: Any, receive: Any, name: str) -> Any:
+    """Authenticate, bound, read and parse an ingest request into a job (no storage)."""
+    col, device = await access(
+        service, name, bearer_token(header(scope, b"authorization")), {"ingest", "device"}
+    )
+    kind = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    if kind not in ("application/octet-stream", "application/json"):
+        raise ClientError(
+            415, "Content-Type must be application/octet-stream or application/json."
+        )
+    json_body = kind == "application/json"
+    limit = service.json_body_limit(col) if json_body else service.limits.max_body_bytes
+    declared = header(scope, b"content-length")
+    size = limit if declared is None else int(declared)  # checked by the middleware
+    if size > limit:
+        raise ClientError(
+            413,
+            f"the JSON body has {size} bytes; at most {limit} for this collection "
+            f"({service.limits.max_batch} items of at most "
+            f"{(limit - 1024) // max(1, service.limits.max_batch)} bytes).",
+        )
+    _ticket(scope).need(service.ingest_bytes(col, size, json_body))
+    data = await read_body(receive, limit)
+    if not json_body and len(data) <= INLINE_PARSE_BYTES:
+        return service.job(col, device, kind, data)
+    return await run_in_threadpool(service.job, col, device, kind, data)
+
+
+async def ingest_answer(
+    service: Service, scope: Any, receive: Any, name: str, check: bool
+) -> dict[str, int]:
+    """The answer to an ingest request (``check``: to ``…/reports/check``, which stores
+    nothing); a :class:`ClientError` or the database's error otherwise."""
+    job = await ingest_job(service, scope, receive, name)
+    if check:
+        return {"received": len(job.batch), "distinct": int(job.keep.size)}
+    if group.groupable(job):
+        return await service.committer.submit_async(job)
+    return await run_in_threadpool(service.store_job, job)
+
+
+class LeanIngest:
+    """The ingest routes as a plain ASGI handler: :func:`ingest_answer` (the very function
+    the declared FastAPI routes call), its errors answered by :func:`error_answer`, the JSON
+    written by :func:`send_json`; no routing table, request object, dependency solving or
+    response validation per request."""
+
+    def __init__(self, service: Service, check: bool):
+        self.service = service
+        self.check = check
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        name = scope["path_params"]["name"]
+        try:
+            payload = await ingest_answer(self.service, scope, receive, name, self.check)
+        except Exception as exc:
+            answer = error_answer(exc)
+            if answer is None:
+                raise
+            status, body, headers = answer
+            await send_json(send, status, body, headers)
+            return
+        await send_json(send, 200, payload)
+
+
+def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> CollectionApp:
     """The FastAPI application serving ``service`` (its database already migrated), behind
     the admission control of :mod:`longldp.server.admission`.
 
@@ -196,7 +359,7 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
     may call the API: Starlette's CORS middleware answers preflight requests and adds
     ``Access-Control-Allow-Origin`` to the answers (docs/server.md, "Pages on another origin").
     """
-    app = FastAPI(
+    app = CollectionApp(
         title="longldp collection server",
         version=longldp.__version__,
         description="Collects locally randomized reports, stores them, serves estimates. "
@@ -205,28 +368,40 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
         redoc_url=None,
     )
     app.state.service = service
+    budget = Budget(service.limits.max_inflight_bytes)
+
+    def stack(handler: Any) -> Any:
+        """``handler`` behind the layers every route has: the admission control, then (added
+        last, so the outermost) CORS: a page on an allowed origin reads every answer, the
+        admission control's 503 and its Retry-After included."""
+        wrapped = AdmissionMiddleware(
+            handler, budget=budget, max_body_bytes=service.limits.max_body_bytes
+        )
+        if cors_origins:
+            from starlette.middleware.cors import CORSMiddleware
+
+            wrapped = CORSMiddleware(wrapped, **cors)
+        return wrapped
+
+    cors = {
+        "allow_origins": list(cors_origins),
+        "allow_methods": ["GET", "POST", "PUT", "PATCH", "DELETE"],
+        "allow_headers": list(CORS_REQUEST_HEADERS),
+        "expose_headers": list(CORS_EXPOSED_HEADERS),
+        "max_age": CORS_MAX_AGE,
+    }
     app.add_middleware(
-        AdmissionMiddleware,
-        budget=Budget(service.limits.max_inflight_bytes),
-        max_body_bytes=service.limits.max_body_bytes,
+        AdmissionMiddleware, budget=budget, max_body_bytes=service.limits.max_body_bytes
     )
-    # Added last, CORS is the outermost layer: a page on an allowed origin reads every answer,
-    # the admission control's 503 and its Retry-After included.
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware
 
-        app.add_middleware(
-            CORSMiddleware,
-            allow_origins=list(cors_origins),
-            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-            allow_headers=list(CORS_REQUEST_HEADERS),
-            expose_headers=list(CORS_EXPOSED_HEADERS),
-            max_age=CORS_MAX_AGE,
-        )
+        app.add_middleware(CORSMiddleware, **cors)
+    app.lean_stacks = (stack(LeanIngest(service, False)), stack(LeanIngest(service, True)))
 
     @app.exception_handler(ClientError)
     async def _client_error(_request: Request, exc: ClientError) -> JSONResponse:
-        return _error(exc.status, exc.message, exc.item, **exc.headers)
+        return _answer_error(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -236,23 +411,16 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
         return _error(422, f"{where}: {first.get('msg', 'invalid request')}")
 
     @app.exception_handler(sa.exc.IntegrityError)
-    async def _integrity(_request: Request, _exc: Exception) -> JSONResponse:
-        return _error(409, "conflicting write; the resource already exists.")
+    async def _integrity(_request: Request, exc: Exception) -> JSONResponse:
+        return _answer_error(exc)
 
     @app.exception_handler(sa.exc.DBAPIError)
-    async def _db_down(_request: Request, _exc: Exception) -> JSONResponse:
-        return _db_unavailable()
+    async def _db_down(_request: Request, exc: Exception) -> JSONResponse:
+        return _answer_error(exc)
 
     @app.exception_handler(db.DatabaseUnavailableError)
-    async def _db_down2(_request: Request, _exc: Exception) -> JSONResponse:
-        return _db_unavailable()
-
-    def _db_unavailable() -> JSONResponse:
-        return _error(
-            503,
-            "the database is unavailable; retry later.",
-            **{"Retry-After": str(RETRY_AFTER_S)},
-        )
+    async def _db_down2(_request: Request, exc: Exception) -> JSONResponse:
+        return _answer_error(exc)
 
     def _require_admin(request: Request) -> None:
         token = _bearer(request)
@@ -264,24 +432,7 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
     async def _access(
         request: Request, name: str, roles: set[str], token: str | None = None
     ) -> tuple[Collection, int]:
-        """The collection and device of an authenticated request whose role is in ``roles``.
-
-        An unknown collection and a wrong token take the same path to the same answer: the
-        service did the same work for both (:meth:`Service.authenticate`), and only the admin
-        is told which it was."""
-        token = token if token is not None else _bearer(request)
-        if token is None:
-            raise ClientError(401, "missing bearer token.")
-        access = await run_in_threadpool(service.authenticate, name, token)
-        if access.role is None or (access.collection is None and access.role != "admin"):
-            raise ClientError(401, INVALID)
-        if access.collection is None:
-            raise ClientError(404, f"no collection named {name!r}.")
-        if access.role not in roles:
-            raise ClientError(
-                403, f"a {access.role} token cannot do this; it needs {sorted(roles)}."
-            )
-        return access.collection, access.device
+        return await access(service, name, token if token is not None else _bearer(request), roles)
 
     async def _collection(
         request: Request, name: str, roles: set[str], token: str | None = None
@@ -378,31 +529,9 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
         col = await _collection(request, name, {"admin"})
         return await run_in_threadpool(service.revoke_device, col, device, purge)
 
-    async def _job(request: Request, name: str) -> Any:
-        """Authenticate, bound, read and parse an ingest request into a job (no storage)."""
-        col, device = await _access(request, name, {"ingest", "device"})
-        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind not in ("application/octet-stream", "application/json"):
-            raise ClientError(
-                415, "Content-Type must be application/octet-stream or application/json."
-            )
-        json_body = kind == "application/json"
-        limit = service.json_body_limit(col) if json_body else service.limits.max_body_bytes
-        declared = request.headers.get("content-length")
-        size = limit if declared is None else int(declared)  # checked by the middleware
-        if size > limit:
-            raise ClientError(
-                413,
-                f"the JSON body has {size} bytes; at most {limit} for this collection "
-                f"({service.limits.max_batch} items of at most "
-                f"{(limit - 1024) // max(1, service.limits.max_batch)} bytes).",
-            )
-        _ticket(request).need(service.ingest_bytes(col, size, json_body))
-        data = await _read_body(request, limit)
-        if not json_body and len(data) <= INLINE_PARSE_BYTES:
-            return service.job(col, device, kind, data)
-        return await run_in_threadpool(service.job, col, device, kind, data)
-
+    # The two ingest routes are served by LeanIngest (CollectionApp.__call__); declared here
+    # for the OpenAPI schema, they answer the same through the same function when app.lean is
+    # False.
     @app.post(
         "/v1/collections/{name}/reports",
         tags=["ingest"],
@@ -411,10 +540,7 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
         openapi_extra=_INGEST_OPENAPI,
     )
     async def ingest(name: Name, request: Request) -> dict[str, int]:
-        job = await _job(request, name)
-        if group.groupable(job):
-            return await service.committer.submit_async(job)
-        return await run_in_threadpool(service.store_job, job)
+        return await ingest_answer(service, request.scope, request.receive, name, False)
 
     @app.post(
         "/v1/collections/{name}/reports/check",
@@ -424,8 +550,7 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
         openapi_extra=_INGEST_OPENAPI,
     )
     async def check(name: Name, request: Request) -> dict[str, int]:
-        job = await _job(request, name)
-        return {"received": len(job.batch), "distinct": int(job.keep.size)}
+        return await ingest_answer(service, request.scope, request.receive, name, True)
 
     @app.get(
         "/v1/collections/{name}/epochs",
@@ -561,25 +686,29 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
     return app
 
 
-def _ticket(request: Request) -> Ticket:
-    """The request's admission ticket (:class:`AdmissionMiddleware` gives every request one)."""
-    ticket = request.scope.get("state", {}).get("ticket")
+def _ticket(where: Any) -> Ticket:
+    """The admission ticket of a request (its ``Request`` or ASGI scope):
+    :class:`AdmissionMiddleware` gives every request one."""
+    scope = where.scope if isinstance(where, Request) else where
+    ticket = scope.get("state", {}).get("ticket")
     assert isinstance(ticket, Ticket), "the admission middleware must wrap the application"
     return ticket
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes (a chunked
-    body has no declared length); 400 if the client goes away (or the server's body timeout
-    closes the connection) before its end."""
+async def read_body(receive: Any, limit: int) -> bytes:
+    """The request body from an ASGI ``receive``, refused with 413 as soon as it exceeds
+    ``limit`` bytes (a chunked body has no declared length); 400 if the client goes away (or
+    the server's body timeout closes the connection) before its end."""
     chunks: list[bytes] = []
     total = 0
-    try:
-        async for chunk in request.stream():
-            total += len(chunk)
-            if total > limit:
-                raise ClientError(413, f"the body exceeds {limit} bytes.")
-            chunks.append(chunk)
-    except ClientDisconnect:
-        raise ClientError(400, "the connection closed before the end of the body.") from None
-    return b"".join(chunks)
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # http.disconnect
+            raise ClientError(400, "the connection closed before the end of the body.")
+        chunk = message.get("body", b"")
+        total += len(chunk)
+        if total > limit:
+            raise ClientError(413, f"the body exceeds {limit} bytes.")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)

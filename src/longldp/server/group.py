@@ -25,6 +25,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -80,49 +81,99 @@ def _deliver(targets: list[Any], results: list[Any]) -> None:
             loop.call_soon_threadsafe(_settle_all, pairs)
 
 
-class GroupCommitter:
-    """Committer threads over ``engine`` (one on SQLite, whose writers are serialized anyway;
-    two on PostgreSQL, so that one group gathers while the other commits). A thread starts
-    with the first job and ends after :data:`IDLE_S` seconds without one."""
+class Batches:
+    """Work handed to a few worker threads and taken by them in batches.
 
-    def __init__(self, engine: Engine):
-        self.engine = engine
-        # Each queued job with where its answer goes: a concurrent Future, or an asyncio
+    :meth:`submit_async` queues an item from an event loop and returns an asyncio future;
+    a worker thread takes every queued item (:meth:`_take`), processes them together
+    (:meth:`_process`) and resolves their futures with one call per event loop
+    (:func:`_deliver`). A thread is woken only when it waits for work: under load the
+    workers are busy, the items queue up, and each hand-off (a lock, a wake-up, a write to the
+    loop's self-pipe) is paid once per batch instead of once per item. A thread starts with
+    the first item and ends after :data:`IDLE_S` seconds without one.
+    """
+
+    #: The worker threads' name.
+    NAME = "longldp-batches"
+
+    def __init__(self, threads: int):
+        # Each queued item with where its answer goes: a concurrent Future, or an asyncio
         # future and its event loop.
-        self._pending: collections.deque[tuple[ingest.Job, Any]] = collections.deque()
+        self._pending: collections.deque[tuple[Any, Any]] = collections.deque()
         self._cond = threading.Condition()
         self._closed = False
         self._live: list[threading.Thread] = []
-        self.pause = float(os.environ.get(FAULT_PAUSE_ENV, "0") or 0)
-        self.threads = 2 if db.is_postgres(engine) else 1
+        self.threads = int(threads)
 
-    def submit(self, job: ingest.Job) -> Future:
-        """Queue ``job``; its future holds its answer (or its :class:`ClientError`, or the
-        database's error) once its group has committed."""
+    def submit(self, item: Any) -> Future:
+        """Queue ``item``; its future holds its answer (or its exception) once processed."""
         future: Future = Future()
-        self._queue(job, future)
+        self._queue(item, future)
         return future
 
-    def submit_async(self, job: ingest.Job) -> asyncio.Future:
+    def submit_async(self, item: Any) -> asyncio.Future:
         """:meth:`submit` from a running event loop: an asyncio future, resolved in that loop
-        (one wake-up per group, however many of its jobs came from the loop)."""
+        (one wake-up per batch, however many of its items came from the loop)."""
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        self._queue(job, (loop, future))
+        self._queue(item, (loop, future))
         return future
 
-    def _queue(self, job: ingest.Job, target: Any) -> None:
+    def _queue(self, item: Any, target: Any) -> None:
         with self._cond:
             if self._closed:
-                raise RuntimeError("the group committer is closed")
-            self._pending.append((job, target))
+                raise RuntimeError(f"{self.NAME} is closed")
+            self._pending.append((item, target))
             while len(self._live) < self.threads:
-                thread = threading.Thread(
-                    target=self._run, name="longldp-group-commit", daemon=True
-                )
+                thread = threading.Thread(target=self._run, name=self.NAME, daemon=True)
                 self._live.append(thread)
                 thread.start()
-            self._cond.notify()
+            self._cond.notify()  # a system call only if a thread waits for work
+
+    def _take(self) -> list[tuple[Any, Any]]:
+        """The next batch (the lock held): every queued item, in order."""
+        batch = list(self._pending)
+        self._pending.clear()
+        return batch
+
+    def _process(self, items: list[Any]) -> list[Any]:
+        """One answer (a result or an exception) per item."""
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    if not self._cond.wait(IDLE_S) and not self._pending:
+                        break  # idle: this thread ends (the next item starts another)
+                if not self._pending:
+                    self._live.remove(threading.current_thread())
+                    return
+                batch = self._take()
+            results = self._process([item for item, _ in batch])
+            _deliver([target for _, target in batch], results)
+
+    def close(self) -> None:
+        """Stop after the queued items are done."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+            live = list(self._live)
+        for thread in live:
+            thread.join()
+
+
+class GroupCommitter(Batches):
+    """Committer threads over ``engine`` (one on SQLite, whose writers are serialized anyway;
+    two on PostgreSQL, so that one group gathers while the other commits): each batch is a
+    group of jobs stored in one transaction."""
+
+    NAME = "longldp-group-commit"
+
+    def __init__(self, engine: Engine):
+        super().__init__(2 if db.is_postgres(engine) else 1)
+        self.engine = engine
+        self.pause = float(os.environ.get(FAULT_PAUSE_ENV, "0") or 0)
 
     def _take(self) -> list[tuple[ingest.Job, Any]]:
         """The next group (the lock held): queued jobs in order, one per device."""
@@ -138,30 +189,44 @@ class GroupCommitter:
         self._pending.extendleft(reversed(later))
         return group
 
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._closed:
-                    if not self._cond.wait(IDLE_S) and not self._pending:
-                        break  # idle: this thread ends (the next job starts another)
-                if not self._pending:
-                    self._live.remove(threading.current_thread())
-                    return
-                group = self._take()
-            try:
-                results: list[Any] = ingest.run_group(self.engine, [job for job, _ in group])
-            except BaseException as exc:  # the database's error: every job answers 503
-                results = [exc] * len(group)
-            else:
-                if self.pause:
-                    time.sleep(self.pause)
-            _deliver([target for _, target in group], results)
+    def _process(self, items: list[ingest.Job]) -> list[Any]:
+        try:
+            results: list[Any] = ingest.run_group(self.engine, items)
+        except BaseException as exc:  # the database's error: every job answers 503
+            return [exc] * len(items)
+        if self.pause:
+            time.sleep(self.pause)
+        return results
 
-    def close(self) -> None:
-        """Stop after the queued jobs are done."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-            live = list(self._live)
-        for thread in live:
-            thread.join()
+
+class Calls(Batches):
+    """``function(*args)`` for queued argument tuples on ``threads`` threads, in batches of
+    at most ``max_batch`` (the server's authentication: every request's first database
+    query, handed off without a thread pool's per-call cost)."""
+
+    NAME = "longldp-calls"
+
+    def __init__(
+        self,
+        function: Callable[..., Any],
+        threads: int,
+        max_batch: int = 64,
+        name: str = "longldp-calls",
+    ):
+        super().__init__(threads)
+        self.NAME = name
+        self.function = function
+        self.max_batch = int(max_batch)
+
+    def _take(self) -> list[tuple[Any, Any]]:
+        n = min(len(self._pending), self.max_batch)
+        return [self._pending.popleft() for _ in range(n)]
+
+    def _process(self, items: list[tuple[Any, ...]]) -> list[Any]:
+        results: list[Any] = []
+        for args in items:
+            try:
+                results.append(self.function(*args))
+            except Exception as exc:  # the caller's: raised where it awaits the answer
+                results.append(exc)
+        return results

@@ -33,7 +33,7 @@ from longldp.protocols import Estimate, FrequencyOracle, protocol_from_spec
 from longldp.server import _codec as codec
 from longldp.server import central, db, ingest, sizing, tokens
 from longldp.server.errors import ClientError
-from longldp.server.group import GroupCommitter
+from longldp.server.group import Calls, GroupCommitter
 
 #: A collection name, matched whole (``re.fullmatch``: ``$`` would accept a trailing newline).
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -350,6 +350,7 @@ class Service:
         self._protocols: dict[str, tuple[FrequencyOracle, dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._committer: GroupCommitter | None = None
+        self._authenticator: Calls | None = None
         self._who_sql: tuple[str, list[str], dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ collections
@@ -993,12 +994,25 @@ class Service:
                 self._committer = GroupCommitter(self.engine)
             return self._committer
 
+    @property
+    def authenticator(self) -> Calls:
+        """:meth:`authenticate` on the process's authentication threads (one on SQLite, two on
+        PostgreSQL, whose queries wait on the network): every request's first query, handed
+        off in batches (:class:`longldp.server.group.Calls`), started on first use."""
+        with self._lock:
+            if self._authenticator is None:
+                threads = 2 if db.is_postgres(self.engine) else 1
+                self._authenticator = Calls(self.authenticate, threads, name="longldp-auth")
+            return self._authenticator
+
     def close(self) -> None:
-        """Stop the group committer (after its queued jobs)."""
+        """Stop the group committer (after its queued jobs) and the authentication threads."""
         with self._lock:
             committer, self._committer = self._committer, None
-        if committer is not None:
-            committer.close()
+            authenticator, self._authenticator = self._authenticator, None
+        for batches in (committer, authenticator):
+            if batches is not None:
+                batches.close()
 
     def close_epoch(self, col: Collection, epoch: int) -> dict[str, Any]:
         """Close an epoch: later reports for it are refused (its estimate no longer moves).

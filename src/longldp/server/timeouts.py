@@ -18,6 +18,12 @@ task and a file descriptor that way). :class:`GuardedH11Protocol` adds:
   and its buffered answer freed. A slow reader cannot keep a large answer in the server's
   memory: it must read at least the buffer's worth (64 KiB) every ``write_timeout`` seconds.
 
+It also writes each answer in one piece: what uvicorn writes in one step of the event loop (an
+answer's status line and headers, then its body: two writes, so two ``send`` system calls and
+two TCP segments on the wire) leaves in one ``send`` at the end of that step
+(:class:`CoalescedWrites`); a write of :data:`FLUSH_BYTES` or more goes out at once, so large
+and streamed answers keep the transport's flow control as they had it.
+
 The timeouts are read from the uvicorn ``Config`` object (attributes ``header_timeout``,
 ``body_timeout`` and ``write_timeout``, set by :func:`longldp.server.serve`), so they reach
 every worker process.
@@ -37,6 +43,58 @@ HEADER_TIMEOUT = 10.0
 BODY_TIMEOUT = 60.0
 KEEP_ALIVE_TIMEOUT = 5
 WRITE_TIMEOUT = 30.0
+#: Bytes held for one step of the event loop at most (more are written at once).
+FLUSH_BYTES = 64 * 1024
+
+
+class CoalescedWrites:
+    """A transport whose small writes made in one step of the event loop are sent together,
+    once the step ends (``loop.call_soon``); everything else is the wrapped transport's.
+    ``close`` sends what is held first; ``abort`` drops it, as the transport drops its own
+    buffer."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop):
+        self._transport = transport
+        self._loop = loop
+        self._held: list[bytes] = []
+        self._size = 0
+        self._flush_soon: asyncio.Handle | None = None
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        self._held.append(data)
+        self._size += len(data)
+        if self._size >= FLUSH_BYTES:
+            self.flush()
+        elif self._flush_soon is None:
+            self._flush_soon = self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Send what is held now."""
+        if self._flush_soon is not None:
+            self._flush_soon.cancel()
+            self._flush_soon = None
+        if self._held:
+            data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+            self._held.clear()
+            self._size = 0
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        if self._flush_soon is not None:
+            self._flush_soon.cancel()
+            self._flush_soon = None
+        self._held.clear()
+        self._size = 0
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -53,8 +111,9 @@ class GuardedH11Protocol(H11Protocol):
 
     # -- when the deadlines start and stop
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """A new connection: its first request's headers are due within the header timeout."""
-        super().connection_made(transport)
+        """A new connection (its writes coalesced): its first request's headers are due within
+        the header timeout."""
+        super().connection_made(CoalescedWrites(transport, self.loop))  # type: ignore[arg-type]
         self._arm(self.header_timeout, self._headers_late)
 
     def data_received(self, data: bytes) -> None:
