@@ -50,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import longldp as ll
 from longldp.server import db
+from longldp.server._codec import support_dtype
 from longldp.server.group import FAULT_PAUSE_ENV
 from registry_cases import build, triples
 from server_helpers import ADMIN, LiveServer, PgCluster, bearer, records
@@ -786,6 +787,19 @@ class Sequence:
 
 
 # ---------------------------------------------------------------------- invariants
+def _same_support(have: np.ndarray, want: np.ndarray, n: int) -> bool:
+    """Counts equal exactly. A numeric mean's float sums [Σû, Σû²] (math (20.3)) equal up to
+    the rounding that adding ``n`` terms in another order makes (group commit and shards add
+    the same reports in an order of their own): n·2^-52 times the sum of magnitudes, which is
+    Σû² for the second cell and at most √(n·Σû²) for the first (Cauchy–Schwarz)."""
+    if have.dtype.kind != "f":
+        return bool(np.array_equal(have, want))
+    squares = float(np.max(np.abs(want)))
+    magnitude = squares + np.sqrt(max(n, 1) * squares)
+    bound = 2 * max(n, 1) * np.finfo(np.float64).eps * magnitude
+    return bool(np.all(np.abs(have - want) <= bound))
+
+
 class Checker:
     """Reads the database directly and checks it against a model."""
 
@@ -836,9 +850,10 @@ class Checker:
         # An epoch's counts are the sums over its count rows (shards); every row of a closed
         # epoch is flagged.
         summed: dict[int, tuple[int, np.ndarray, set[bool]]] = {}
+        kind = support_dtype(proto)  # int64 counts, or float64 sums of a numeric mean
         for e, n, support, closed in counts:
-            have = np.frombuffer(support, "<i8").reshape(proto.support_shape)
-            n0, s0, c0 = summed.get(int(e), (0, np.zeros(proto.support_shape, np.int64), set()))
+            have = np.frombuffer(support, kind).reshape(proto.support_shape)
+            n0, s0, c0 = summed.get(int(e), (0, np.zeros(proto.support_shape, kind), set()))
             summed[int(e)] = (n0 + int(n), s0 + have, c0 | {bool(closed)})
         for e, (n, have, closed) in summed.items():
             wires = by_epoch.get(e, [])
@@ -849,8 +864,8 @@ class Checker:
                 agg.add_bytes(wires)
                 want = np.asarray(agg.support_counts)
             else:
-                want = np.zeros(proto.support_shape, dtype=np.int64)
-            if not np.array_equal(have, want):
+                want = np.zeros(proto.support_shape, dtype=kind)
+            if not _same_support(have, want, len(wires)):
                 raise SimulationError(f"epoch {e}: support counts differ from a recount")
             if closed != {e in model.closed}:
                 raise SimulationError(f"epoch {e}: closed flags {closed} differ from the model")
