@@ -15,39 +15,11 @@ tests/test_shuffle_table.py checks that docs/guide/shuffling.md shows exactly th
 from __future__ import annotations
 
 import argparse
-import dataclasses
-from typing import Any
 
 import longldp as ll
 from longldp.shuffle import central_summary
 
 K, EPS_PERM, EPS_1, N, EPOCHS, DELTA = 74, 2.0, 0.8, 1_000_000, 100, 1e-6
-
-
-def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
-    """Constructor parameters of one registry row at the table's setting."""
-    cls = ll.get_protocol_class(info.name)
-    # k where the class takes it; a range (a numeric mechanism's lo, hi) from its test values.
-    params: dict[str, Any] = {"k": K} if "k" in info.parameters else {}
-    required = [
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.init and f.default is dataclasses.MISSING and f.name not in ("k", *cls.budget_params)
-    ]
-    params |= {name: cls.test_params[0][name] for name in required}
-    if "f" in info.budget_params:  # RAPPOR: (f, p, q) matched to L-SUE at (ε∞, ε1), h = m = 1
-        lsue = ll.protocol("L-SUE", k=K, eps_perm=EPS_PERM, eps_1=EPS_1)
-        own = {"k": K, "h": 1, "m": 1, "f": 2 * lsue.q1, "p": lsue.q2, "q": lsue.p2}
-        return {name: v for name, v in own.items() if name in info.parameters}
-    if not info.longitudinal:
-        params["eps"] = EPS_1
-    else:
-        params["eps_perm"] = EPS_PERM
-        if "eps_1" in info.parameters:
-            params["eps_1"] = EPS_1
-        if "d" in info.parameters:
-            params["d"] = 1
-    return params
 
 
 def table(n: int = N, epochs: int = EPOCHS, delta: float = DELTA) -> str:
@@ -61,9 +33,10 @@ def table(n: int = N, epochs: int = EPOCHS, delta: float = DELTA) -> str:
     for info in ll.list_protocols():
         if info.rounds == "planned":  # per-epoch budgets come from the server's plan
             continue
-        if ll.get_protocol_class(info.name).history is not None:  # no route is proven for it
+        cls = ll.get_protocol_class(info.name)
+        if cls.history is not None:  # no route is proven for it
             continue
-        proto = ll.protocol(info.name, **_params(info))
+        proto = ll.protocol(info.name, **cls.setting_params(K, EPS_PERM, EPS_1, EPS_1))
         s = central_summary(proto, n, epochs, delta)
 
         def fmt(x: float | None) -> str:

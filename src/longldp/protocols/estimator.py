@@ -73,6 +73,12 @@ class Estimator:
         with np.errstate(invalid="ignore"):
             return np.clip(raw, 0.0, 1.0)
 
+    def accuracy_figure(self, n: int) -> tuple[str, float] | None:
+        """One number that ranks mechanisms of this estimand at n users, with its name, for
+        listings (``longldp protocols``): a frequency oracle's V*, a mean's worst-case variance;
+        None when the estimand has no single figure (a distribution, change parts)."""
+        return None
+
     def postprocess_channel(self, n: int) -> pp.ChannelInfo:
         """The channel as post-processing sees it (math §5): P1, P0, n, GRR-type or not."""
         raise ValueError(f"{self.name}: its estimate is not post-processed ({self.estimand}).")
@@ -206,6 +212,10 @@ class SupportEstimator(Estimator):
         return np.asarray(counts, dtype=np.float64) / n
 
     # ------------------------------------------------------------------ variances
+    def accuracy_figure(self, n: int) -> tuple[str, float] | None:
+        """V* (:meth:`approx_variance`)."""
+        return "V*", self.approx_variance(n)
+
     def approx_variance(self, n: int) -> float:
         """V*: variance of one estimate at f = 0 (the papers' figure of merit)."""
         n = check.integer(self.name, "n", n, minimum=1)

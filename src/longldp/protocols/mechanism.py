@@ -32,6 +32,7 @@ Traits (class variables) every registered mechanism declares or inherits (docs/d
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
@@ -164,6 +165,30 @@ class Mechanism(ABC):
             cls.estimates_frequencies = estimand.frequency_vector
 
     @classmethod
+    def setting_params(
+        cls, k: int, eps_perm: float, eps_1: float, one_shot_eps: float | None = None
+    ) -> dict[str, Any]:
+        """Constructor parameters at a common listing setting (``longldp protocols``, the
+        shuffle table): the input domain's (k values, or the unit interval); the budget at
+        ε∞ = ``eps_perm`` with ε1 = ``eps_1`` (a one-shot mechanism at ``one_shot_eps``, by
+        default ``eps_perm``; :meth:`longldp.privacy.Budget.at_level`), or a budget of the
+        mechanism's own single parameter (a window's ε, a lifetime's) at ``eps_perm``; every
+        other required parameter (a window, a horizon, a budget of several parts) at the
+        class's first test value. A mechanism whose budget takes another form overrides it."""
+        params = {**cls.input_domain.setting_params(k)}
+        native = [p for p in cls.budget_params if p not in privacy.BUDGET_KEYS]
+        if len(native) == 1:
+            params[native[0]] = eps_perm
+        elif not native:
+            level = eps_perm if cls.longitudinal or one_shot_eps is None else one_shot_eps
+            params |= privacy.Budget.at_level(level, eps_1, cls.budget_params).given()
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            missing = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            if f.init and missing and f.name not in params:
+                params[f.name] = cls.test_params[0][f.name]
+        return params
+
+    @classmethod
     def max_alpha(cls, eps_perm: float) -> float:
         """Largest α = ε1/ε∞ (excluded) a two-round chain reaches at ``eps_perm``: 1 unless the
         chain's round 2 cannot reach every ε1 (L-OUE, L-SOUE: math §3.3)."""
@@ -196,6 +221,12 @@ class Mechanism(ABC):
         return self.domain.as_inputs(codes)
 
     # ------------------------------------------------------------------ privacy claims
+    @property
+    def chain_probabilities(self) -> tuple[float, float, float, float] | None:
+        """(p1, q1, p2, q2) of the two-round chain the reports follow (docs/math.md §2), for
+        listings; a family whose channel is not such a chain (numbers) overrides it: None."""
+        return self.p1, self.q1, self.p2, self.q2
+
     @functools.cached_property
     def P1(self) -> float:
         """Probability that a report supports v when the user's value is v."""

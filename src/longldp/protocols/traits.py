@@ -55,6 +55,12 @@ class Domain(ABC):
     def as_inputs(self, codes: ArrayLike) -> Any:
         """The inputs that integer codes stand for (tests and audits draw inputs with it)."""
 
+    @classmethod
+    def setting_params(cls, k: int) -> dict[str, Any]:
+        """Constructor parameters that fix this kind of domain at a common listing setting of
+        ``k`` values (``longldp protocols``, the shuffle table): none by default."""
+        return {}
+
     def describe(self) -> str:
         """One line for listings: the kind and its size or range."""
         return self.kind if self.size is None else f"{self.kind}[{self.size}]"
@@ -74,6 +80,10 @@ class Categorical(Domain):
     booleans: bool = False
     kind: ClassVar[str] = "categorical"
     codes: ClassVar[bool] = True
+
+    @classmethod
+    def setting_params(cls, k: int) -> dict[str, Any]:
+        return {"k": k}
 
     @property
     def size(self) -> int:
@@ -127,6 +137,11 @@ class Interval(Domain):
     hi: float
     clip: bool = False
     kind: ClassVar[str] = "interval"
+
+    @classmethod
+    def setting_params(cls, k: int) -> dict[str, Any]:
+        """The unit interval [0, 1] (a listing compares budgets, not ranges)."""
+        return {"lo": 0.0, "hi": 1.0}
 
     def __post_init__(self) -> None:
         # the one check of a declared range (finite, lo < hi, a finite width): math §20.1

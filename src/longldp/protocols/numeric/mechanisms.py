@@ -175,6 +175,11 @@ class NumericMechanism(Mechanism, Estimator, ReportCodec):
     hi: float
     clip: bool
 
+    @property
+    def chain_probabilities(self) -> None:
+        """None: a numeric report is not a two-round chain over values (math §20)."""
+        return None
+
     def _check_range(self) -> None:
         lo, hi = nm.numeric_range(self.name, self.lo, self.hi)
         object.__setattr__(self, "lo", lo)
@@ -313,6 +318,10 @@ class _MeanEstimator(NumericMechanism):
         """max over data in [lo, hi] of the variance of the mean of n reports."""
         n = check.integer(self.name, "n", n, minimum=1)
         return float(self.declared.variance_from_u(self.unit_variance().worst() / n))
+
+    def accuracy_figure(self, n: int) -> tuple[str, float] | None:
+        """The worst-case variance of the mean (:meth:`worst_variance`)."""
+        return "worst Var", self.worst_variance(n)
 
     def estimate_labels(self) -> list[str]:
         """One position: the mean of the declared range."""
