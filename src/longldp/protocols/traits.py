@@ -71,6 +71,15 @@ class Domain(ABC):
         domain's size when it is listed, 2 for an interval (its ends), None otherwise."""
         return self.size if self.codes else None
 
+    def trajectories(self, owner: str, trajectories: Any) -> NDArray:
+        """(n, τ) trajectories of inputs that are not codes, checked for the privacy ledger
+        (:func:`longldp.privacy.ledger`; codes are checked there): refused unless the domain
+        says how (an interval's numbers)."""
+        raise ValueError(
+            f"{owner}: the inputs are {self.describe()}, not codes or numbers; the ledger needs "
+            "(n, tau) codes or numbers."
+        )
+
 
 @dataclass(frozen=True)
 class Categorical(Domain):
@@ -176,6 +185,17 @@ class Interval(Domain):
 
     def check(self, owner: str, values: Any, name: str = "values") -> NDArray[np.float64]:
         return self.clip_values(owner, values, name)[0]
+
+    def trajectories(self, owner: str, trajectories: Any) -> NDArray[np.float64]:
+        """An (n, τ) array of numbers, τ ≥ 1, checked as :meth:`check` checks values (finite,
+        in [lo, hi] unless ``clip``)."""
+        arr = np.asarray(trajectories)
+        if arr.ndim != 2 or arr.shape[1] < 1:
+            raise ValueError(
+                f"{owner}: 'trajectories' must be a 2-D (n, tau) array with tau >= 1; got "
+                f"shape {arr.shape}."
+            )
+        return self.check(owner, arr, "trajectories")
 
     @property
     def audit_size(self) -> int:
