@@ -41,6 +41,9 @@ class Domain(ABC):
     kind: ClassVar[str]
     #: Inputs are integer codes in [0, size).
     codes: ClassVar[bool] = False
+    #: Inputs are real numbers (an interval's): the audit's distinguishing game, which plays
+    #: codes or strings, refuses them (docs/audit.md §15).
+    numbers: ClassVar[bool] = False
 
     @property
     @abstractmethod
@@ -146,6 +149,7 @@ class Interval(Domain):
     hi: float
     clip: bool = False
     kind: ClassVar[str] = "interval"
+    numbers: ClassVar[bool] = True
 
     @classmethod
     def setting_params(cls, k: int) -> dict[str, Any]:
