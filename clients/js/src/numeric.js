@@ -2,7 +2,7 @@
 // PM, HM, SW, 1BitMean and the memoized L-1BitMean, L-PM, L-HM, L-SW (docs/client-spec.md §3.4).
 // Every draw consumes the byte source in the order of the Python kernels (one float per
 // `rng.random(1)`), with the same float64 expressions, so a device and the Python client give
-// the same reports from the same stream (to the last bit where the platforms' exp/log1p agree;
+// the same reports from the same stream (to the last bit where the platforms' exp/log agree;
 // tests/test_numeric_js.py, clients/js/test/vectors.test.js). The claims ε1, ε∞ are the ε of
 // the same exact channels the Python classes compute (within 1e-15 relative: V8's and the C
 // library's exp/log differ in the last bits).
@@ -11,7 +11,7 @@ import { fromHex, minBytes, toHex, uintBE } from "./bytes.js";
 import { fail } from "./check.js";
 import { floats } from "./common.js";
 
-const { exp, expm1, log, log1p, tanh, floor, min, max, atanh, sqrt, abs, sign, ceil } = Math;
+const { exp, expm1, log, tanh, floor, min, max, atanh, sqrt, abs, sign, ceil } = Math;
 
 // ------------------------------------------------------------------ formulas (privacy/numeric)
 const duchiSlope = (eps) => tanh(eps / 2);
@@ -60,12 +60,17 @@ export const round2Slope = (eps1) => tanh(eps1 / 2);
 // ------------------------------------------------------------------ one-shot samplers
 const one = async (src) => (await floats(src, 1))[0];
 
+/** Laplace's fine uniform (math §20.12): R = c − U2·2⁻⁵² with c = 1 − frac(2U1), refined by
+ * U3 when c = 2⁻⁵² (oneshot.laplace_sample). */
 export async function laplace(u, eps, src) {
   const scale = 2.0 / eps;
   let w = 2.0 * (await one(src));
   const upper = w >= 1.0 ? 1 : 0;
   w -= upper;
-  let mag = log1p(-w);
+  const c = 1.0 - w;
+  let r = c - (await one(src)) * 2 ** -52;
+  if (c === 2 ** -52) r -= (await one(src)) * 2 ** -105;
+  let mag = log(r);
   mag *= (1.0 - 2.0 * upper) * scale;
   return mag + u;
 }
@@ -92,8 +97,19 @@ export async function hm(u, eps, src) {
   const c = duchiBound(eps);
   const w = await one(src);
   let y = (await one(src)) < duchiProbability(eps, u) ? c : -c;
-  if (beta > 0 && w < beta) y = await pm(u, eps, src);
+  if (beta > 0 && w < beta) {
+    y = await pm(u, eps, src);
+    if (abs(y) === c) y = towardZero(y); // the atoms' codes carry Duchi's branch only (oneshot.off_atoms)
+  }
   return y;
+}
+
+/** The next float towards 0 of a finite nonzero x. */
+function towardZero(x) {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  view.setBigUint64(0, view.getBigUint64(0) - 1n);
+  return view.getFloat64(0);
 }
 
 export async function sw(t, eps, src) {
@@ -119,13 +135,31 @@ export function swBucket(y, eps, dOut) {
 /** α-point rounding: key = min(⌊s·t + a⌋, s) (math (20.16)). */
 export const roundingKey = (t, s, a) => min(floor(s * t + a), s);
 
-/** Round 1 of L-1BitMean / L-PM / L-HM: the memo y1 of the grid value u_j at ε∞. */
+/** Round 1 of L-1BitMean / L-PM / L-HM: the memo y1 of the grid value u_j at ε∞ (a PM or HM memo
+ * as the midpoint of its report-grid cell, math §20.9). */
 export async function memo(mechanism, uGrid, epsPerm, src) {
   if (mechanism === "Duchi" || (mechanism === "HM" && hmBeta(epsPerm) === 0.0)) {
     const c = duchiBound(epsPerm);
     return (await one(src)) < duchiProbability(epsPerm, uGrid) ? c : -c;
   }
-  return mechanism === "PM" ? pm(uGrid, epsPerm, src) : hm(uGrid, epsPerm, src);
+  const y = mechanism === "PM" ? await pm(uGrid, epsPerm, src) : await hm(uGrid, epsPerm, src);
+  const [lo, hi] = reportRange(mechanism, epsPerm);
+  const atoms = mechanism === "HM" ? [-duchiBound(epsPerm), duchiBound(epsPerm)] : [];
+  return gridValue(gridCode(y, lo, hi, atoms), lo, hi, atoms); // kept as its cell's midpoint (chains.round1)
+}
+
+/** The report range of a real report (privacy.numeric.report_range). */
+export function reportRange(mechanism, eps) {
+  if (mechanism === "Laplace") {
+    const b = 20 * (2.0 / eps);
+    return [-1.0 - b, 1.0 + b];
+  }
+  if (mechanism === "SW") {
+    const { b } = swParams(eps);
+    return [-b, 1.0 + b];
+  }
+  const c = mechanism === "HM" ? max(pmParams(eps).C, duchiBound(eps)) : pmParams(eps).C;
+  return [-c, c];
 }
 
 /** Round 2: one bit, Pr[1 | y1] = (1 + κ·y1)/2, κ = tanh(ε1/2) (math (20.17)). */
@@ -431,25 +465,22 @@ export function derive(name, P) {
   const o = { lo: P.lo, hi: P.hi, atoms: [] };
   const none = [undefined, undefined, undefined, undefined];
   if (name === "Laplace") {
-    const scale = 2.0 / P.eps;
-    const b = 20 * scale;
-    return [...none, { ...o, scale, range: [-1.0 - b, 1.0 + b] }];
+    return [...none, { ...o, scale: 2.0 / P.eps, range: reportRange(name, P.eps) }];
   }
   if (name === "Duchi" || name === "1BitMean") return [...none, { ...o, slope: duchiSlope(P.eps) }];
   if (name === "PM") {
-    const { width, center, C } = pmParams(P.eps);
-    return [...none, { ...o, width, center, range: [-C, C] }];
+    const { width, center } = pmParams(P.eps);
+    return [...none, { ...o, width, center, range: reportRange(name, P.eps) }];
   }
   if (name === "HM") {
-    const { width, center, C } = pmParams(P.eps);
-    const c = max(C, duchiBound(P.eps));
-    return [...none, { ...o, beta: hmBeta(P.eps), width, center, range: [-c, c], atoms: [-duchiBound(P.eps), duchiBound(P.eps)] }];
+    const { width, center } = pmParams(P.eps);
+    return [...none, { ...o, beta: hmBeta(P.eps), width, center, range: reportRange(name, P.eps), atoms: [-duchiBound(P.eps), duchiBound(P.eps)] }];
   }
   if (name === "SW") {
     intIn(name, "d", P.d, 2, Infinity);
     intIn(name, "d_out", P.d_out, 2, Infinity);
     const { b, center } = swParams(P.eps);
-    return [...none, { ...o, b, center, range: [-b, 1.0 + b] }];
+    return [...none, { ...o, b, center, range: reportRange(name, P.eps) }];
   }
   budgetPair(name, P);
   if (name === "L-SW") {

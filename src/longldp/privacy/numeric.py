@@ -331,6 +331,49 @@ def sw_variance(eps: float) -> UnitVariance:
 
 
 # --------------------------------------------------------------------------------------------
+# Real reports on a fixed grid (math §20.12)
+# --------------------------------------------------------------------------------------------
+
+#: A real report is sent as the index of one of GRID = 2³¹ equal cells of its mechanism's
+#: report range, read back as the cell's midpoint; HM's two atoms take codes GRID and GRID + 1.
+GRID_BITS = 31
+GRID = 1 << GRID_BITS
+
+#: Laplace's report range reaches this many scales past [−1, 1]; the noise beyond is clamped to
+#: its ends (mass e^{−20}, a post-processing).
+LAPLACE_CLAMP = 20
+
+#: The mechanisms whose reports (or memos) are reals on the grid.
+REAL_REPORTS = ("Laplace", "PM", "HM", "SW")
+
+
+def report_range(mechanism: str, eps: float) -> tuple[float, float]:
+    """[r0, r1], the interval whose GRID equal cells carry a real report (math §20.12):
+    Laplace [−1 − 20β, 1 + 20β] (β = 2/ε), PM and HM [−C, C] (PM's C ≥ Duchi's), SW
+    [−b, 1 + b]."""
+    key = check.choice("report_range", "mechanism", mechanism, tuple(m.lower() for m in REAL_REPORTS))
+    if key == "laplace":
+        b = LAPLACE_CLAMP * laplace_scale(eps)
+        return -1.0 - b, 1.0 + b
+    if key == "sw":
+        b = sw_params(eps).b
+        return -b, 1.0 + b
+    c = pm_params(eps).C
+    if key == "hm":
+        c = max(c, duchi_bound(eps))
+    return -c, c
+
+
+def report_atoms(mechanism: str, eps: float) -> tuple[float, ...]:
+    """Outputs with positive probability, sent by codes of their own: HM's Duchi outputs ±C_D
+    (below ε* too, where HM is Duchi's mechanism); none for the others."""
+    if mechanism.lower() == "hm":
+        c = duchi_bound(eps)
+        return (-c, c)
+    return ()
+
+
+# --------------------------------------------------------------------------------------------
 # Exact channels of piecewise-constant densities over a finite set of inputs (math §20.7)
 # --------------------------------------------------------------------------------------------
 

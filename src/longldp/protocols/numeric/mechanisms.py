@@ -369,8 +369,8 @@ class _BitSupport(_MeanEstimator):
 
 #: Real reports are sent as the index of one of GRID = 2³¹ equal cells of the report range,
 #: read back as the cell's midpoint (codes GRID and GRID + 1: HM's two atoms, exactly).
-GRID_BITS = 31
-GRID = 1 << GRID_BITS
+GRID_BITS = nm.GRID_BITS
+GRID = nm.GRID
 
 
 class _RealCodec(NumericMechanism):
@@ -385,27 +385,21 @@ class _RealCodec(NumericMechanism):
     """
 
     def report_range(self) -> tuple[float, float]:
-        """Every report lies in this interval (mechanism coordinates)."""
-        raise NotImplementedError
+        """Every report lies in this interval (mechanism coordinates):
+        :func:`privacy.numeric.report_range`."""
+        return nm.report_range(self.kernel_name, self.eps)  # type: ignore[attr-defined]
 
     def atoms(self) -> tuple[float, ...]:
         """Outputs with positive probability (HM's Duchi branch), sent by their own codes."""
-        return ()
+        return nm.report_atoms(self.kernel_name, self.eps)  # type: ignore[attr-defined]
 
     def _cell(self) -> tuple[float, float]:
-        lo, hi = self.report_range()
-        return lo, (hi - lo) / GRID
+        return oneshot.grid_cell(*self.report_range())
 
     def quantize(self, y: ArrayLike) -> NDArray[np.float64]:
         """The midpoint of each output's cell (atoms unchanged); outputs beyond the range are
-        clamped to it first (Laplace's tails past 20 scales)."""
-        x = np.asarray(y, dtype=np.float64)
-        lo, w = self._cell()
-        idx = np.clip(np.floor((x - lo) / w), 0, GRID - 1)
-        out = lo + (idx + 0.5) * w
-        for a in self.atoms():
-            out = np.where(x == a, a, out)
-        return out
+        clamped to it first (Laplace's tails past 20 scales): :func:`oneshot.quantize`."""
+        return oneshot.quantize(y, *self.report_range(), self.atoms())
 
     def _make_reports(self, payload: NDArray, state: dict) -> NDArray[np.float64]:
         return self.quantize(payload)
@@ -506,7 +500,8 @@ def _one_shot_client(
 
 LAPLACE_CLIENT = _one_shot_client(
     "β = 2/ε; report range R = [−1 − 20β, 1 + 20β]",
-    "one float w: h = [2w ≥ 1], w′ = 2w − h; y = u + (1 − 2h)·β·log1p(−w′); R's cell of y",
+    "floats w, v: h = [2w ≥ 1], c = 1 − (2w − h), R = c − v·2⁻⁵²; if c = 2⁻⁵², one more float z: "
+    "R = R − z·2⁻¹⁰⁵; y = u + (1 − 2h)·β·log(R); R's cell of y",
     ("scale",),
     eps_1="ρ(2/β)",
 )
@@ -525,7 +520,8 @@ HM_CLIENT = _one_shot_client(
     "β = D(−expm1(−ε/2)) if ε > ε* (§3.4), else 0; PM's w, C, c and Duchi's κ at ε, "
     "C_D = 1/κ; R = [−max(C, C_D), max(C, C_D)], atoms −C_D, C_D",
     "floats z, v: y = C_D if v < D(1/2 + κu/2), else −C_D; if β > 0 and z < β, y = PM's "
-    "draw (two more floats); R's cell of y, or the atom's code",
+    "draw (two more floats), moved to the next float towards 0 if it equals −C_D or C_D; R's cell "
+    "of y, or the atom's code",
     ("beta", "width", "center"),
 )
 SW_CLIENT = _one_shot_client(
@@ -545,7 +541,10 @@ CHAIN_CLIENT = ClientSpec(
     eps_perm="ρ(ε of one memo's exact channel over the grid values)",
     state="offset a: one float",
     memo_key="j = min(⌊s·t + a⌋, s)",
-    round1="y1 = M's one-shot draw at ε∞ of u_j (a real; never sent)",
+    round1=(
+        "y1 = M's one-shot draw at ε∞ of u_j; PM, HM: the midpoint of its cell of M's report range R "
+        "(HM's atoms as they are; a real, never sent)"
+    ),
     draws2="one float w: bit = [w < D(1/2 + κ·y1/2)] (one byte)",
     probabilities=("slope",),
 )
@@ -635,21 +634,15 @@ class Laplace(_OneShot, _RealMean):
         """Δ/scale = 2/(2/ε): the log-density ratio's supremum (math §20.2)."""
         return privacy.round_up(2.0 / nm.laplace_scale(self.eps))
 
-    def report_range(self) -> tuple[float, float]:
-        """[−1 − 20·scale, 1 + 20·scale]: the grid reports are sent on; the noise beyond it (mass
-        e^{−20}) is clamped to its ends, a post-processing (math §20.12)."""
-        return self.audit_range()
-
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         b = nm.laplace_scale(self.eps)
         u = 2.0 * np.asarray(t)[None, :] - 1.0
         return -np.abs(np.asarray(y, dtype=np.float64)[:, None] - u) / b - math.log(2 * b)
 
     def audit_range(self) -> tuple[float, float]:
-        """Where the binned black-box game looks: [−1, 1] widened by 20 scales (all but e^{−20}
-        of the mass)."""
-        b = 20 * nm.laplace_scale(self.eps)
-        return -1.0 - b, 1.0 + b
+        """Where the binned black-box game looks: the report range [−1 − 20·scale, 1 + 20·scale]
+        (all but e^{−20} of the mass; the noise beyond is clamped to its ends, math §20.12)."""
+        return self.report_range()
 
 
 @dataclass(frozen=True)
@@ -754,10 +747,6 @@ class PM(_PMConstants, _OneShot, _RealMean):
         """PM's exact channel over the audit inputs (the density's cells, math §20.7)."""
         return nm.pm_channel(self.eps, 2.0 * self._unit(self.audit_inputs()) - 1.0)
 
-    def report_range(self) -> tuple[float, float]:
-        c = nm.pm_params(self.eps).C
-        return -c, c
-
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         u = 2.0 * np.asarray(t)[None, :] - 1.0
         return np.log(nm.pm_params(self.eps).density(u, np.asarray(y, dtype=np.float64)[:, None]))
@@ -793,15 +782,6 @@ class HM(_PMConstants, _OneShot, _RealMean):
     def report_channel(self) -> NDArray[np.float64]:
         """HM's exact channel (PM's cells and Duchi's atoms) over the audit inputs."""
         return nm.hm_channel(self.eps, 2.0 * self._unit(self.audit_inputs()) - 1.0)
-
-    def report_range(self) -> tuple[float, float]:
-        c = max(nm.pm_params(self.eps).C, nm.duchi_bound(self.eps))
-        return -c, c
-
-    def atoms(self) -> tuple[float, ...]:
-        """Duchi's outputs ±C (the branch of probability 1 − β)."""
-        c = nm.duchi_bound(self.eps)
-        return (-c, c)
 
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         """Duchi's atoms ±C carry (1 − β)·Pr[±C | u] (a PM output hits them with probability
@@ -856,10 +836,6 @@ class SW(_OneShot, _RealCodec):
     def report_channel(self) -> NDArray[np.float64]:
         """SW's exact channel over the audit inputs (the density's cells, math §20.6)."""
         return nm.sw_channel(self.eps, self._unit(self.audit_inputs()))
-
-    def report_range(self) -> tuple[float, float]:
-        b = nm.sw_params(self.eps).b
-        return -b, 1.0 + b
 
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         tt = np.asarray(t)[None, :]
