@@ -351,7 +351,8 @@ def report_range(mechanism: str, eps: float) -> tuple[float, float]:
     """[r0, r1], the interval whose GRID equal cells carry a real report (math §20.12):
     Laplace [−1 − 20β, 1 + 20β] (β = 2/ε), PM and HM [−C, C] (PM's C ≥ Duchi's), SW
     [−b, 1 + b]."""
-    key = check.choice("report_range", "mechanism", mechanism, tuple(m.lower() for m in REAL_REPORTS))
+    names = tuple(m.lower() for m in REAL_REPORTS)
+    key = check.choice("report_range", "mechanism", mechanism, names)
     if key == "laplace":
         b = LAPLACE_CLAMP * laplace_scale(eps)
         return -1.0 - b, 1.0 + b

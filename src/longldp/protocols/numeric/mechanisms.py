@@ -542,8 +542,8 @@ CHAIN_CLIENT = ClientSpec(
     state="offset a: one float",
     memo_key="j = min(⌊s·t + a⌋, s)",
     round1=(
-        "y1 = M's one-shot draw at ε∞ of u_j; PM, HM: the midpoint of its cell of M's report range R "
-        "(HM's atoms as they are; a real, never sent)"
+        "y1 = M's one-shot draw at ε∞ of u_j; PM, HM: the midpoint of its cell of M's report "
+        "range R (HM's atoms as they are; a real, never sent)"
     ),
     draws2="one float w: bit = [w < D(1/2 + κ·y1/2)] (one byte)",
     probabilities=("slope",),
