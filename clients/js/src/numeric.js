@@ -11,7 +11,7 @@ import { fromHex, minBytes, toHex, uintBE } from "./bytes.js";
 import { fail } from "./check.js";
 import { floats } from "./common.js";
 
-const { exp, expm1, log, tanh, floor, min, max, atanh, sqrt, abs, sign, ceil } = Math;
+const { exp, expm1, log, log1p, tanh, floor, min, max, atanh, sqrt, abs, sign, ceil } = Math;
 
 // ------------------------------------------------------------------ formulas (privacy/numeric)
 const duchiSlope = (eps) => tanh(eps / 2);
@@ -202,6 +202,59 @@ export function maxEps1(mechanism, epsPerm) {
   return 2 * atanh(1.0 / cm);
 }
 
+// ------------------------------------------------------------------ realized slack (§20.12)
+const UR = 2 ** -53; // unit roundoff
+const LOG_ULPS = 4; // the logarithm's error assumed, in ulps (privacy.numeric.LOG_ULPS)
+const bracket = (eta) => log1p((2.0 * eta) / (1.0 - eta));
+
+/** (w, δ, x) of PM's or SW's sampler at ε (privacy.numeric._piecewise_error). */
+function piecewiseError(mech, eps) {
+  const [r0, r1] = reportRange(mech, eps);
+  const w = (r1 - r0) / GRID;
+  const quantize = 2.0 * UR * (r1 - r0);
+  if (mech === "SW") {
+    const { b } = swParams(eps);
+    return [w, (UR * (2.0 + 5.0 * b) + quantize) * (1.0 + 2 ** -40), UR * (2.0 * b + 1.0)];
+  }
+  const pm = pmParams(eps);
+  const c = pm.C, slope = pm.C + 1.0;
+  const delta = (UR * (3.0 * c + 1.0 + 2.0 * c) + quantize) * (1.0 + 2 ** -40);
+  return [w, delta, UR * (pm.width + slope + 2.0 * (slope + c) + slope)];
+}
+
+/** How far a real report's realized ε may exceed the ideal one (privacy.numeric.realized_slack). */
+export function realizedSlack(mech, eps) {
+  if (mech === "Duchi" || mech === "1BitMean" || (mech === "HM" && hmBeta(eps) === 0.0)) return 0.0;
+  if (mech === "Laplace") {
+    const [r0, r1] = reportRange(mech, eps);
+    const w = (r1 - r0) / GRID;
+    const beta = 2.0 / eps;
+    const depth = (r1 + 1.0) / beta;
+    let delta = UR * (beta * (1.0 + (2 * LOG_ULPS + 1) * depth) + r1) + 2.0 * UR * (r1 - r0);
+    delta *= 1.0 + 2 ** -40;
+    const widen = ((w + 2 * delta) / (w - 2 * delta)) * exp((w + 2 * delta) / beta);
+    const cell = (w + 2 * delta) / beta;
+    const rho = (max((2 ** -105 + 2 ** -158) * exp(52 * log(2.0) + cell), 2 ** -158 * exp(depth + cell)) * 2 * beta) / (w - 2 * delta);
+    return log((widen + rho) / (1.0 - rho)) + 8 * UR;
+  }
+  const [w, delta, extra] = piecewiseError(mech, eps);
+  return bracket((2.0 * delta + extra) / w) + 8 * UR;
+}
+
+/** The same for one report of L-PM / L-HM (privacy.numeric.chain_report_slack). */
+function chainReportSlack(mech, epsPerm, eps1, s) {
+  if (duchiMemo(mech, epsPerm)) return 0.0;
+  const [w, delta] = piecewiseError(mech, epsPerm);
+  const p = pmParams(epsPerm).p;
+  const kappa = round2Slope(eps1);
+  const e = 2.5 * UR;
+  const channel = chainReportChannel(mech, epsPerm, eps1, s);
+  const cells = memoChannel(mech, epsPerm, [0.0])[0].length + 2 * (s + 1);
+  const moved = 2.0 * delta * (1.0 + 4.0 * w * p) * (kappa / 2 + (2.0 * e) / w) + 6.0 * UR;
+  const means = (kappa / 2) * p * w * w + 2.0 * e + cells * UR;
+  return bracket((moved + means) / Math.min(...channel.flat()));
+}
+
 // ------------------------------------------------------------------ exact channels (§20.7)
 /** ε of a finite channel (rows: inputs): max over outputs of ln(max/min) (privacy.channel_epsilon). */
 export function channelEpsilon(rows) {
@@ -377,7 +430,7 @@ const ONE_SHOT = {
   Laplace: {
     draw: (o, t, src) => laplace(2.0 * t - 1.0, o.params.eps, src),
     body: realBody4,
-    epsilons: (o) => [2.0 / o.scale, 2.0 / o.scale],
+    epsilons: (o) => 2.0 / o.scale + realizedSlack("Laplace", o.params.eps),
   },
   Duchi: {
     draw: (o, t, src) => duchiBit(2.0 * t - 1.0, o.params.eps, src),
@@ -387,17 +440,17 @@ const ONE_SHOT = {
   PM: {
     draw: (o, t, src) => pm(2.0 * t - 1.0, o.params.eps, src),
     body: realBody4,
-    epsilons: (o) => channelEpsilon(pmChannel(o.params.eps, auditT(o).map((t) => 2.0 * t - 1.0))),
+    epsilons: (o) => channelEpsilon(pmChannel(o.params.eps, auditT(o).map((t) => 2.0 * t - 1.0))) + realizedSlack("PM", o.params.eps),
   },
   HM: {
     draw: (o, t, src) => hm(2.0 * t - 1.0, o.params.eps, src),
     body: realBody4,
-    epsilons: (o) => channelEpsilon(hmChannel(o.params.eps, auditT(o).map((t) => 2.0 * t - 1.0))),
+    epsilons: (o) => channelEpsilon(hmChannel(o.params.eps, auditT(o).map((t) => 2.0 * t - 1.0))) + realizedSlack("HM", o.params.eps),
   },
   SW: {
     draw: (o, t, src) => sw(t, o.params.eps, src),
     body: realBody4,
-    epsilons: (o) => channelEpsilon(swChannel(o.params.eps, auditT(o))),
+    epsilons: (o) => channelEpsilon(swChannel(o.params.eps, auditT(o))) + realizedSlack("SW", o.params.eps),
   },
 };
 ONE_SHOT["1BitMean"] = ONE_SHOT.Duchi;
@@ -448,7 +501,8 @@ export function methods(name) {
         return [channelEpsilon(report), channelEpsilon(this.w1)];
       }
       const us = gridU(this.s);
-      return [channelEpsilon(chainReportChannel(this.memoMech, P.eps_perm, P.eps_1, this.s)), channelEpsilon(memoChannel(this.memoMech, P.eps_perm, us))];
+      const report = channelEpsilon(chainReportChannel(this.memoMech, P.eps_perm, P.eps_1, this.s)) + chainReportSlack(this.memoMech, P.eps_perm, P.eps_1, this.s);
+      return [report, channelEpsilon(memoChannel(this.memoMech, P.eps_perm, us)) + realizedSlack(this.memoMech, P.eps_perm)];
     },
   };
 }

@@ -374,6 +374,127 @@ def report_atoms(mechanism: str, eps: float) -> tuple[float, ...]:
     return ()
 
 
+#: Unit roundoff of binary64: every +, −, ×, / of the samplers is within this relative error.
+UNIT_ROUNDOFF = 2.0**-53
+
+#: The error of the logarithm a sampler calls, in ulps of its result (an assumption, math
+#: §20.12): glibc's log and V8's Math.log are within 1 ulp; NumPy's AVX-512 float64 log (Intel's
+#: SVML) states at most 4.
+LOG_ULPS = 4
+
+#: Laplace's fine uniform R (math §20.12): multiples of 2⁻¹⁰⁵ on (2⁻⁵², 1], of 2⁻¹⁵⁸ below.
+LAPLACE_SPACING = (2.0**-105, 2.0**-158)
+
+
+def _bracket(eta: float) -> float:
+    """ln((1 + η)/(1 − η)): the ε a relative error ±η of two probabilities adds to their ratio."""
+    if not 0.0 <= eta < 1.0:
+        raise ValueError(f"realized_slack: relative error {eta!r} is not below 1")
+    return math.log1p(2.0 * eta / (1.0 - eta))
+
+
+def realized_slack(mechanism: str, eps: float) -> float:
+    """How far the ε of a real report's channel *as the float sampler realizes it* may exceed
+    the ideal channel's ε (math §20.12, ours): the claims are ideal ε + this, rounded up.
+
+    A report is the cell, among :data:`GRID` cells of width w, of an output computed in binary64
+    from 53-bit uniforms. Its computed cell position is within δ of the exact output of the same
+    uniforms (every rounding counted, the log within :data:`LOG_ULPS` ulps), so the uniforms
+    that give cell c are among those whose exact output lies in c widened by δ, and include
+    those in c narrowed by δ; a uniform grid counts an interval of its preimage to one point.
+    Hence, with x the grid quanta (and PM's misbranched mass) in units of the density,
+
+    - PM, HM (β > 0), SW: Pr[c | u] ≤ p·(w + 2δ + x), Pr[c | u′] ≥ q·(w − 2δ − x), so the
+      ratio is at most (p/q)·(1 + η)/(1 − η), η = (2δ + x)/w;
+    - Laplace: the density is log-Lipschitz (1/β), so a cell widened and narrowed by δ differ
+      in mass by at most (w + 2δ)/(w − 2δ)·e^{(w + 2δ)/β}; the fine uniform's steps 2⁻¹⁰⁵ (2⁻¹⁵⁸
+      below 2⁻⁵²) are a relative ρ of the least mass a cell has up to the clamp.
+
+    0 for a mechanism without real outputs (Duchi, 1BitMean; HM below ε*, Duchi's mechanism).
+    """
+    key = check.choice(
+        "realized_slack", "mechanism", mechanism,
+        ("laplace", "pm", "hm", "sw", "duchi", "1bitmean"),
+    )  # fmt: skip
+    if key in ("duchi", "1bitmean") or (key == "hm" and hm_beta(eps) == 0.0):
+        return 0.0
+    ur = UNIT_ROUNDOFF
+    r0, r1 = report_range(key, eps)
+    w = (r1 - r0) / GRID
+    # the cell position: (y − r0)/w, two roundings, ≤ 2·ur·(r1 − r0) in y units
+    quantize = 2.0 * ur * (r1 - r0)
+    if key == "laplace":
+        beta = laplace_scale(eps)
+        depth = (r1 + 1.0) / beta  # scales from an input to the far end of the range
+        # R one rounding, log within LOG_ULPS ulps of a result ≤ depth, ×β and +u one each
+        delta = ur * (beta * (1.0 + (2 * LOG_ULPS + 1) * depth) + r1) + quantize
+        delta *= 1.0 + 2.0**-40  # the second-order terms
+        widen = (w + 2 * delta) / (w - 2 * delta) * math.exp((w + 2 * delta) / beta)
+        # the quanta (one step of R per sign) against the least mass of a cell, its density
+        # e^{−d}/(2β) times w − 2δ: a cell reaching R > 2⁻⁵² has d ≤ 52·ln 2 + a cell, any cell
+        # d ≤ depth + a cell
+        near, deep = LAPLACE_SPACING
+        cell = (w + 2 * delta) / beta
+        rho = max(
+            (near + deep) * math.exp(52 * math.log(2.0) + cell), deep * math.exp(depth + cell)
+        ) * 2 * beta / (w - 2 * delta)  # fmt: skip
+        return math.log((widen + rho) / (1.0 - rho)) + 8 * ur
+    w, delta, extra = _piecewise_error(key, eps)
+    return _bracket((2.0 * delta + extra) / w) + 8 * ur
+
+
+def _piecewise_error(key: str, eps: float) -> tuple[float, float, float]:
+    """(w, δ, x) of PM's (HM's PM branch's) or SW's sampler at ε (math §20.12): the cell width,
+    the bound on |computed cell position − exact output| and the quanta and misbranched mass in
+    units of the density."""
+    ur = UNIT_ROUNDOFF
+    r0, r1 = report_range(key, eps)
+    w = (r1 - r0) / GRID
+    quantize = 2.0 * ur * (r1 - r0)  # (y − r0)/w: two roundings
+    if key == "sw":
+        b = sw_params(eps).b
+        # centre fl(fl(fl(v·2b) + t) − b), outer fl(v − b) (+ 2b); slopes 2b and 1
+        delta = (ur * (2.0 + 5.0 * b) + quantize) * (1.0 + 2.0**-40)
+        return w, delta, ur * (2.0 * b + 1.0)
+    pm = pm_params(eps)
+    c, slope = pm.C, pm.C + 1.0
+    # centre fl(fl(v·w) + ℓ); outer fl(fl(v·(C + 1)) − C) (+ w): ≤ (3C + 1)·ur; HM's move off
+    # the atoms one ulp (≤ 2C·ur)
+    delta = (ur * (3.0 * c + 1.0 + 2.0 * c) + quantize) * (1.0 + 2.0**-40)
+    # quanta of the two pieces (slopes w and C + 1), and the outer draws whose computed side of
+    # ℓ differs from the exact one (within 2·(S + C)·ur of ℓ): 2δ_o + S·ur
+    return w, delta, ur * (pm.width + slope + 2.0 * (slope + c) + slope)
+
+
+def chain_report_slack(mechanism: str, eps_perm: float, eps_1: float, s: int) -> float:
+    """How far one report of L-PM or L-HM may exceed its exact channel's ε as the samplers
+    realize it (math §20.12, ours); 0 for a Duchi memo (L-1BitMean, HM below ε*), whose report
+    channel is discrete and exact.
+
+    The memo is its cell's midpoint m and the bit is 1 with g(m) = drawn(1/2 + κm/2), monotone
+    in m; by summation by parts Pr[1 | u] moves from its ideal value by at most Σ_k (jump of g
+    at boundary k)·|realized − ideal Pr[cell ≥ k]| ≤ 2δ(1 + 4wp)(κ/2 + 2e/w) + 6·ur, e = 2.5·ur
+    the error of g; the cell midpoints differ from the exact memo's mean only in the two cells
+    astride ℓ and r and the claim's channel is a sum of n float terms: κpw²/2 + 2e + n·ur more.
+    Against the least entry P of the claimed channel, a relative error η = Δ/P:
+    ln((1 + η)/(1 − η)).
+    """
+    eps_perm, eps_1 = chain_budgets(mechanism, eps_perm, eps_1)
+    key = mechanism.lower()
+    if key in ("duchi", "1bitmean") or (key == "hm" and hm_beta(eps_perm) == 0.0):
+        return 0.0
+    ur = UNIT_ROUNDOFF
+    w, delta, _ = _piecewise_error(key, eps_perm)
+    p = pm_params(eps_perm).p
+    kappa = round2_slope(eps_1)
+    e = 2.5 * ur
+    channel = chain_report_channel(mechanism, eps_perm, eps_1, s)
+    cells = memo_channel(mechanism, eps_perm, np.zeros(1)).shape[1] + 2 * (s + 1)
+    moved = 2.0 * delta * (1.0 + 4.0 * w * p) * (kappa / 2 + 2.0 * e / w) + 6.0 * ur
+    means = kappa / 2 * p * w * w + 2.0 * e + cells * ur
+    return _bracket((moved + means) / float(channel.min()))
+
+
 # --------------------------------------------------------------------------------------------
 # Exact channels of piecewise-constant densities over a finite set of inputs (math §20.7)
 # --------------------------------------------------------------------------------------------

@@ -202,15 +202,23 @@ class NumericMechanism(Mechanism, Estimator, ReportCodec):
         """t of (already checked) values."""
         return self.declared.t_of(values)
 
-    # -- claims: the ε of the exact channels (Laplace's is its density ratio)
+    # -- claims: the ε of the exact channels (Laplace's is its density ratio), plus what the
+    # float samplers may add to them (math §20.12)
     def single_report_epsilon(self) -> float:
         """ε of one report: of :meth:`report_channel`, the exact channel the samplers' own
-        probabilities give (math §20.7), rounded up."""
-        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
+        probabilities give (math §20.7), plus :meth:`report_slack`, rounded up."""
+        return privacy.round_up(
+            privacy.channel_epsilon(self.report_channel()) + self.report_slack()
+        )
 
     def first_round_epsilon(self) -> float:
-        """ε of one memo: of :meth:`memo_channel` (one-shot mechanisms: one report's)."""
-        return privacy.round_up(privacy.channel_epsilon(self.memo_channel()))
+        """ε of one memo: of :meth:`memo_channel` (one-shot mechanisms: one report's), plus
+        :meth:`memo_slack`, rounded up."""
+        return privacy.round_up(privacy.channel_epsilon(self.memo_channel()) + self.memo_slack())
+
+    def memo_slack(self) -> float:
+        """One-shot: a memo is a report (math §20.12)."""
+        return self.report_slack()
 
     @property
     def repeats_memo(self) -> bool:
@@ -396,6 +404,11 @@ class _RealCodec(NumericMechanism):
     def _cell(self) -> tuple[float, float]:
         return oneshot.grid_cell(*self.report_range())
 
+    def report_slack(self) -> float:
+        """The realized channel over the grid's cells may exceed the exact one by
+        :func:`privacy.numeric.realized_slack` (math §20.12)."""
+        return nm.realized_slack(self.kernel_name, self.eps)  # type: ignore[attr-defined]
+
     def quantize(self, y: ArrayLike) -> NDArray[np.float64]:
         """The midpoint of each output's cell (atoms unchanged); outputs beyond the range are
         clamped to it first (Laplace's tails past 20 scales): :func:`oneshot.quantize`."""
@@ -476,7 +489,7 @@ class _RealMean(_RealCodec, _MeanEstimator):
 # channel ε and the report grid are its §3.4.
 
 _ONE_SHOT = "none (one-shot)"
-_AUDIT_EPS = "ρ(ε of the exact channel over the 5 audit inputs, §3.4)"
+_AUDIT_EPS = "ρ(ε of the exact channel over the 5 audit inputs + σ, §3.4)"
 _VALUE_KEY = "v as 8 bytes (binary64, big-endian)"
 
 
@@ -503,7 +516,7 @@ LAPLACE_CLIENT = _one_shot_client(
     "floats w, v: h = [2w ≥ 1], c = 1 − (2w − h), R = c − v·2⁻⁵²; if c = 2⁻⁵², one more float z: "
     "R = R − z·2⁻¹⁰⁵; y = u + (1 − 2h)·β·log(R); R's cell of y",
     ("scale",),
-    eps_1="ρ(2/β)",
+    eps_1="ρ(2/β + σ, §3.4)",
 )
 DUCHI_CLIENT = _one_shot_client(
     "κ = tanh(ε/2); Pr[bit 1 | u] = D(1/2 + κu/2)",
@@ -537,8 +550,8 @@ CHAIN_CLIENT = ClientSpec(
         "s given or the default grid (§3.4)"
     ),
     round2="κ = tanh(ε1/2); Pr[bit 1 | y1] = D(1/2 + κ·y1/2); ε1 < 2·artanh(1/C_M)",
-    eps_1="ρ(ε of one report's exact channel over the s + 1 grid values, §3.4)",
-    eps_perm="ρ(ε of one memo's exact channel over the grid values)",
+    eps_1="ρ(ε of one report's exact channel over the s + 1 grid values + σ1, §3.4)",
+    eps_perm="ρ(ε of one memo's exact channel over the grid values + σ at ε∞, §3.4)",
     state="offset a: one float",
     memo_key="j = min(⌊s·t + a⌋, s)",
     round1=(
@@ -631,8 +644,9 @@ class Laplace(_OneShot, _RealMean):
         return nm.laplace_scale(self.eps)
 
     def single_report_epsilon(self) -> float:
-        """Δ/scale = 2/(2/ε): the log-density ratio's supremum (math §20.2)."""
-        return privacy.round_up(2.0 / nm.laplace_scale(self.eps))
+        """Δ/scale = 2/(2/ε), the log-density ratio's supremum (math §20.2), plus what the
+        float sampler and the grid may add (math §20.12), rounded up."""
+        return privacy.round_up(2.0 / nm.laplace_scale(self.eps) + self.report_slack())
 
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         b = nm.laplace_scale(self.eps)
@@ -975,6 +989,17 @@ class _Chain(_BitSupport):
         """One memo over the grid values (Duchi's two outputs, or PM's cells and HM's atoms)."""
         u = 2.0 * np.arange(self.s + 1) / self.s - 1.0  # type: ignore[operator]
         return nm.memo_channel(self.memo_mechanism, self.eps_perm, u)
+
+    def report_slack(self) -> float:
+        """A report's probability moves with the memo's realized law and the cell midpoints:
+        :func:`privacy.numeric.chain_report_slack` (math §20.12; 0 for a Duchi memo)."""
+        s = int(self.s)  # type: ignore[arg-type]
+        return nm.chain_report_slack(self.memo_mechanism, self.eps_perm, self.eps_1, s)
+
+    def memo_slack(self) -> float:
+        """A PM or HM memo is a cell of the memo mechanism's grid at ε∞:
+        :func:`privacy.numeric.realized_slack` (math §20.12; 0 for a Duchi memo)."""
+        return nm.realized_slack(self.memo_mechanism, self.eps_perm)
 
     def report_log_likelihoods(
         self, reports: Any, values: Any, memoized: bool
