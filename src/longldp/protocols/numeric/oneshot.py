@@ -230,6 +230,13 @@ def grid_cell(lo: float, hi: float) -> tuple[float, float]:
     return lo, (hi - lo) / nm.GRID
 
 
+def grid_index(y: ArrayLike, lo: float, hi: float) -> NDArray[np.float64]:
+    """The index ⌊(y − r0)/w⌋ of each output's cell among the GRID equal cells of [lo, hi],
+    clamped to [0, GRID − 1] (as floats; a client's code, docs/client-spec.md §3.4)."""
+    r0, w = grid_cell(lo, hi)
+    return np.clip(np.floor((np.asarray(y, dtype=np.float64) - r0) / w), 0, nm.GRID - 1)
+
+
 def quantize(
     y: ArrayLike, lo: float, hi: float, atoms: tuple[float, ...] = ()
 ) -> NDArray[np.float64]:
@@ -239,8 +246,7 @@ def quantize(
     L-PM and L-HM is kept as this midpoint (math §20.9)."""
     x = np.asarray(y, dtype=np.float64)
     r0, w = grid_cell(lo, hi)
-    idx = np.clip(np.floor((x - r0) / w), 0, nm.GRID - 1)
-    out = r0 + (idx + 0.5) * w
+    out = r0 + (grid_index(x, lo, hi) + 0.5) * w
     for a in atoms:
         out = np.where(x == a, a, out)
     return out
