@@ -255,6 +255,44 @@ function chainReportSlack(mech, epsPerm, eps1, s) {
   return bracket((moved + means) / Math.min(...channel.flat()));
 }
 
+/** L-SW (privacy.numeric.lsw_slack): [the bound on one report's realized ε, the memo's slack];
+ * w1 and p2 as derived. */
+function lswSlack(epsPerm, eps1, s, dOut, w1, p2) {
+  const { b, p, q } = swParams(epsPerm);
+  const delta = UR * (8.0 + 17.0 * b) * (1.0 + 2 ** -40);
+  const edges = Array.from({ length: dOut + 1 }, (_, m) => -b + ((1 + 2 * b) * m) / dOut);
+  const mass = (t, lo, hi) =>
+    q * max(min(hi, 1.0 + b) - max(lo, -b), 0.0) + (p - q) * max(min(hi, t + b) - max(lo, t - b), 0.0);
+  const upper = [], lower = [];
+  for (let j = 0; j <= s; j++) {
+    const t = j / s;
+    const up = [], low = [];
+    for (let m = 0; m < dOut; m++) {
+      const lo = m === 0 ? -Infinity : edges[m], hi = m === dOut - 1 ? Infinity : edges[m + 1];
+      up.push((mass(t, lo - delta, hi + delta) + UR) * (1.0 + 64 * UR));
+      low.push((mass(t, lo + delta, hi - delta) - UR) * (1.0 - 64 * UR));
+    }
+    upper.push(up), lower.push(low);
+  }
+  if (lower.some((r) => r.some((x) => !(x > 0)))) return [Infinity, Infinity];
+  const bound = (hiRows, loRows) => {
+    let e = -Infinity;
+    for (let m = 0; m < dOut; m++) {
+      let hi = -Infinity, lo = Infinity;
+      for (let j = 0; j <= s; j++) (hi = max(hi, hiRows[j][m])), (lo = min(lo, loRows[j][m]));
+      e = max(e, log(hi) - log(lo));
+    }
+    return e;
+  };
+  const memo = max(0.0, bound(upper, lower) - channelEpsilon(w1));
+  const keep = drawn(p2);
+  const eta = 6.0 * (dOut - 1) * UR;
+  const other = (1.0 - keep) / (dOut - 1);
+  const repHi = upper.map((r, j) => r.map((x, m) => (keep * x + other * (1.0 + eta) * (1.0 - lower[j][m])) * (1.0 + 64 * UR)));
+  const repLo = lower.map((r, j) => r.map((x, m) => (keep * x + other * (1.0 - eta) * (1.0 - upper[j][m])) * (1.0 - 64 * UR)));
+  return [bound(repHi, repLo), memo];
+}
+
 // ------------------------------------------------------------------ exact channels (§20.7)
 /** ε of a finite channel (rows: inputs): max over outputs of ln(max/min) (privacy.channel_epsilon). */
 export function channelEpsilon(rows) {
@@ -497,8 +535,9 @@ export function methods(name) {
     epsilons() {
       const P = this.params;
       if (lsw) {
-        const report = this.w1.map((r) => r.map((x) => this.q2 + (this.p2 - this.q2) * x));
-        return [channelEpsilon(report), channelEpsilon(this.w1)];
+        const report = channelEpsilon(this.w1.map((r) => r.map((x) => this.q2 + (this.p2 - this.q2) * x)));
+        const [bound, memo] = lswSlack(P.eps_perm, P.eps_1, this.s, P.d_out, this.w1, this.p2);
+        return [report + max(0.0, bound - report), channelEpsilon(this.w1) + memo];
       }
       const us = gridU(this.s);
       const report = channelEpsilon(chainReportChannel(this.memoMech, P.eps_perm, P.eps_1, this.s)) + chainReportSlack(this.memoMech, P.eps_perm, P.eps_1, this.s);

@@ -847,6 +847,55 @@ def lsw_report_channel(eps_perm: float, eps_1: float, s: int, d_out: int) -> NDA
     return q2 + (p2 - q2) * sw_grid_channel(eps_perm, s, d_out)
 
 
+def lsw_slack(eps_perm: float, eps_1: float, s: int, d_out: int) -> tuple[float, float]:
+    """(report, memo): how far the ε of one L-SW report and of one memo, as the float samplers
+    realize them, may exceed the exact channels W and W1 (math §20.12, ours).
+
+    The memo is the bucket of SW's computed output: within δ = (8 + 17b)·ur of the exact output
+    of the same uniforms, measured from the claim's edges (the sampler's and the bucket index's
+    roundings), and each branch's grid uniforms count an interval to one point (ur in all). So
+    the realized W1(j, m) lies between W1⁻ (bucket m narrowed by δ, less ur) and W1⁺ (widened,
+    plus ur): the memo's ε is at most max_m ln(max_j W1⁺/min_j W1⁻). Round 2 keeps the memo's
+    bucket with drawn(p2) and otherwise draws ⌊U·(d_out − 1)⌋, each value within a relative
+    η = 6(d_out − 1)·ur of 1/(d_out − 1); a report's realized probability is then between
+    P·W1⁻ + (1 − P)(1 − W1⁺)(1 − η)/(d_out − 1) and P·W1⁺ + (1 − P)(1 − W1⁻)(1 + η)/(d_out − 1).
+    Each slack is the bound's ε less the exact channel's, at least 0.
+    """
+    eps_perm, eps_1 = check.chain_budgets("L-SW", eps_perm, eps_1)
+    ur = UNIT_ROUNDOFF
+    sw = sw_params(eps_perm)
+    b, p, q = sw.b, sw.p, sw.q
+    delta = ur * (8.0 + 17.0 * b) * (1.0 + 2.0**-40)
+    edges = sw_bucket_edges(eps_perm, d_out)
+    t = np.arange(s + 1)[:, None] / s
+
+    def mass(lo: NDArray, hi: NDArray) -> NDArray[np.float64]:
+        """μ_j([lo, hi)) of SW's exact law at every grid value (rows) and bucket (columns)."""
+        whole = np.clip(np.minimum(hi, 1.0 + b) - np.maximum(lo, -b), 0.0, None)
+        centre = np.clip(np.minimum(hi, t + b) - np.maximum(lo, t - b), 0.0, None)
+        return q * whole + (p - q) * centre
+
+    lo, hi = edges[None, :-1].copy(), edges[None, 1:].copy()
+    lo[0, 0], hi[0, -1] = -np.inf, np.inf  # the end buckets take the clipped indices
+    upper = (mass(lo - delta, hi + delta) + ur) * (1.0 + 64 * ur)
+    lower = (mass(lo + delta, hi - delta) - ur) * (1.0 - 64 * ur)
+    if not np.all(lower > 0):
+        return math.inf, math.inf
+
+    def bound(hi_: NDArray, lo_: NDArray) -> float:
+        return float(np.max(np.log(hi_.max(axis=0)) - np.log(lo_.min(axis=0))))
+
+    memo = max(0.0, bound(upper, lower) - channel_epsilon(sw_grid_channel(eps_perm, s, d_out)))
+    p2, _ = lsw_round2(eps_perm, eps_1, s, d_out)
+    keep = drawn(p2)
+    eta = 6.0 * (d_out - 1) * ur
+    other = (1.0 - keep) / (d_out - 1)
+    rep_hi = (keep * upper + other * (1.0 + eta) * (1.0 - lower)) * (1.0 + 64 * ur)
+    rep_lo = (keep * lower + other * (1.0 - eta) * (1.0 - upper)) * (1.0 - 64 * ur)
+    exact = channel_epsilon(lsw_report_channel(eps_perm, eps_1, s, d_out))
+    return max(0.0, bound(rep_hi, rep_lo) - exact), memo
+
+
 # --------------------------------------------------------------------------------------------
 # Accounting over time (math §20.9, for the ledger of docs/math.md §4)
 # --------------------------------------------------------------------------------------------

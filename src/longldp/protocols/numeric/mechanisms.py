@@ -551,7 +551,7 @@ CHAIN_CLIENT = ClientSpec(
     ),
     round2="κ = tanh(ε1/2); Pr[bit 1 | y1] = D(1/2 + κ·y1/2); ε1 < 2·artanh(1/C_M)",
     eps_1="ρ(ε of one report's exact channel over the s + 1 grid values + σ1, §3.4)",
-    eps_perm="ρ(ε of one memo's exact channel over the grid values + σ at ε∞, §3.4)",
+    eps_perm="ρ(ε of one memo's exact channel over the grid values + σ, §3.4)",
     state="offset a: one float",
     memo_key="j = min(⌊s·t + a⌋, s)",
     round1=(
@@ -568,8 +568,8 @@ LSW_CLIENT = ClientSpec(
         "GRR over the d_out buckets: q2 = 1/(d_out + λ), p2 = (1 + λ)·q2, λ the largest whose "
         "report ε ≤ ε1 (bisection, §3.4)"
     ),
-    eps_1="ρ(ε of one report's exact channel over the s + 1 grid values, §3.4)",
-    eps_perm="ρ(ε of one memo's exact channel over the grid values)",
+    eps_1="ρ(ε of one report's exact channel over the s + 1 grid values + σ1, §3.4)",
+    eps_perm="ρ(ε of one memo's exact channel over the grid values + σ, §3.4)",
     state="offset a: one float",
     memo_key="j = min(⌊s·t + a⌋, s)",
     round1="SW's draw y at ε∞ of t_j; bucket min(d_out − 1, ⌊(y + b)·d_out/(1 + 2b)⌋)",
@@ -1255,6 +1255,15 @@ class LSW(NumericMechanism):
     def memo_channel(self) -> NDArray[np.float64]:
         """W1 over the grid points (math (20.25))."""
         return nm.sw_grid_channel(self.eps_perm, self.s, self.d_out)
+
+    def report_slack(self) -> float:
+        """What the float samplers may add to one report's ε: the first of
+        :func:`privacy.numeric.lsw_slack` (math §20.12)."""
+        return nm.lsw_slack(self.eps_perm, self.eps_1, self.s, self.d_out)[0]
+
+    def memo_slack(self) -> float:
+        """The same for one memo (the bucket of SW's computed output): the second."""
+        return nm.lsw_slack(self.eps_perm, self.eps_1, self.s, self.d_out)[1]
 
     # -- estimator
     @property
