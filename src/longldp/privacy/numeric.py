@@ -475,7 +475,9 @@ def chain_report_slack(mechanism: str, eps_perm: float, eps_1: float, s: int) ->
     in m; by summation by parts Pr[1 | u] moves from its ideal value by at most Σ_k (jump of g
     at boundary k)·|realized − ideal Pr[cell ≥ k]| ≤ 2δ(1 + 4wp)(κ/2 + 2e/w) + 6·ur, e = 2.5·ur
     the error of g; the cell midpoints differ from the exact memo's mean only in the two cells
-    astride ℓ and r and the claim's channel is a sum of n float terms: κpw²/2 + 2e + n·ur more.
+    astride ℓ and r (and, by far less than ur, in the end cells, where the exact support may end
+    an ulp from the range), and the claim's channel is a sum of n float terms:
+    κpw²/2 + 2e + (n + 1)·ur more.
     Against the least entry P of the claimed channel, a relative error η = Δ/P:
     ln((1 + η)/(1 − η)).
     """
@@ -491,7 +493,7 @@ def chain_report_slack(mechanism: str, eps_perm: float, eps_1: float, s: int) ->
     channel = chain_report_channel(mechanism, eps_perm, eps_1, s)
     cells = memo_channel(mechanism, eps_perm, np.zeros(1)).shape[1] + 2 * (s + 1)
     moved = 2.0 * delta * (1.0 + 4.0 * w * p) * (kappa / 2 + 2.0 * e / w) + 6.0 * ur
-    means = kappa / 2 * p * w * w + 2.0 * e + cells * ur
+    means = kappa / 2 * p * w * w + 2.0 * e + (cells + 1) * ur  # + ur: the clamped end cells
     return _bracket((moved + means) / float(channel.min()))
 
 
@@ -854,8 +856,9 @@ def lsw_slack(eps_perm: float, eps_1: float, s: int, d_out: int) -> tuple[float,
     The memo is the bucket of SW's computed output: within δ = (8 + 17b)·ur of the exact output
     of the same uniforms, measured from the claim's edges (the sampler's and the bucket index's
     roundings), and each branch's grid uniforms count an interval to one point (ur in all). So
-    the realized W1(j, m) lies between W1⁻ (bucket m narrowed by δ, less ur) and W1⁺ (widened,
-    plus ur): the memo's ε is at most max_m ln(max_j W1⁺/min_j W1⁻). Round 2 keeps the memo's
+    the realized W1(j, m) lies between W1⁻ (bucket m narrowed by δ, the density's pieces by
+    their ends' float error 2(1 + b)·ur, less ur) and W1⁺ (widened, plus ur): the memo's ε is at
+    most max_m ln(max_j W1⁺/min_j W1⁻). Round 2 keeps the memo's
     bucket with drawn(p2) and otherwise draws ⌊U·(d_out − 1)⌋, each value within a relative
     η = 6(d_out − 1)·ur of 1/(d_out − 1); a report's realized probability is then between
     P·W1⁻ + (1 − P)(1 − W1⁺)(1 − η)/(d_out − 1) and P·W1⁺ + (1 − P)(1 − W1⁻)(1 + η)/(d_out − 1).
@@ -869,16 +872,20 @@ def lsw_slack(eps_perm: float, eps_1: float, s: int, d_out: int) -> tuple[float,
     edges = sw_bucket_edges(eps_perm, d_out)
     t = np.arange(s + 1)[:, None] / s
 
-    def mass(lo: NDArray, hi: NDArray) -> NDArray[np.float64]:
-        """μ_j([lo, hi)) of SW's exact law at every grid value (rows) and bucket (columns)."""
-        whole = np.clip(np.minimum(hi, 1.0 + b) - np.maximum(lo, -b), 0.0, None)
-        centre = np.clip(np.minimum(hi, t + b) - np.maximum(lo, t - b), 0.0, None)
+    # the pieces' ends t ± b and 1 + b as floats are within ur·(1 + b) of the exact ones
+    ends = 2.0 * ur * (1.0 + b)
+
+    def mass(lo: NDArray, hi: NDArray, grow: float) -> NDArray[np.float64]:
+        """μ_j([lo, hi)) of SW's exact law at every grid value (rows) and bucket (columns), its
+        pieces widened by ``grow`` (narrowed if negative)."""
+        whole = np.clip(np.minimum(hi, 1.0 + b + grow) - np.maximum(lo, -b - grow), 0.0, None)
+        centre = np.clip(np.minimum(hi, t + b + grow) - np.maximum(lo, t - b - grow), 0.0, None)
         return q * whole + (p - q) * centre
 
     lo, hi = edges[None, :-1].copy(), edges[None, 1:].copy()
     lo[0, 0], hi[0, -1] = -np.inf, np.inf  # the end buckets take the clipped indices
-    upper = (mass(lo - delta, hi + delta) + ur) * (1.0 + 64 * ur)
-    lower = (mass(lo + delta, hi - delta) - ur) * (1.0 - 64 * ur)
+    upper = (mass(lo - delta, hi + delta, ends) + ur) * (1.0 + 64 * ur)
+    lower = (mass(lo + delta, hi - delta, -ends) - ur) * (1.0 - 64 * ur)
     if not np.all(lower > 0):
         return math.inf, math.inf
 
