@@ -261,17 +261,18 @@ function lswSlack(epsPerm, eps1, s, dOut, w1, p2) {
   const { b, p, q } = swParams(epsPerm);
   const delta = UR * (8.0 + 17.0 * b) * (1.0 + 2 ** -40);
   const edges = Array.from({ length: dOut + 1 }, (_, m) => -b + ((1 + 2 * b) * m) / dOut);
-  const ends = 2.0 * UR * (1.0 + b);
-  const mass = (t, lo, hi, g) =>
-    q * max(min(hi, 1.0 + b + g) - max(lo, -b - g), 0.0) + (p - q) * max(min(hi, t + b + g) - max(lo, t - b - g), 0.0);
+  const grow = delta + 6.0 * UR * (1.0 + 2.0 * b);
+  const pad = UR + 4.0 * q * UR * (1.0 + b);
+  const mass = (t, lo, hi) =>
+    q * max(min(hi, 1.0 + b) - max(lo, -b), 0.0) + (p - q) * max(min(hi - t, b) + min(t - lo, b), 0.0);
   const upper = [], lower = [];
   for (let j = 0; j <= s; j++) {
     const t = j / s;
     const up = [], low = [];
     for (let m = 0; m < dOut; m++) {
       const lo = m === 0 ? -Infinity : edges[m], hi = m === dOut - 1 ? Infinity : edges[m + 1];
-      up.push((mass(t, lo - delta, hi + delta, ends) + UR) * (1.0 + 64 * UR));
-      low.push((mass(t, lo + delta, hi - delta, -ends) - UR) * (1.0 - 64 * UR));
+      up.push((mass(t, lo - grow, hi + grow) + pad) * (1.0 + 64 * UR));
+      low.push((mass(t, lo + grow, hi - grow) - pad) * (1.0 - 64 * UR));
     }
     upper.push(up), lower.push(low);
   }

@@ -856,9 +856,9 @@ def lsw_slack(eps_perm: float, eps_1: float, s: int, d_out: int) -> tuple[float,
     The memo is the bucket of SW's computed output: within δ = (8 + 17b)·ur of the exact output
     of the same uniforms, measured from the claim's edges (the sampler's and the bucket index's
     roundings), and each branch's grid uniforms count an interval to one point (ur in all). So
-    the realized W1(j, m) lies between W1⁻ (bucket m narrowed by δ, the density's pieces by
-    their ends' float error 2(1 + b)·ur, less ur) and W1⁺ (widened, plus ur): the memo's ε is at
-    most max_m ln(max_j W1⁺/min_j W1⁻). Round 2 keeps the memo's
+    the realized W1(j, m) lies between W1⁻ (bucket m narrowed by δ and by the float error of its
+    ends, 6(1 + 2b)·ur, less ur and the float end of the support) and W1⁺ (widened, plus the
+    same): the memo's ε is at most max_m ln(max_j W1⁺/min_j W1⁻). Round 2 keeps the memo's
     bucket with drawn(p2) and otherwise draws ⌊U·(d_out − 1)⌋, each value within a relative
     η = 6(d_out − 1)·ur of 1/(d_out − 1); a report's realized probability is then between
     P·W1⁻ + (1 − P)(1 − W1⁺)(1 − η)/(d_out − 1) and P·W1⁺ + (1 − P)(1 − W1⁻)(1 + η)/(d_out − 1).
@@ -872,20 +872,21 @@ def lsw_slack(eps_perm: float, eps_1: float, s: int, d_out: int) -> tuple[float,
     edges = sw_bucket_edges(eps_perm, d_out)
     t = np.arange(s + 1)[:, None] / s
 
-    # the pieces' ends t ± b and 1 + b as floats are within ur·(1 + b) of the exact ones
-    ends = 2.0 * ur * (1.0 + b)
+    # the bucket ends as floats (widened or narrowed, less t) are within 6(1 + 2b)·ur more; the
+    # centre's overlap is min(hi − t, b) + min(t − lo, b), exactly 2b when it is inside
+    grow = delta + 6.0 * ur * (1.0 + 2.0 * b)
+    pad = ur + 4.0 * q * ur * (1.0 + b)  # a grid point per branch; the float end 1 + b
 
-    def mass(lo: NDArray, hi: NDArray, grow: float) -> NDArray[np.float64]:
-        """μ_j([lo, hi)) of SW's exact law at every grid value (rows) and bucket (columns), its
-        pieces widened by ``grow`` (narrowed if negative)."""
-        whole = np.clip(np.minimum(hi, 1.0 + b + grow) - np.maximum(lo, -b - grow), 0.0, None)
-        centre = np.clip(np.minimum(hi, t + b + grow) - np.maximum(lo, t - b - grow), 0.0, None)
+    def mass(lo: NDArray, hi: NDArray) -> NDArray[np.float64]:
+        """μ_j([lo, hi)) of SW's exact law at every grid value (rows) and bucket (columns)."""
+        whole = np.clip(np.minimum(hi, 1.0 + b) - np.maximum(lo, -b), 0.0, None)
+        centre = np.clip(np.minimum(hi - t, b) + np.minimum(t - lo, b), 0.0, None)
         return q * whole + (p - q) * centre
 
     lo, hi = edges[None, :-1].copy(), edges[None, 1:].copy()
     lo[0, 0], hi[0, -1] = -np.inf, np.inf  # the end buckets take the clipped indices
-    upper = (mass(lo - delta, hi + delta, ends) + ur) * (1.0 + 64 * ur)
-    lower = (mass(lo + delta, hi - delta, -ends) - ur) * (1.0 - 64 * ur)
+    upper = (mass(lo - grow, hi + grow) + pad) * (1.0 + 64 * ur)
+    lower = (mass(lo + grow, hi - grow) - pad) * (1.0 - 64 * ur)
     if not np.all(lower > 0):
         return math.inf, math.inf
 
