@@ -6,7 +6,8 @@ cells of the report range, and its output is computed in binary64 from 53-bit un
 realized probability is (the number of grid uniforms whose computed output falls in the cell)
 times their probability. These tests count them, exactly, for the thinnest cells: Laplace's
 tails up to the clamp and the cells holding the inputs, PM's and SW's cells astride the
-breakpoints ℓ(u), r(u) (t ± b) and at the ends of the range. The samplers themselves compute
+breakpoints ℓ(u), r(u) (t ± b) and at the ends of the range; L-SW's buckets, memo and report.
+The samplers themselves compute
 the outputs, fed chosen uniforms; every map from a uniform's grid index to the cell index is
 monotone (IEEE operations and ⌊·⌋ are), so a binary search finds each cell's first and last
 uniform and the count is their difference. Checked, at ε = 0.1, 1, 4, 15 (Laplace also 30,
@@ -388,3 +389,58 @@ def test_hm_pm_branch_never_takes_an_atom_code():
     assert np.all(codes < G)  # cells, never the atom's code G + 1
     atoms = (1 - beta) * nm.duchi_channel(eps, np.array(U_INPUTS))
     assert check_channel(atoms, proto.single_report_epsilon()) <= eps * (1 + 1e-12)
+
+
+# ------------------------------------------------------------------ L-SW's memo and report
+
+
+@pytest.mark.parametrize(
+    ("eps_perm", "eps_1", "s", "d_out"), [(4.0, 1.0, 4, 32), (30.0, 5.0, 4, 32)]
+)
+def test_lsw_buckets_realized_within_the_claims(eps_perm, eps_1, s, d_out):
+    """L-SW's memo is the bucket of SW's computed output at a grid value t_j (the buckets' edges
+    cut the centre pieces: d_out is a multiple of s). Counted exactly: the realized memo channel
+    W1 lies between the bounds of ``privacy.numeric.lsw_slack`` and within e^{claim} (memo), and
+    so does one report, round 2's keep drawn(p2) and other bucket ⌊U·(d_out − 1)⌋ counted too."""
+    from longldp.protocols.numeric import sw as swk
+
+    proto = ll.protocol("L-SW", lo=0.0, hi=1.0, eps_perm=eps_perm, eps_1=eps_1, s=s, d_out=d_out)
+    params = nm.sw_params(eps_perm)
+    centre_n = int(params.center * TOP)
+    buckets = np.arange(d_out, dtype=np.int64)
+    w1 = []
+    for j in range(s + 1):
+        t = j / s
+        counts = []
+        for z in (0.0, 1.0 - UR):
+
+            def index_of(k: np.ndarray, z: float = z, t: float = t) -> np.ndarray:
+                v = k.astype(np.float64) * UR
+                y = oneshot.sw_sample(np.full(k.size, t), eps_perm, Fixed(v, np.full(k.size, z)))
+                return swk.bucket_index(y, eps_perm, d_out)
+
+            counts.append(counts_increasing(index_of, buckets))
+        w1.append([Fraction(int(c) * centre_n + int(o) * (TOP - centre_n), TOP * TOP)
+                   for c, o in zip(*counts, strict=True)])  # fmt: skip
+        assert sum(w1[-1]) == 1
+    realized = np.array([[float(x) for x in row] for row in w1])
+    check_channel(realized, proto.first_round_epsilon())
+    # round 2: keep with drawn(p2), else o = ⌊U·(d_out − 1)⌋, shifted past the memo's bucket
+    keep = Fraction(math.ceil(Fraction(proto.p2) * TOP), TOP)
+    ends = np.arange(d_out, dtype=np.int64)
+    first = first_true(
+        lambda k: np.floor(k.astype(np.float64) * UR * (d_out - 1)) >= ends[: k.size],
+        np.zeros(d_out), np.full(d_out, TOP - 1),
+    )  # fmt: skip
+    first[0] = 0
+    starts, stops = first[:-1], [*first[1:-1], TOP]
+    other = [Fraction(int(b - a), TOP) for a, b in zip(starts, stops, strict=True)]
+    assert len(other) == d_out - 1 and sum(other) == 1
+    report = []
+    for row in w1:
+        report.append([
+            float(keep * row[r] + (1 - keep) * sum(
+                row[m] * other[r if r < m else r - 1] for m in range(d_out) if m != r))
+            for r in range(d_out)
+        ])  # fmt: skip
+    check_channel(np.array(report), proto.single_report_epsilon())
