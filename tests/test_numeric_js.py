@@ -138,3 +138,65 @@ def test_js_numeric_reports_give_unbiased_means_in_python(spec):
     assert agg.n == n
     se = np.sqrt(proto.variance(n, values))
     assert abs(float(agg.estimate()[0]) - values.mean()) < 5 * se
+
+
+FIXED = """
+import * as N from "./src/numeric.js";
+const cases = JSON.parse(process.argv[1]);
+class Fixed {  // uniforms k·2⁻⁵³ as the words (k << 11), little-endian (docs/client-spec.md §2.2)
+  constructor(ks) { this.ks = ks.map(BigInt); this.i = 0; }
+  async bytes(n) {
+    const out = new Uint8Array(n), view = new DataView(out.buffer);
+    for (let j = 0; j < n / 8; j++) view.setBigUint64(8 * j, this.ks[this.i++] << 11n, true);
+    return out;
+  }
+}
+const out = [];
+for (const c of cases) {
+  const src = new Fixed(c.ks);
+  const y = c.kind === "laplace" ? await N.laplace(c.x, c.eps, src) : await N.hm(c.x, c.eps, src);
+  out.push([y, src.i]);
+}
+console.log(JSON.stringify(out));
+"""
+
+
+def test_js_rare_branches_equal_python():
+    """The branches no stream reaches in practice, fed chosen uniforms in both languages:
+    Laplace's third uniform (U1 = 1/2 − 2⁻⁵³ or 1 − 2⁻⁵³, R ≤ 2⁻⁵², math §20.2) and HM's PM
+    output landing on the atom C_D (moved to the next float towards 0, math §20.12)."""
+    from test_numeric_realized import Fixed, first_true
+
+    node = shutil.which("node")
+    assert node is not None
+    top = 2**53
+    eps = 30.0
+    c_d = nm.duchi_bound(eps)
+
+    def pm_centre(k: np.ndarray) -> np.ndarray:
+        v = k.astype(np.float64) / top
+        return oneshot.pm_sample(np.ones(k.size), eps, Fixed(v, np.zeros(k.size)))
+
+    on_atom = int(first_true(lambda k: pm_centre(k) >= c_d, np.zeros(1), np.full(1, top - 1))[0])
+    assert pm_centre(np.array([on_atom]))[0] == c_d
+    cases = [
+        {"kind": "laplace", "x": 0.1, "eps": 2.0, "ks": [top - 1, 3 * top // 10, 7 * top // 10]},
+        {"kind": "laplace", "x": -0.4, "eps": 0.5, "ks": [top // 2 - 1, top - 1, 12345]},
+        {"kind": "laplace", "x": 0.9, "eps": 4.0, "ks": [top // 3, top // 7]},
+        {"kind": "hm", "x": 1.0, "eps": eps, "ks": [0, 0, on_atom, 0]},
+    ]
+    out = subprocess.run(
+        [node, "--input-type=module", "-e", FIXED,
+         json.dumps([{**c, "ks": [str(k) for k in c["ks"]]} for c in cases])],
+        cwd=JS, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    for case, (y, used) in zip(cases, got, strict=True):
+        ks = np.array(case["ks"], dtype=np.float64) / top
+        sampler = oneshot.laplace_sample if case["kind"] == "laplace" else oneshot.hm_sample
+        rng = Fixed(ks)
+        want = float(sampler(np.array([case["x"]]), case["eps"], rng)[0])
+        assert used == rng.at == len(case["ks"])  # both drew every given uniform
+        assert y == pytest.approx(want, rel=1e-13)
+    assert got[-1][0] == float(np.nextafter(c_d, 0.0))  # off the atom, in JS as in Python

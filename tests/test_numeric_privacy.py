@@ -322,8 +322,9 @@ def test_claims_equal_what_the_samplers_realize_at_high_eps(eps):
     """At high ε the small probabilities are a few grid steps of a 53-bit uniform; every claim
     must cover the channel the sampler realizes (thresholds ⌈t·2⁵³⌉/2⁵³, exactly) and equal it
     up to the claims' outward rounding: Duchi's bit at the ends, PM's and SW's branch (their
-    density ratio is the branch odds over the pieces' lengths), the bits of the two-round forms
-    between the extreme memos."""
+    density ratio is the branch odds over the pieces' lengths, plus the slack of the grid's
+    cells, tests/test_numeric_realized.py), the bits of the two-round forms between the extreme
+    memos."""
     import longldp as ll
 
     slack = 2e-12
@@ -339,15 +340,16 @@ def test_claims_equal_what_the_samplers_realize_at_high_eps(eps):
 
         center = _realized(params.center)  # the branch the sampler draws (pm_sample)
         ratio = (center / Fraction(params.width)) / ((1 - center) / Fraction(params.C + 1))
-        real = _ln(ratio)
+        real = _ln(ratio) + proto.report_slack()  # the grid's part: math §20.12
         claim = proto.single_report_epsilon()
         assert real <= claim <= real * (1 + slack) + slack
     sw_p = nm.sw_params(eps)
     center = _realized(sw_p.center)  # the branch sw_sample draws
     from fractions import Fraction
 
-    real = _ln((center / Fraction(2 * sw_p.b)) / (1 - center))
-    claim = ll.protocol("SW", eps=eps, lo=0.0, hi=1.0, d=8, d_out=8).single_report_epsilon()
+    sw_proto = ll.protocol("SW", eps=eps, lo=0.0, hi=1.0, d=8, d_out=8)
+    real = _ln((center / Fraction(2 * sw_p.b)) / (1 - center)) + sw_proto.report_slack()
+    claim = sw_proto.single_report_epsilon()
     assert real <= claim <= real * (1 + slack) + slack
     # the two-round forms: one report between the extreme memos (round 2's ε2 of (4.2)) and
     # the memo itself (Duchi's bit at ε∞)

@@ -25,6 +25,53 @@ def _pm_whole(u, v, z, pm):
     return np.where(z < pm.center, v * pm.width + pm.left(u), outer)
 
 
+def _laplace_whole(u, u1, u2, eps, u3=None):
+    """Laplace's report from its uniforms (docs/client-spec.md §4.2): h = [2U1 ≥ 1],
+    c = 1 − (2U1 − h), R = c − U2·2⁻⁵², refined by U3 (in user order) where c = 2⁻⁵²."""
+    w = 2.0 * u1
+    upper = w >= 1.0
+    c = 1.0 - (w - upper)
+    r = c - u2 * 2.0**-52
+    deep = c == 2.0**-52
+    assert deep.sum() == (0 if u3 is None else u3.size)
+    if u3 is not None:
+        r[deep] = r[deep] - u3 * 2.0**-105
+    return np.log(r) * ((1.0 - 2.0 * upper) * nm.laplace_scale(eps)) + u
+
+
+class _Fixed:
+    """A generator that hands out given uniforms in order (and fails past their end)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values, self.at = np.asarray(values, dtype=np.float64), 0
+
+    def random(self, size: int) -> np.ndarray:
+        out = self.values[self.at : self.at + size]
+        assert out.size == size, "more uniforms drawn than the stream holds"
+        self.at += size
+        return out.copy()
+
+
+def test_laplace_refines_the_deepest_step_with_a_third_uniform():
+    """U1 = 1/2 − 2⁻⁵³ or 1 − 2⁻⁵³ leaves c = 2⁻⁵² (R ≤ 2⁻⁵², exact): those users draw U3,
+    after the whole batch's U2, in user order, across blocks; R then reaches 2⁻¹⁵⁸ steps."""
+    u = _inputs()
+    rng = np.random.default_rng(4)
+    u1, u2 = rng.random(N), rng.random(N)
+    at = np.array([3, oneshot.BLOCK - 1, oneshot.BLOCK, 2 * oneshot.BLOCK + 5, N - 1])
+    u1[at] = [0.5 - 2.0**-53, 1.0 - 2.0**-53, 0.5 - 2.0**-53, 1.0 - 2.0**-53, 1.0 - 2.0**-53]
+    u2[at[0]] = 1.0 - 2.0**-53  # the deepest R of the coarse grid, 2⁻¹⁰⁵, refined below it
+    u3 = rng.random(at.size)
+    eps = 2.0
+    y = oneshot.laplace_sample(u, eps, _Fixed(np.concatenate([u1, u2, u3])))
+    np.testing.assert_array_equal(y, _laplace_whole(u, u1, u2, eps, u3))
+    r = 2.0**-105 - u3[0] * 2.0**-105  # below every value one or two uniforms give
+    assert y[at[0]] == pytest.approx(u[at[0]] + np.log(r) * nm.laplace_scale(eps), rel=1e-15)
+    assert y[at[0]] < u[at[0]] - 72 * nm.laplace_scale(eps)  # −ln R > 105·ln 2
+    y1 = oneshot.laplace_sample(u[at[:1]], eps, _Fixed([u1[at[0]], u2[at[0]], u3[0]]))
+    assert y1[0] == y[at[0]]  # one client: U1, U2, U3
+
+
 @pytest.mark.parametrize("eps", [0.3, 1.0, 6.0])
 def test_batches_follow_the_stream(eps):
     u = _inputs()
@@ -41,11 +88,10 @@ def test_batches_follow_the_stream(eps):
     np.testing.assert_array_equal(run(oneshot.duchi_sample, u), bits)
     one = (draws[:N] < nm.duchi_threshold(eps, 2.0 * t - 1.0)).astype(np.uint8)
     np.testing.assert_array_equal(run(oneshot.onebit_sample, t), one)
-    # Laplace: one uniform, inverted
-    w = 2.0 * draws[:N]
-    upper = w >= 1.0
-    lap = np.log1p(-(w - upper)) * ((1.0 - 2.0 * upper) * nm.laplace_scale(eps)) + u
-    np.testing.assert_array_equal(run(oneshot.laplace_sample, u), lap)
+    # Laplace: the batch's U1 (sign and coarse part), then its U2 (fine part), inverted
+    np.testing.assert_array_equal(
+        run(oneshot.laplace_sample, u), _laplace_whole(u, draws[:N], draws[N : 2 * N], eps)
+    )
     # PM: the batch's positions, then its pieces
     np.testing.assert_array_equal(
         run(oneshot.pm_sample, u), _pm_whole(u, draws[:N], draws[N : 2 * N], pm)

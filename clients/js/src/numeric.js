@@ -2,7 +2,7 @@
 // PM, HM, SW, 1BitMean and the memoized L-1BitMean, L-PM, L-HM, L-SW (docs/client-spec.md §3.4).
 // Every draw consumes the byte source in the order of the Python kernels (one float per
 // `rng.random(1)`), with the same float64 expressions, so a device and the Python client give
-// the same reports from the same stream (to the last bit where the platforms' exp/log1p agree;
+// the same reports from the same stream (to the last bit where the platforms' exp/log agree;
 // tests/test_numeric_js.py, clients/js/test/vectors.test.js). The claims ε1, ε∞ are the ε of
 // the same exact channels the Python classes compute (within 1e-15 relative: V8's and the C
 // library's exp/log differ in the last bits).
@@ -60,12 +60,17 @@ export const round2Slope = (eps1) => tanh(eps1 / 2);
 // ------------------------------------------------------------------ one-shot samplers
 const one = async (src) => (await floats(src, 1))[0];
 
+/** Laplace's fine uniform (math §20.12): R = c − U2·2⁻⁵² with c = 1 − frac(2U1), refined by
+ * U3 when c = 2⁻⁵² (oneshot.laplace_sample). */
 export async function laplace(u, eps, src) {
   const scale = 2.0 / eps;
   let w = 2.0 * (await one(src));
   const upper = w >= 1.0 ? 1 : 0;
   w -= upper;
-  let mag = log1p(-w);
+  const c = 1.0 - w;
+  let r = c - (await one(src)) * 2 ** -52;
+  if (c === 2 ** -52) r -= (await one(src)) * 2 ** -105;
+  let mag = log(r);
   mag *= (1.0 - 2.0 * upper) * scale;
   return mag + u;
 }
@@ -92,8 +97,19 @@ export async function hm(u, eps, src) {
   const c = duchiBound(eps);
   const w = await one(src);
   let y = (await one(src)) < duchiProbability(eps, u) ? c : -c;
-  if (beta > 0 && w < beta) y = await pm(u, eps, src);
+  if (beta > 0 && w < beta) {
+    y = await pm(u, eps, src);
+    if (abs(y) === c) y = towardZero(y); // the atoms' codes carry Duchi's branch only (oneshot.off_atoms)
+  }
   return y;
+}
+
+/** The next float towards 0 of a finite nonzero x. */
+function towardZero(x) {
+  const view = new DataView(new ArrayBuffer(8));
+  view.setFloat64(0, x);
+  view.setBigUint64(0, view.getBigUint64(0) - 1n);
+  return view.getFloat64(0);
 }
 
 export async function sw(t, eps, src) {
@@ -119,13 +135,31 @@ export function swBucket(y, eps, dOut) {
 /** α-point rounding: key = min(⌊s·t + a⌋, s) (math (20.16)). */
 export const roundingKey = (t, s, a) => min(floor(s * t + a), s);
 
-/** Round 1 of L-1BitMean / L-PM / L-HM: the memo y1 of the grid value u_j at ε∞. */
+/** Round 1 of L-1BitMean / L-PM / L-HM: the memo y1 of the grid value u_j at ε∞ (a PM or HM memo
+ * as the midpoint of its report-grid cell, math §20.9). */
 export async function memo(mechanism, uGrid, epsPerm, src) {
   if (mechanism === "Duchi" || (mechanism === "HM" && hmBeta(epsPerm) === 0.0)) {
     const c = duchiBound(epsPerm);
     return (await one(src)) < duchiProbability(epsPerm, uGrid) ? c : -c;
   }
-  return mechanism === "PM" ? pm(uGrid, epsPerm, src) : hm(uGrid, epsPerm, src);
+  const y = mechanism === "PM" ? await pm(uGrid, epsPerm, src) : await hm(uGrid, epsPerm, src);
+  const [lo, hi] = reportRange(mechanism, epsPerm);
+  const atoms = mechanism === "HM" ? [-duchiBound(epsPerm), duchiBound(epsPerm)] : [];
+  return gridValue(gridCode(y, lo, hi, atoms), lo, hi, atoms); // kept as its cell's midpoint (chains.round1)
+}
+
+/** The report range of a real report (privacy.numeric.report_range). */
+export function reportRange(mechanism, eps) {
+  if (mechanism === "Laplace") {
+    const b = 20 * (2.0 / eps);
+    return [-1.0 - b, 1.0 + b];
+  }
+  if (mechanism === "SW") {
+    const { b } = swParams(eps);
+    return [-b, 1.0 + b];
+  }
+  const c = mechanism === "HM" ? max(pmParams(eps).C, duchiBound(eps)) : pmParams(eps).C;
+  return [-c, c];
 }
 
 /** Round 2: one bit, Pr[1 | y1] = (1 + κ·y1)/2, κ = tanh(ε1/2) (math (20.17)). */
@@ -166,6 +200,99 @@ export function realBody(code) {
 export function maxEps1(mechanism, epsPerm) {
   const cm = mechanism === "Duchi" || (mechanism === "HM" && hmBeta(epsPerm) === 0.0) ? duchiBound(epsPerm) : pmParams(epsPerm).C;
   return 2 * atanh(1.0 / cm);
+}
+
+// ------------------------------------------------------------------ realized slack (§20.12)
+const UR = 2 ** -53; // unit roundoff
+const LOG_ULPS = 4; // the logarithm's error assumed, in ulps (privacy.numeric.LOG_ULPS)
+const bracket = (eta) => log1p((2.0 * eta) / (1.0 - eta));
+
+/** (w, δ, x) of PM's or SW's sampler at ε (privacy.numeric._piecewise_error). */
+function piecewiseError(mech, eps) {
+  const [r0, r1] = reportRange(mech, eps);
+  const w = (r1 - r0) / GRID;
+  const quantize = 2.0 * UR * (r1 - r0);
+  if (mech === "SW") {
+    const { b } = swParams(eps);
+    return [w, (UR * (2.0 + 5.0 * b) + quantize) * (1.0 + 2 ** -40), UR * (2.0 * b + 1.0)];
+  }
+  const pm = pmParams(eps);
+  const c = pm.C, slope = pm.C + 1.0;
+  const delta = (UR * (3.0 * c + 1.0 + 2.0 * c) + quantize) * (1.0 + 2 ** -40);
+  return [w, delta, UR * (pm.width + slope + 2.0 * (slope + c) + slope)];
+}
+
+/** How far a real report's realized ε may exceed the ideal one (privacy.numeric.realized_slack). */
+export function realizedSlack(mech, eps) {
+  if (mech === "Duchi" || mech === "1BitMean" || (mech === "HM" && hmBeta(eps) === 0.0)) return 0.0;
+  if (mech === "Laplace") {
+    const [r0, r1] = reportRange(mech, eps);
+    const w = (r1 - r0) / GRID;
+    const beta = 2.0 / eps;
+    const depth = (r1 + 1.0) / beta;
+    let delta = UR * (beta * (1.0 + (2 * LOG_ULPS + 1) * depth) + r1) + 2.0 * UR * (r1 - r0);
+    delta *= 1.0 + 2 ** -40;
+    const widen = ((w + 2 * delta) / (w - 2 * delta)) * exp((w + 2 * delta) / beta);
+    const cell = (w + 2 * delta) / beta;
+    const rho = (max((2 ** -105 + 2 ** -158) * exp(52 * log(2.0) + cell), 2 ** -158 * exp(depth + cell)) * 2 * beta) / (w - 2 * delta);
+    return log((widen + rho) / (1.0 - rho)) + 8 * UR;
+  }
+  const [w, delta, extra] = piecewiseError(mech, eps);
+  return bracket((2.0 * delta + extra) / w) + 8 * UR;
+}
+
+/** The same for one report of L-PM / L-HM (privacy.numeric.chain_report_slack). */
+function chainReportSlack(mech, epsPerm, eps1, s) {
+  if (duchiMemo(mech, epsPerm)) return 0.0;
+  const [w, delta] = piecewiseError(mech, epsPerm);
+  const p = pmParams(epsPerm).p;
+  const kappa = round2Slope(eps1);
+  const e = 2.5 * UR;
+  const channel = chainReportChannel(mech, epsPerm, eps1, s);
+  const cells = memoChannel(mech, epsPerm, [0.0])[0].length + 2 * (s + 1);
+  const moved = 2.0 * delta * (1.0 + 4.0 * w * p) * (kappa / 2 + (2.0 * e) / w) + 6.0 * UR;
+  const means = (kappa / 2) * p * w * w + 2.0 * e + (cells + 1) * UR;
+  return bracket((moved + means) / Math.min(...channel.flat()));
+}
+
+/** L-SW (privacy.numeric.lsw_slack): [the bound on one report's realized ε, the memo's slack];
+ * w1 and p2 as derived. */
+function lswSlack(epsPerm, eps1, s, dOut, w1, p2) {
+  const { b, p, q } = swParams(epsPerm);
+  const delta = UR * (8.0 + 17.0 * b) * (1.0 + 2 ** -40);
+  const edges = Array.from({ length: dOut + 1 }, (_, m) => -b + ((1 + 2 * b) * m) / dOut);
+  const grow = delta + 6.0 * UR * (1.0 + 2.0 * b);
+  const pad = UR + 4.0 * q * UR * (1.0 + b);
+  const mass = (t, lo, hi) =>
+    q * max(min(hi, 1.0 + b) - max(lo, -b), 0.0) + (p - q) * max(min(hi - t, b) + min(t - lo, b), 0.0);
+  const upper = [], lower = [];
+  for (let j = 0; j <= s; j++) {
+    const t = j / s;
+    const up = [], low = [];
+    for (let m = 0; m < dOut; m++) {
+      const lo = m === 0 ? -Infinity : edges[m], hi = m === dOut - 1 ? Infinity : edges[m + 1];
+      up.push((mass(t, lo - grow, hi + grow) + pad) * (1.0 + 64 * UR));
+      low.push((mass(t, lo + grow, hi - grow) - pad) * (1.0 - 64 * UR));
+    }
+    upper.push(up), lower.push(low);
+  }
+  if (lower.some((r) => r.some((x) => !(x > 0)))) return [Infinity, Infinity];
+  const bound = (hiRows, loRows) => {
+    let e = -Infinity;
+    for (let m = 0; m < dOut; m++) {
+      let hi = -Infinity, lo = Infinity;
+      for (let j = 0; j <= s; j++) (hi = max(hi, hiRows[j][m])), (lo = min(lo, loRows[j][m]));
+      e = max(e, log(hi) - log(lo));
+    }
+    return e;
+  };
+  const memo = max(0.0, bound(upper, lower) - channelEpsilon(w1));
+  const keep = drawn(p2);
+  const eta = 6.0 * (dOut - 1) * UR;
+  const other = (1.0 - keep) / (dOut - 1);
+  const repHi = upper.map((r, j) => r.map((x, m) => (keep * x + other * (1.0 + eta) * (1.0 - lower[j][m])) * (1.0 + 64 * UR)));
+  const repLo = lower.map((r, j) => r.map((x, m) => (keep * x + other * (1.0 - eta) * (1.0 - upper[j][m])) * (1.0 - 64 * UR)));
+  return [bound(repHi, repLo), memo];
 }
 
 // ------------------------------------------------------------------ exact channels (§20.7)
@@ -343,7 +470,7 @@ const ONE_SHOT = {
   Laplace: {
     draw: (o, t, src) => laplace(2.0 * t - 1.0, o.params.eps, src),
     body: realBody4,
-    epsilons: (o) => [2.0 / o.scale, 2.0 / o.scale],
+    epsilons: (o) => 2.0 / o.scale + realizedSlack("Laplace", o.params.eps),
   },
   Duchi: {
     draw: (o, t, src) => duchiBit(2.0 * t - 1.0, o.params.eps, src),
@@ -353,17 +480,17 @@ const ONE_SHOT = {
   PM: {
     draw: (o, t, src) => pm(2.0 * t - 1.0, o.params.eps, src),
     body: realBody4,
-    epsilons: (o) => channelEpsilon(pmChannel(o.params.eps, auditT(o).map((t) => 2.0 * t - 1.0))),
+    epsilons: (o) => channelEpsilon(pmChannel(o.params.eps, auditT(o).map((t) => 2.0 * t - 1.0))) + realizedSlack("PM", o.params.eps),
   },
   HM: {
     draw: (o, t, src) => hm(2.0 * t - 1.0, o.params.eps, src),
     body: realBody4,
-    epsilons: (o) => channelEpsilon(hmChannel(o.params.eps, auditT(o).map((t) => 2.0 * t - 1.0))),
+    epsilons: (o) => channelEpsilon(hmChannel(o.params.eps, auditT(o).map((t) => 2.0 * t - 1.0))) + realizedSlack("HM", o.params.eps),
   },
   SW: {
     draw: (o, t, src) => sw(t, o.params.eps, src),
     body: realBody4,
-    epsilons: (o) => channelEpsilon(swChannel(o.params.eps, auditT(o))),
+    epsilons: (o) => channelEpsilon(swChannel(o.params.eps, auditT(o))) + realizedSlack("SW", o.params.eps),
   },
 };
 ONE_SHOT["1BitMean"] = ONE_SHOT.Duchi;
@@ -410,11 +537,13 @@ export function methods(name) {
     epsilons() {
       const P = this.params;
       if (lsw) {
-        const report = this.w1.map((r) => r.map((x) => this.q2 + (this.p2 - this.q2) * x));
-        return [channelEpsilon(report), channelEpsilon(this.w1)];
+        const report = channelEpsilon(this.w1.map((r) => r.map((x) => this.q2 + (this.p2 - this.q2) * x)));
+        const [bound, memo] = lswSlack(P.eps_perm, P.eps_1, this.s, P.d_out, this.w1, this.p2);
+        return [report + max(0.0, bound - report), channelEpsilon(this.w1) + memo];
       }
       const us = gridU(this.s);
-      return [channelEpsilon(chainReportChannel(this.memoMech, P.eps_perm, P.eps_1, this.s)), channelEpsilon(memoChannel(this.memoMech, P.eps_perm, us))];
+      const report = channelEpsilon(chainReportChannel(this.memoMech, P.eps_perm, P.eps_1, this.s)) + chainReportSlack(this.memoMech, P.eps_perm, P.eps_1, this.s);
+      return [report, channelEpsilon(memoChannel(this.memoMech, P.eps_perm, us)) + realizedSlack(this.memoMech, P.eps_perm)];
     },
   };
 }
@@ -431,25 +560,22 @@ export function derive(name, P) {
   const o = { lo: P.lo, hi: P.hi, atoms: [] };
   const none = [undefined, undefined, undefined, undefined];
   if (name === "Laplace") {
-    const scale = 2.0 / P.eps;
-    const b = 20 * scale;
-    return [...none, { ...o, scale, range: [-1.0 - b, 1.0 + b] }];
+    return [...none, { ...o, scale: 2.0 / P.eps, range: reportRange(name, P.eps) }];
   }
   if (name === "Duchi" || name === "1BitMean") return [...none, { ...o, slope: duchiSlope(P.eps) }];
   if (name === "PM") {
-    const { width, center, C } = pmParams(P.eps);
-    return [...none, { ...o, width, center, range: [-C, C] }];
+    const { width, center } = pmParams(P.eps);
+    return [...none, { ...o, width, center, range: reportRange(name, P.eps) }];
   }
   if (name === "HM") {
-    const { width, center, C } = pmParams(P.eps);
-    const c = max(C, duchiBound(P.eps));
-    return [...none, { ...o, beta: hmBeta(P.eps), width, center, range: [-c, c], atoms: [-duchiBound(P.eps), duchiBound(P.eps)] }];
+    const { width, center } = pmParams(P.eps);
+    return [...none, { ...o, beta: hmBeta(P.eps), width, center, range: reportRange(name, P.eps), atoms: [-duchiBound(P.eps), duchiBound(P.eps)] }];
   }
   if (name === "SW") {
     intIn(name, "d", P.d, 2, Infinity);
     intIn(name, "d_out", P.d_out, 2, Infinity);
     const { b, center } = swParams(P.eps);
-    return [...none, { ...o, b, center, range: [-b, 1.0 + b] }];
+    return [...none, { ...o, b, center, range: reportRange(name, P.eps) }];
   }
   budgetPair(name, P);
   if (name === "L-SW") {

@@ -336,6 +336,173 @@ def sw_variance(eps: float) -> UnitVariance:
 
 
 # --------------------------------------------------------------------------------------------
+# Real reports on a fixed grid (math §20.12)
+# --------------------------------------------------------------------------------------------
+
+#: A real report is sent as the index of one of GRID = 2³¹ equal cells of its mechanism's
+#: report range, read back as the cell's midpoint; HM's two atoms take codes GRID and GRID + 1.
+GRID_BITS = 31
+GRID = 1 << GRID_BITS
+
+#: Laplace's report range reaches this many scales past [−1, 1]; the noise beyond is clamped to
+#: its ends (mass e^{−20}, a post-processing).
+LAPLACE_CLAMP = 20
+
+#: The mechanisms whose reports (or memos) are reals on the grid.
+REAL_REPORTS = ("Laplace", "PM", "HM", "SW")
+
+
+def report_range(mechanism: str, eps: float) -> tuple[float, float]:
+    """[r0, r1], the interval whose GRID equal cells carry a real report (math §20.12):
+    Laplace [−1 − 20β, 1 + 20β] (β = 2/ε), PM and HM [−C, C] (PM's C ≥ Duchi's), SW
+    [−b, 1 + b]."""
+    names = tuple(m.lower() for m in REAL_REPORTS)
+    key = check.choice("report_range", "mechanism", mechanism, names)
+    if key == "laplace":
+        b = LAPLACE_CLAMP * laplace_scale(eps)
+        return -1.0 - b, 1.0 + b
+    if key == "sw":
+        b = sw_params(eps).b
+        return -b, 1.0 + b
+    c = pm_params(eps).C
+    if key == "hm":
+        c = max(c, duchi_bound(eps))
+    return -c, c
+
+
+def report_atoms(mechanism: str, eps: float) -> tuple[float, ...]:
+    """Outputs with positive probability, sent by codes of their own: HM's Duchi outputs ±C_D
+    (below ε* too, where HM is Duchi's mechanism); none for the others."""
+    if mechanism.lower() == "hm":
+        c = duchi_bound(eps)
+        return (-c, c)
+    return ()
+
+
+#: Unit roundoff of binary64: every +, −, ×, / of the samplers is within this relative error.
+UNIT_ROUNDOFF = 2.0**-53
+
+#: The error of the logarithm a sampler calls, in ulps of its result (an assumption, math
+#: §20.12): glibc's log and V8's Math.log are within 1 ulp; NumPy's AVX-512 float64 log (Intel's
+#: SVML) states at most 4.
+LOG_ULPS = 4
+
+#: Laplace's fine uniform R (math §20.12): multiples of 2⁻¹⁰⁵ on (2⁻⁵², 1], of 2⁻¹⁵⁸ below.
+LAPLACE_SPACING = (2.0**-105, 2.0**-158)
+
+
+def _bracket(eta: float) -> float:
+    """ln((1 + η)/(1 − η)): the ε a relative error ±η of two probabilities adds to their ratio."""
+    if not 0.0 <= eta < 1.0:
+        raise ValueError(f"realized_slack: relative error {eta!r} is not below 1")
+    return math.log1p(2.0 * eta / (1.0 - eta))
+
+
+def realized_slack(mechanism: str, eps: float) -> float:
+    """How far the ε of a real report's channel *as the float sampler realizes it* may exceed
+    the ideal channel's ε (math §20.12, ours): the claims are ideal ε + this, rounded up.
+
+    A report is the cell, among :data:`GRID` cells of width w, of an output computed in binary64
+    from 53-bit uniforms. Its computed cell position is within δ of the exact output of the same
+    uniforms (every rounding counted, the log within :data:`LOG_ULPS` ulps), so the uniforms
+    that give cell c are among those whose exact output lies in c widened by δ, and include
+    those in c narrowed by δ; a uniform grid counts an interval of its preimage to one point.
+    Hence, with x the grid quanta (and PM's misbranched mass) in units of the density,
+
+    - PM, HM (β > 0), SW: Pr[c | u] ≤ p·(w + 2δ + x), Pr[c | u′] ≥ q·(w − 2δ − x), so the
+      ratio is at most (p/q)·(1 + η)/(1 − η), η = (2δ + x)/w;
+    - Laplace: the density is log-Lipschitz (1/β), so a cell widened and narrowed by δ differ
+      in mass by at most (w + 2δ)/(w − 2δ)·e^{(w + 2δ)/β}; the fine uniform's steps 2⁻¹⁰⁵ (2⁻¹⁵⁸
+      below 2⁻⁵²) are a relative ρ of the least mass a cell has up to the clamp.
+
+    0 for a mechanism without real outputs (Duchi, 1BitMean; HM below ε*, Duchi's mechanism).
+    """
+    key = check.choice(
+        "realized_slack", "mechanism", mechanism,
+        ("laplace", "pm", "hm", "sw", "duchi", "1bitmean"),
+    )  # fmt: skip
+    if key in ("duchi", "1bitmean") or (key == "hm" and hm_beta(eps) == 0.0):
+        return 0.0
+    ur = UNIT_ROUNDOFF
+    r0, r1 = report_range(key, eps)
+    w = (r1 - r0) / GRID
+    # the cell position: (y − r0)/w, two roundings, ≤ 2·ur·(r1 − r0) in y units
+    quantize = 2.0 * ur * (r1 - r0)
+    if key == "laplace":
+        beta = laplace_scale(eps)
+        depth = (r1 + 1.0) / beta  # scales from an input to the far end of the range
+        # R one rounding, log within LOG_ULPS ulps of a result ≤ depth, ×β and +u one each
+        delta = ur * (beta * (1.0 + (2 * LOG_ULPS + 1) * depth) + r1) + quantize
+        delta *= 1.0 + 2.0**-40  # the second-order terms
+        widen = (w + 2 * delta) / (w - 2 * delta) * math.exp((w + 2 * delta) / beta)
+        # the quanta (one step of R per sign) against the least mass of a cell, its density
+        # e^{−d}/(2β) times w − 2δ: a cell reaching R > 2⁻⁵² has d ≤ 52·ln 2 + a cell, any cell
+        # d ≤ depth + a cell
+        near, deep = LAPLACE_SPACING
+        cell = (w + 2 * delta) / beta
+        rho = max(
+            (near + deep) * math.exp(52 * math.log(2.0) + cell), deep * math.exp(depth + cell)
+        ) * 2 * beta / (w - 2 * delta)  # fmt: skip
+        return math.log((widen + rho) / (1.0 - rho)) + 8 * ur
+    w, delta, extra = _piecewise_error(key, eps)
+    return _bracket((2.0 * delta + extra) / w) + 8 * ur
+
+
+def _piecewise_error(key: str, eps: float) -> tuple[float, float, float]:
+    """(w, δ, x) of PM's (HM's PM branch's) or SW's sampler at ε (math §20.12): the cell width,
+    the bound on |computed cell position − exact output| and the quanta and misbranched mass in
+    units of the density."""
+    ur = UNIT_ROUNDOFF
+    r0, r1 = report_range(key, eps)
+    w = (r1 - r0) / GRID
+    quantize = 2.0 * ur * (r1 - r0)  # (y − r0)/w: two roundings
+    if key == "sw":
+        b = sw_params(eps).b
+        # centre fl(fl(fl(v·2b) + t) − b), outer fl(v − b) (+ 2b); slopes 2b and 1
+        delta = (ur * (2.0 + 5.0 * b) + quantize) * (1.0 + 2.0**-40)
+        return w, delta, ur * (2.0 * b + 1.0)
+    pm = pm_params(eps)
+    c, slope = pm.C, pm.C + 1.0
+    # centre fl(fl(v·w) + ℓ); outer fl(fl(v·(C + 1)) − C) (+ w): ≤ (3C + 1)·ur; HM's move off
+    # the atoms one ulp (≤ 2C·ur)
+    delta = (ur * (3.0 * c + 1.0 + 2.0 * c) + quantize) * (1.0 + 2.0**-40)
+    # quanta of the two pieces (slopes w and C + 1), and the outer draws whose computed side of
+    # ℓ differs from the exact one (within 2·(S + C)·ur of ℓ): 2δ_o + S·ur
+    return w, delta, ur * (pm.width + slope + 2.0 * (slope + c) + slope)
+
+
+def chain_report_slack(mechanism: str, eps_perm: float, eps_1: float, s: int) -> float:
+    """How far one report of L-PM or L-HM may exceed its exact channel's ε as the samplers
+    realize it (math §20.12, ours); 0 for a Duchi memo (L-1BitMean, HM below ε*), whose report
+    channel is discrete and exact.
+
+    The memo is its cell's midpoint m and the bit is 1 with g(m) = drawn(1/2 + κm/2), monotone
+    in m; by summation by parts Pr[1 | u] moves from its ideal value by at most Σ_k (jump of g
+    at boundary k)·|realized − ideal Pr[cell ≥ k]| ≤ 2δ(1 + 4wp)(κ/2 + 2e/w) + 6·ur, e = 2.5·ur
+    the error of g; the cell midpoints differ from the exact memo's mean only in the two cells
+    astride ℓ and r (and, by far less than ur, in the end cells, where the exact support may end
+    an ulp from the range), and the claim's channel is a sum of n float terms:
+    κpw²/2 + 2e + (n + 1)·ur more.
+    Against the least entry P of the claimed channel, a relative error η = Δ/P:
+    ln((1 + η)/(1 − η)).
+    """
+    eps_perm, eps_1 = chain_budgets(mechanism, eps_perm, eps_1)
+    key = mechanism.lower()
+    if key in ("duchi", "1bitmean") or (key == "hm" and hm_beta(eps_perm) == 0.0):
+        return 0.0
+    ur = UNIT_ROUNDOFF
+    w, delta, _ = _piecewise_error(key, eps_perm)
+    p = pm_params(eps_perm).p
+    kappa = round2_slope(eps_1)
+    e = 2.5 * ur
+    channel = chain_report_channel(mechanism, eps_perm, eps_1, s)
+    cells = memo_channel(mechanism, eps_perm, np.zeros(1)).shape[1] + 2 * (s + 1)
+    moved = 2.0 * delta * (1.0 + 4.0 * w * p) * (kappa / 2 + 2.0 * e / w) + 6.0 * ur
+    means = kappa / 2 * p * w * w + 2.0 * e + (cells + 1) * ur  # + ur: the clamped end cells
+    return _bracket((moved + means) / float(channel.min()))
+
+
+# --------------------------------------------------------------------------------------------
 # Exact channels of piecewise-constant densities over a finite set of inputs (math §20.7)
 # --------------------------------------------------------------------------------------------
 
@@ -685,6 +852,61 @@ def lsw_report_channel(eps_perm: float, eps_1: float, s: int, d_out: int) -> NDA
     """W[j, r] = Pr[report r | rounded value t_j] = Σ_m W1[j, m]·R2[m, r] (math (20.26))."""
     p2, q2 = lsw_round2(eps_perm, eps_1, s, d_out)
     return q2 + (p2 - q2) * sw_grid_channel(eps_perm, s, d_out)
+
+
+def lsw_slack(eps_perm: float, eps_1: float, s: int, d_out: int) -> tuple[float, float]:
+    """(report, memo): how far the ε of one L-SW report and of one memo, as the float samplers
+    realize them, may exceed the exact channels W and W1 (math §20.12, ours).
+
+    The memo is the bucket of SW's computed output: within δ = (8 + 17b)·ur of the exact output
+    of the same uniforms, measured from the claim's edges (the sampler's and the bucket index's
+    roundings), and each branch's grid uniforms count an interval to one point (ur in all). So
+    the realized W1(j, m) lies between W1⁻ (bucket m narrowed by δ and by the float error of its
+    ends, 6(1 + 2b)·ur, less ur and the float end of the support) and W1⁺ (widened, plus the
+    same): the memo's ε is at most max_m ln(max_j W1⁺/min_j W1⁻). Round 2 keeps the memo's
+    bucket with drawn(p2) and otherwise draws ⌊U·(d_out − 1)⌋, each value within a relative
+    η = 6(d_out − 1)·ur of 1/(d_out − 1); a report's realized probability is then between
+    P·W1⁻ + (1 − P)(1 − W1⁺)(1 − η)/(d_out − 1) and P·W1⁺ + (1 − P)(1 − W1⁻)(1 + η)/(d_out − 1).
+    Each slack is the bound's ε less the exact channel's, at least 0.
+    """
+    eps_perm, eps_1 = check.chain_budgets("L-SW", eps_perm, eps_1)
+    ur = UNIT_ROUNDOFF
+    sw = sw_params(eps_perm)
+    b, p, q = sw.b, sw.p, sw.q
+    delta = ur * (8.0 + 17.0 * b) * (1.0 + 2.0**-40)
+    edges = sw_bucket_edges(eps_perm, d_out)
+    t = np.arange(s + 1)[:, None] / s
+
+    # the bucket ends as floats (widened or narrowed, less t) are within 6(1 + 2b)·ur more; the
+    # centre's overlap is min(hi − t, b) + min(t − lo, b), exactly 2b when it is inside
+    grow = delta + 6.0 * ur * (1.0 + 2.0 * b)
+    pad = ur + 4.0 * q * ur * (1.0 + b)  # a grid point per branch; the float end 1 + b
+
+    def mass(lo: NDArray, hi: NDArray) -> NDArray[np.float64]:
+        """μ_j([lo, hi)) of SW's exact law at every grid value (rows) and bucket (columns)."""
+        whole = np.clip(np.minimum(hi, 1.0 + b) - np.maximum(lo, -b), 0.0, None)
+        centre = np.clip(np.minimum(hi - t, b) + np.minimum(t - lo, b), 0.0, None)
+        return q * whole + (p - q) * centre
+
+    lo, hi = edges[None, :-1].copy(), edges[None, 1:].copy()
+    lo[0, 0], hi[0, -1] = -np.inf, np.inf  # the end buckets take the clipped indices
+    upper = (mass(lo - grow, hi + grow) + pad) * (1.0 + 64 * ur)
+    lower = (mass(lo + grow, hi - grow) - pad) * (1.0 - 64 * ur)
+    if not np.all(lower > 0):
+        return math.inf, math.inf
+
+    def bound(hi_: NDArray, lo_: NDArray) -> float:
+        return float(np.max(np.log(hi_.max(axis=0)) - np.log(lo_.min(axis=0))))
+
+    memo = max(0.0, bound(upper, lower) - channel_epsilon(sw_grid_channel(eps_perm, s, d_out)))
+    p2, _ = lsw_round2(eps_perm, eps_1, s, d_out)
+    keep = drawn(p2)
+    eta = 6.0 * (d_out - 1) * ur
+    other = (1.0 - keep) / (d_out - 1)
+    rep_hi = (keep * upper + other * (1.0 + eta) * (1.0 - lower)) * (1.0 + 64 * ur)
+    rep_lo = (keep * lower + other * (1.0 - eta) * (1.0 - upper)) * (1.0 - 64 * ur)
+    exact = channel_epsilon(lsw_report_channel(eps_perm, eps_1, s, d_out))
+    return max(0.0, bound(rep_hi, rep_lo) - exact), memo
 
 
 # --------------------------------------------------------------------------------------------

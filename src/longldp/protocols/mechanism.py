@@ -250,6 +250,17 @@ class Mechanism(ABC):
         """Worst-case ε of the memoized round 1 (what a value reported forever reveals)."""
         return self.eps_perm  # type: ignore[attr-defined]
 
+    def report_slack(self) -> float:
+        """How far the ε of one report as the float samplers realize it may exceed the exact
+        channel's (docs/math.md §20.12); :meth:`single_report_epsilon` includes it. 0 where
+        every draw compares a uniform with a stored probability (docs/math.md §16.1): the
+        exact channel is the realized one."""
+        return 0.0
+
+    def memo_slack(self) -> float:
+        """The same for one memo (:meth:`first_round_epsilon` includes it)."""
+        return 0.0
+
     @property
     def accounting(self) -> privacy.Accounting:
         """How one user's ε grows (docs/math.md §4): per report (ε1) when nothing is memoized,

@@ -31,7 +31,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp.privacy import numeric as nm
 from longldp.protocols.numeric import sw
-from longldp.protocols.numeric.oneshot import hm_sample, pm_sample, sw_sample
+from longldp.protocols.numeric.oneshot import hm_sample, pm_sample, quantize, sw_sample
 
 
 def new_offsets(n: int, rng: object) -> NDArray[np.float64]:
@@ -77,13 +77,21 @@ def new_memo(n: int, s: int, rng: object) -> ChainMemo:
 def round1(
     mechanism: str, u_grid: NDArray[np.float64], eps_perm: float, rng: object
 ) -> NDArray[np.float64]:
-    """Memos y1 of rounded values u_j = 2j/s − 1 under the memo mechanism at ε∞."""
+    """Memos y1 of rounded values u_j = 2j/s − 1 under the memo mechanism at ε∞.
+
+    A PM or HM memo is kept as the midpoint of its cell on the mechanism's report grid (HM's
+    atoms as they are, :func:`~longldp.protocols.numeric.oneshot.quantize`): round 2 then reads
+    a function of the cell, whose realized law the memo's claim bounds (math §20.9, §20.12); a
+    raw float would let round 2's threshold resolve the float grids that depend on the input.
+    """
     key = check.choice("round1", "mechanism", mechanism, ("duchi", "1bitmean", "pm", "hm"))
     if key in ("duchi", "1bitmean") or (key == "hm" and nm.hm_beta(eps_perm) == 0.0):
         c = nm.duchi_bound(eps_perm)
         bit = rng.random(u_grid.shape) < nm.duchi_threshold(eps_perm, u_grid)  # type: ignore[attr-defined]
         return np.where(bit, c, -c)
-    return (pm_sample if key == "pm" else hm_sample)(u_grid, eps_perm, rng)
+    name = "PM" if key == "pm" else "HM"
+    y = (pm_sample if key == "pm" else hm_sample)(u_grid, eps_perm, rng)
+    return quantize(y, *nm.report_range(name, eps_perm), nm.report_atoms(name, eps_perm))
 
 
 def _memos(

@@ -202,15 +202,23 @@ class NumericMechanism(Mechanism, Estimator, ReportCodec):
         """t of (already checked) values."""
         return self.declared.t_of(values)
 
-    # -- claims: the ε of the exact channels (Laplace's is its density ratio)
+    # -- claims: the ε of the exact channels (Laplace's is its density ratio), plus what the
+    # float samplers may add to them (math §20.12)
     def single_report_epsilon(self) -> float:
         """ε of one report: of :meth:`report_channel`, the exact channel the samplers' own
-        probabilities give (math §20.7), rounded up."""
-        return privacy.round_up(privacy.channel_epsilon(self.report_channel()))
+        probabilities give (math §20.7), plus :meth:`report_slack`, rounded up."""
+        return privacy.round_up(
+            privacy.channel_epsilon(self.report_channel()) + self.report_slack()
+        )
 
     def first_round_epsilon(self) -> float:
-        """ε of one memo: of :meth:`memo_channel` (one-shot mechanisms: one report's)."""
-        return privacy.round_up(privacy.channel_epsilon(self.memo_channel()))
+        """ε of one memo: of :meth:`memo_channel` (one-shot mechanisms: one report's), plus
+        :meth:`memo_slack`, rounded up."""
+        return privacy.round_up(privacy.channel_epsilon(self.memo_channel()) + self.memo_slack())
+
+    def memo_slack(self) -> float:
+        """One-shot: a memo is a report (math §20.12)."""
+        return self.report_slack()
 
     @property
     def repeats_memo(self) -> bool:
@@ -369,8 +377,8 @@ class _BitSupport(_MeanEstimator):
 
 #: Real reports are sent as the index of one of GRID = 2³¹ equal cells of the report range,
 #: read back as the cell's midpoint (codes GRID and GRID + 1: HM's two atoms, exactly).
-GRID_BITS = 31
-GRID = 1 << GRID_BITS
+GRID_BITS = nm.GRID_BITS
+GRID = nm.GRID
 
 
 class _RealCodec(NumericMechanism):
@@ -385,27 +393,26 @@ class _RealCodec(NumericMechanism):
     """
 
     def report_range(self) -> tuple[float, float]:
-        """Every report lies in this interval (mechanism coordinates)."""
-        raise NotImplementedError
+        """Every report lies in this interval (mechanism coordinates):
+        :func:`privacy.numeric.report_range`."""
+        return nm.report_range(self.kernel_name, self.eps)  # type: ignore[attr-defined]
 
     def atoms(self) -> tuple[float, ...]:
         """Outputs with positive probability (HM's Duchi branch), sent by their own codes."""
-        return ()
+        return nm.report_atoms(self.kernel_name, self.eps)  # type: ignore[attr-defined]
 
     def _cell(self) -> tuple[float, float]:
-        lo, hi = self.report_range()
-        return lo, (hi - lo) / GRID
+        return oneshot.grid_cell(*self.report_range())
+
+    def report_slack(self) -> float:
+        """The realized channel over the grid's cells may exceed the exact one by
+        :func:`privacy.numeric.realized_slack` (math §20.12)."""
+        return nm.realized_slack(self.kernel_name, self.eps)  # type: ignore[attr-defined]
 
     def quantize(self, y: ArrayLike) -> NDArray[np.float64]:
         """The midpoint of each output's cell (atoms unchanged); outputs beyond the range are
-        clamped to it first (Laplace's tails past 20 scales)."""
-        x = np.asarray(y, dtype=np.float64)
-        lo, w = self._cell()
-        idx = np.clip(np.floor((x - lo) / w), 0, GRID - 1)
-        out = lo + (idx + 0.5) * w
-        for a in self.atoms():
-            out = np.where(x == a, a, out)
-        return out
+        clamped to it first (Laplace's tails past 20 scales): :func:`oneshot.quantize`."""
+        return oneshot.quantize(y, *self.report_range(), self.atoms())
 
     def _make_reports(self, payload: NDArray, state: dict) -> NDArray[np.float64]:
         return self.quantize(payload)
@@ -482,7 +489,7 @@ class _RealMean(_RealCodec, _MeanEstimator):
 # channel ε and the report grid are its §3.4.
 
 _ONE_SHOT = "none (one-shot)"
-_AUDIT_EPS = "ρ(ε of the exact channel over the 5 audit inputs, §3.4)"
+_AUDIT_EPS = "ρ(ε of the exact channel over the 5 audit inputs + σ, §3.4)"
 _VALUE_KEY = "v as 8 bytes (binary64, big-endian)"
 
 
@@ -506,9 +513,10 @@ def _one_shot_client(
 
 LAPLACE_CLIENT = _one_shot_client(
     "β = 2/ε; report range R = [−1 − 20β, 1 + 20β]",
-    "one float w: h = [2w ≥ 1], w′ = 2w − h; y = u + (1 − 2h)·β·log1p(−w′); R's cell of y",
+    "floats w, v: h = [2w ≥ 1], c = 1 − (2w − h), R = c − v·2⁻⁵²; if c = 2⁻⁵², one more float z: "
+    "R = R − z·2⁻¹⁰⁵; y = u + (1 − 2h)·β·log(R); R's cell of y",
     ("scale",),
-    eps_1="ρ(2/β)",
+    eps_1="ρ(2/β + σ, §3.4)",
 )
 DUCHI_CLIENT = _one_shot_client(
     "κ = tanh(ε/2); Pr[bit 1 | u] = D(1/2 + κu/2)",
@@ -525,7 +533,8 @@ HM_CLIENT = _one_shot_client(
     "β = D(−expm1(−ε/2)) if ε > ε* (§3.4), else 0; PM's w, C, c and Duchi's κ at ε, "
     "C_D = 1/κ; R = [−max(C, C_D), max(C, C_D)], atoms −C_D, C_D",
     "floats z, v: y = C_D if v < D(1/2 + κu/2), else −C_D; if β > 0 and z < β, y = PM's "
-    "draw (two more floats); R's cell of y, or the atom's code",
+    "draw (two more floats), moved to the next float towards 0 if it equals −C_D or C_D; R's cell "
+    "of y, or the atom's code",
     ("beta", "width", "center"),
 )
 SW_CLIENT = _one_shot_client(
@@ -541,11 +550,14 @@ CHAIN_CLIENT = ClientSpec(
         "s given or the default grid (§3.4)"
     ),
     round2="κ = tanh(ε1/2); Pr[bit 1 | y1] = D(1/2 + κ·y1/2); ε1 < 2·artanh(1/C_M)",
-    eps_1="ρ(ε of one report's exact channel over the s + 1 grid values, §3.4)",
-    eps_perm="ρ(ε of one memo's exact channel over the grid values)",
+    eps_1="ρ(ε of one report's exact channel over the s + 1 grid values + σ1, §3.4)",
+    eps_perm="ρ(ε of one memo's exact channel over the grid values + σ, §3.4)",
     state="offset a: one float",
     memo_key="j = min(⌊s·t + a⌋, s)",
-    round1="y1 = M's one-shot draw at ε∞ of u_j (a real; never sent)",
+    round1=(
+        "y1 = M's one-shot draw at ε∞ of u_j; PM, HM: the midpoint of its cell of M's report "
+        "range R (HM's atoms as they are; a real, never sent)"
+    ),
     draws2="one float w: bit = [w < D(1/2 + κ·y1/2)] (one byte)",
     probabilities=("slope",),
 )
@@ -556,8 +568,8 @@ LSW_CLIENT = ClientSpec(
         "GRR over the d_out buckets: q2 = 1/(d_out + λ), p2 = (1 + λ)·q2, λ the largest whose "
         "report ε ≤ ε1 (bisection, §3.4)"
     ),
-    eps_1="ρ(ε of one report's exact channel over the s + 1 grid values, §3.4)",
-    eps_perm="ρ(ε of one memo's exact channel over the grid values)",
+    eps_1="ρ(ε of one report's exact channel over the s + 1 grid values + σ1, §3.4)",
+    eps_perm="ρ(ε of one memo's exact channel over the grid values + σ, §3.4)",
     state="offset a: one float",
     memo_key="j = min(⌊s·t + a⌋, s)",
     round1="SW's draw y at ε∞ of t_j; bucket min(d_out − 1, ⌊(y + b)·d_out/(1 + 2b)⌋)",
@@ -632,13 +644,9 @@ class Laplace(_OneShot, _RealMean):
         return nm.laplace_scale(self.eps)
 
     def single_report_epsilon(self) -> float:
-        """Δ/scale = 2/(2/ε): the log-density ratio's supremum (math §20.2)."""
-        return privacy.round_up(2.0 / nm.laplace_scale(self.eps))
-
-    def report_range(self) -> tuple[float, float]:
-        """[−1 − 20·scale, 1 + 20·scale]: the grid reports are sent on; the noise beyond it (mass
-        e^{−20}) is clamped to its ends, a post-processing (math §20.12)."""
-        return self.audit_range()
+        """Δ/scale = 2/(2/ε), the log-density ratio's supremum (math §20.2), plus what the
+        float sampler and the grid may add (math §20.12), rounded up."""
+        return privacy.round_up(2.0 / nm.laplace_scale(self.eps) + self.report_slack())
 
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         b = nm.laplace_scale(self.eps)
@@ -646,10 +654,9 @@ class Laplace(_OneShot, _RealMean):
         return -np.abs(np.asarray(y, dtype=np.float64)[:, None] - u) / b - math.log(2 * b)
 
     def audit_range(self) -> tuple[float, float]:
-        """Where the binned black-box game looks: [−1, 1] widened by 20 scales (all but e^{−20}
-        of the mass)."""
-        b = 20 * nm.laplace_scale(self.eps)
-        return -1.0 - b, 1.0 + b
+        """Where the binned black-box game looks: the report range [−1 − 20·scale, 1 + 20·scale]
+        (all but e^{−20} of the mass; the noise beyond is clamped to its ends, math §20.12)."""
+        return self.report_range()
 
 
 @dataclass(frozen=True)
@@ -754,10 +761,6 @@ class PM(_PMConstants, _OneShot, _RealMean):
         """PM's exact channel over the audit inputs (the density's cells, math §20.7)."""
         return nm.pm_channel(self.eps, 2.0 * self._unit(self.audit_inputs()) - 1.0)
 
-    def report_range(self) -> tuple[float, float]:
-        c = nm.pm_params(self.eps).C
-        return -c, c
-
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         u = 2.0 * np.asarray(t)[None, :] - 1.0
         return np.log(nm.pm_params(self.eps).density(u, np.asarray(y, dtype=np.float64)[:, None]))
@@ -793,15 +796,6 @@ class HM(_PMConstants, _OneShot, _RealMean):
     def report_channel(self) -> NDArray[np.float64]:
         """HM's exact channel (PM's cells and Duchi's atoms) over the audit inputs."""
         return nm.hm_channel(self.eps, 2.0 * self._unit(self.audit_inputs()) - 1.0)
-
-    def report_range(self) -> tuple[float, float]:
-        c = max(nm.pm_params(self.eps).C, nm.duchi_bound(self.eps))
-        return -c, c
-
-    def atoms(self) -> tuple[float, ...]:
-        """Duchi's outputs ±C (the branch of probability 1 − β)."""
-        c = nm.duchi_bound(self.eps)
-        return (-c, c)
 
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         """Duchi's atoms ±C carry (1 − β)·Pr[±C | u] (a PM output hits them with probability
@@ -856,10 +850,6 @@ class SW(_OneShot, _RealCodec):
     def report_channel(self) -> NDArray[np.float64]:
         """SW's exact channel over the audit inputs (the density's cells, math §20.6)."""
         return nm.sw_channel(self.eps, self._unit(self.audit_inputs()))
-
-    def report_range(self) -> tuple[float, float]:
-        b = nm.sw_params(self.eps).b
-        return -b, 1.0 + b
 
     def log_density(self, y: NDArray, t: NDArray) -> NDArray[np.float64]:
         tt = np.asarray(t)[None, :]
@@ -1032,6 +1022,17 @@ class _Chain(_Rounded, _BitSupport):
         """One memo over the grid values (Duchi's two outputs, or PM's cells and HM's atoms)."""
         u = 2.0 * np.arange(self.s + 1) / self.s - 1.0  # type: ignore[operator]
         return nm.memo_channel(self.memo_mechanism, self.eps_perm, u)
+
+    def report_slack(self) -> float:
+        """A report's probability moves with the memo's realized law and the cell midpoints:
+        :func:`privacy.numeric.chain_report_slack` (math §20.12; 0 for a Duchi memo)."""
+        s = int(self.s)  # type: ignore[arg-type]
+        return nm.chain_report_slack(self.memo_mechanism, self.eps_perm, self.eps_1, s)
+
+    def memo_slack(self) -> float:
+        """A PM or HM memo is a cell of the memo mechanism's grid at ε∞:
+        :func:`privacy.numeric.realized_slack` (math §20.12; 0 for a Duchi memo)."""
+        return nm.realized_slack(self.memo_mechanism, self.eps_perm)
 
     def report_log_likelihoods(
         self, reports: Any, values: Any, memoized: bool
@@ -1287,6 +1288,15 @@ class LSW(_Rounded, NumericMechanism):
     def memo_channel(self) -> NDArray[np.float64]:
         """W1 over the grid points (math (20.25))."""
         return nm.sw_grid_channel(self.eps_perm, self.s, self.d_out)
+
+    def report_slack(self) -> float:
+        """What the float samplers may add to one report's ε: the first of
+        :func:`privacy.numeric.lsw_slack` (math §20.12)."""
+        return nm.lsw_slack(self.eps_perm, self.eps_1, self.s, self.d_out)[0]
+
+    def memo_slack(self) -> float:
+        """The same for one memo (the bucket of SW's computed output): the second."""
+        return nm.lsw_slack(self.eps_perm, self.eps_1, self.s, self.d_out)[1]
 
     # -- estimator
     @property

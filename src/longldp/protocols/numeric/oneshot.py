@@ -77,21 +77,55 @@ def _work(n: int, reals: int) -> _Work:
 
 
 def laplace_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
-    """y = u + Lap(2/ε) by inversion of one uniform U: r = frac(2U) ∈ [0, 1) gives the
-    magnitude −ln(1 − r) ~ Exp(1) (finite: 1 − r > 0), U ≥ 1/2 the sign (math §20.2)."""
+    """y = u + Lap(2/ε) by inversion of a fine uniform R ∈ (0, 1]: y = u ± (2/ε)·(−ln R), the
+    sign + for U1 ≥ 1/2 (math §20.2, §20.12).
+
+    R is exact on a grid fine enough for every cell of the report grid up to its clamp (one
+    uniform alone gave −ln R only the values −ln(i·2⁻⁵²): beyond about 18 scales a cell held
+    fewer than one of them, so the cells an input could reach differed from input to input,
+    an infinite ε as realized). From U1: the sign h = [2U1 ≥ 1] and c = 1 − (2U1 − h), a
+    multiple of 2⁻⁵² in (0, 1] (exact); from U2: R = c − U2·2⁻⁵², uniform on the multiples of
+    2⁻¹⁰⁵ in (0, 1] (one rounding); when c = 2⁻⁵² (probability 2⁻⁵², R ≤ 2⁻⁵² exactly) a third
+    uniform refines it, R − U3·2⁻¹⁰⁵, to the multiples of 2⁻¹⁵⁸ (one rounding). The stream: the
+    batch's U1, its U2 (block by block), then U3 for the users whose c is 2⁻⁵², in order; one
+    client draws U1, U2 and, when c = 2⁻⁵², U3 (docs/client-spec.md §4.2)."""
     scale = nm.laplace_scale(eps)
     flat_u = np.ravel(u)
-    out = np.empty(flat_u.size)
-    for first in _blocks(flat_u.size):
-        sl = slice(first, first + BLOCK)
-        mag = out[sl]
-        w = 2.0 * _uniform(rng, mag.size)
-        upper = w >= 1.0
-        w -= upper
-        np.log1p(-w, out=mag)  # −Exp(1)
-        mag *= (1.0 - 2.0 * upper) * scale  # the sign: + for U ≥ 1/2
-        mag += flat_u[sl]
+    n = flat_u.size
+    out = _uniform(rng, n)  # the batch's U1, replaced block by block by the reports
+    deep = np.flatnonzero((out == LAPLACE_DEEP_U1[0]) | (out == LAPLACE_DEEP_U1[1]))
+    deep_side = np.where(out[deep] >= 0.5, -scale, scale)  # as (1 − 2h)·scale below
+    deep_r = np.empty(deep.size)
+    sign = np.empty(min(n, BLOCK))
+    fine = np.empty(min(n, BLOCK))
+    for first in _blocks(n):
+        ob = out[first : first + BLOCK]
+        sb, rb = sign[: ob.size], fine[: ob.size]
+        ob *= 2.0
+        upper = ob >= 1.0
+        ob -= upper
+        np.subtract(1.0, ob, out=ob)  # c = 1 − frac(2U1), exact
+        np.multiply(_uniform(rng, ob.size), LAPLACE_STEP, out=rb)
+        np.subtract(ob, rb, out=rb)  # R = c − U2·2⁻⁵²
+        lo, hi = np.searchsorted(deep, (first, first + ob.size))
+        deep_r[lo:hi] = rb[deep[lo:hi] - first]
+        np.multiply(upper, -2.0, out=sb)
+        sb += 1.0
+        sb *= scale  # ±scale, exact
+        np.log(rb, out=ob)
+        ob *= sb
+        ob += flat_u[first : first + BLOCK]
+    if deep.size:  # R ≤ 2⁻⁵² (exact): refined by a third uniform, then the same inversion
+        deep_r -= _uniform(rng, deep.size) * LAPLACE_FINE
+        out[deep] = np.log(deep_r) * deep_side + flat_u[deep]
     return out.reshape(np.shape(u))
+
+
+#: Laplace's fine uniform (math §20.12): the step of c = 1 − frac(2U1), the scale of U2 under
+#: it, and the U1 whose c is the last step 2⁻⁵² (then U3 refines R below 2⁻⁵²).
+LAPLACE_STEP = 2.0**-52
+LAPLACE_FINE = 2.0**-105
+LAPLACE_DEEP_U1 = (0.5 - 2.0**-53, 1.0 - 2.0**-53)
 
 
 def duchi_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.uint8]:
@@ -165,7 +199,8 @@ def hm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
     (one uniform for both would make the +C atom vanish at large ε, where β + (1 − β)·Pr[+C]
     rounds to β: an infinite ε as the sampler realizes it). The stream: the batch's w, then its
     sign uniforms, then PM's v and z for the branch's users only; w, the signs and the z block by
-    block (:data:`BLOCK`). ±C is the bit times 2C less C, exactly.
+    block (:data:`BLOCK`). ±C is the bit times 2C less C, exactly; a PM output equal to ±C is
+    moved to the next float towards 0 (:func:`off_atoms`).
     """
     beta = nm.hm_beta(eps)
     c = nm.duchi_bound(eps)
@@ -191,6 +226,7 @@ def hm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
             (lft, inner, ub, placed), mask = work.cut(at.size)
             np.take(flat_u[block : block + BLOCK], at, out=ub)
             _pm_block(ub, v[first:last], _uniform(rng, at.size), pm, placed, lft, inner, mask)
+            off_atoms(placed, c)
             y[block : block + BLOCK][at] = placed
             first = last
     return y.reshape(np.shape(u))
@@ -220,6 +256,49 @@ def sw_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
         np.less(_uniform(rng, ob.size), sw.center, out=mask)
         np.putmask(ob, mask, inner)
     return out.reshape(np.shape(t))
+
+
+# --------------------------------------------------------------------------------------------
+# The report grid (math §20.12)
+# --------------------------------------------------------------------------------------------
+
+
+def grid_cell(lo: float, hi: float) -> tuple[float, float]:
+    """(r0, w): the first end of the report range [lo, hi] and the width of its
+    :data:`~longldp.privacy.numeric.GRID` equal cells."""
+    return lo, (hi - lo) / nm.GRID
+
+
+def grid_index(y: ArrayLike, lo: float, hi: float) -> NDArray[np.float64]:
+    """The index ⌊(y − r0)/w⌋ of each output's cell among the GRID equal cells of [lo, hi],
+    clamped to [0, GRID − 1] (as floats; a client's code, docs/client-spec.md §3.4)."""
+    r0, w = grid_cell(lo, hi)
+    return np.clip(np.floor((np.asarray(y, dtype=np.float64) - r0) / w), 0, nm.GRID - 1)
+
+
+def quantize(
+    y: ArrayLike, lo: float, hi: float, atoms: tuple[float, ...] = ()
+) -> NDArray[np.float64]:
+    """The midpoint of each output's cell among the GRID equal cells of [lo, hi] (outputs
+    beyond it clamped to the end cells first); outputs equal to an atom unchanged (math §20.12).
+    A client's report is this midpoint's cell index (docs/client-spec.md §3.4); the memo of
+    L-PM and L-HM is kept as this midpoint (math §20.9)."""
+    x = np.asarray(y, dtype=np.float64)
+    r0, w = grid_cell(lo, hi)
+    out = r0 + (grid_index(x, lo, hi) + 0.5) * w
+    for a in atoms:
+        out = np.where(x == a, a, out)
+    return out
+
+
+def off_atoms(y: NDArray[np.float64], c: float) -> None:
+    """Move the outputs of HM's PM branch that equal an atom ±C_D (as floats) to the next float
+    towards 0, in place: the atoms' codes then carry Duchi's branch only, whose probabilities
+    the claims read. At large ε PM's centre piece is dense around C_D and would land on it with
+    probability ~ p·ulp(C_D), far above the atom's own mass at the other end (math §20.12)."""
+    hit = np.abs(y) == c
+    if hit.any():
+        y[hit] = np.nextafter(y[hit], 0.0)
 
 
 # --------------------------------------------------------------------------------------------
