@@ -78,6 +78,7 @@ def test_bad_trajectories_and_states_are_refused():
             ledger(proto, good, state=state)
     clipped = ll.protocol("L-PM", **CHAIN, clip=True)  # asked for: clipped, then counted
     row = np.array([[1.0, 11.0, 10.0] + [1.0] * 7])  # 11 is 10 once clipped: 2 values, τ = 10
-    assert ledger(clipped, row).spent[0] == pytest.approx(min(10 * 1.0, 2 * 4.0))
+    want = min(10 * clipped.single_report_epsilon(), 2 * clipped.first_round_epsilon())
+    assert ledger(clipped, row).spent[0] == pytest.approx(want)  # claims: ideal ε + slack
     with pytest.raises(ValueError, match="not codes or numbers"):
         ledger(ll.protocol("RAPPOR", k=16), np.zeros((2, 2), dtype=np.int64))
