@@ -290,10 +290,13 @@ def sketch_chain(kind: str, eps_perm: float, eps_1: float) -> tuple[float, float
 def chain_moments(
     kind: str, eps_perm: float, eps_1: float, m: int, d: int = 1, *, hashed: bool = True
 ) -> SketchMoments:
-    """Moments of a memoized sketch's reports (composed chain, math (3.1))."""
+    """Moments of a memoized sketch's reports: P1 of the composed chain (math (3.1)); q is the
+    chain's P0 for CMS and ½ for HCMS (the Hadamard parity of another column is a fair coin)."""
     kind = check.choice(OWNER, "kind", kind, MEMO_KINDS)
     m, d = check_shape(kind.upper(), m, d, hashed)
     P1, q = privacy.chain_support(*sketch_chain(kind, eps_perm, eps_1))
+    if kind == "hcms":  # a non-colliding user's bit is independent of x's parity: q = ½
+        q = 0.5
     return _bernoulli(kind, P1, q, m, d, hashed)
 
 

@@ -291,6 +291,7 @@ class PrefixPlan:
         if self.final_share is not None:
             formulas.split_budget("TreeHist", self.eps, self.final_share)
         _ = self.lengths
+        _check_k(self.select, self.width)
 
     @property
     def lengths(self) -> tuple[int, ...]:
@@ -320,6 +321,14 @@ class PrefixPlan:
     def final_oracle(self, **budget: float) -> RoundOracle:
         return RoundOracle(
             self.oracle, m=self.m, d=self.d, salt=self.salt, **(budget or {"eps": self.eps_final})
+        )
+
+
+def _check_k(select: Selection, width: int) -> None:
+    if select.cap > 1 << width:
+        raise ValueError(
+            f"discovery: 'cap' (k, the items kept) must be <= the domain size 2^{width}; "
+            f"got {select.cap}."
         )
 
 
@@ -469,6 +478,7 @@ class SFPPlan:
                 f"is tested); got {self.frag_bits + self.hash_bits}."
             )
         formulas.split_budget("SFP", self.eps, self.word_share)
+        _check_k(self.select, self.width)
 
     @property
     def positions(self) -> int:
@@ -534,6 +544,28 @@ def sfp_discover(plan: SFPPlan, codes: ArrayLike, rng: RandomSource) -> Discover
     items, e = cands[idx], est[idx]
     se = np.sqrt(wcfg.moments.variance(x.size, np.clip(e, 0, 1), 1.0))
     return Discovery(items, e, se, tuple(logs), plan.eps)
+
+
+def sfp_detection_probability(plan: SFPPlan, n: int, f: ArrayLike) -> NDArray[np.float64]:
+    """Lower bound on Pr[SFP finds an item of frequency f] under threshold selection whose caps
+    and join limit do not bind: 1 − Σ_p Pr[fragment test of position p misses] − Pr[item test
+    misses] (each fragment key (hash ‖ fragment) has a frequency f' in [f, 1] in its position's
+    group; the collision term uses Σf² ≤ 1, as the thresholds do)."""
+    f = np.asarray(f, dtype=np.float64)
+    sizes = formulas.group_sizes(n, plan.positions)
+    tests = 1 << (plan.hash_bits + plan.frag_bits)
+    worst_share = np.where(f <= 0.5, 0.25, f * (1 - f))
+    miss = np.zeros_like(f)
+    for p in range(plan.positions):
+        mom = plan.fragment_sketch(p).moments
+        thr = plan.select.threshold(mom.null_sd(sizes[p], 1.0), tests)
+        var = np.maximum(mom.variance(sizes[p], f, 1.0), mom.variance(sizes[p], 1.0, 1.0))
+        var = var + formulas.group_sampling_variance(0.5, n, sizes[p]) * worst_share / 0.25
+        miss += _miss(f, thr, var)
+    mom = plan.word_sketch.moments
+    thr = plan.select.threshold(mom.null_sd(n, 1.0), plan.max_joins)
+    miss += _miss(f, thr, mom.variance(n, f, 1.0))
+    return np.clip(1.0 - miss, 0.0, 1.0)
 
 
 def _join(per_hash: list[dict[int, NDArray[np.uint64]]], w: int, limit: int) -> NDArray[np.uint64]:
