@@ -197,3 +197,28 @@ def test_bad_input_one_line(call, message):
             dsc.discover(out, np.zeros(10, np.uint64), np.random.default_rng(0))
     text = str(info.value)
     assert message in text and "\n" not in text, text
+
+
+def test_english_words_bundled_and_discoverable():
+    """The bundled word list (DATA.md): Zipf-like (frequencies non-increasing, the first word
+    'the'), codable as text items, and PEM over words of <= 6 letters finds the most frequent
+    ones at a large ε (their stated detection probability is ≈ 1)."""
+    from longldp.data import english_words
+
+    words, per_billion = english_words()
+    assert len(words) == 10_000 and words[0] == "the"
+    assert np.all(np.diff(per_billion) <= 0)
+    codec = its.TextItems(LETTERS, 6)
+    short = [i for i, w in enumerate(words) if len(w) <= 6 and set(w) <= set(LETTERS)]
+    assert len(short) > 4000
+    vocab = [words[i] for i in short[:500]]
+    p = per_billion[short[:500]] / per_billion[short[:500]].sum()
+    rng = np.random.default_rng(8)
+    n = 100_000
+    counts = rng.multinomial(n, p)
+    codes = rng.permutation(np.repeat(codec.encode(vocab), counts))
+    plan = dsc.pem_plan(codec.width, 8.0, start=0, step=5, select=dsc.Selection(cap=16))
+    res = dsc.discover(plan, codes, rng)
+    sure = np.flatnonzero(dsc.detection_probability(plan, n, counts / n) > 0.99)
+    assert sure.size >= 3
+    assert {vocab[i] for i in sure} <= set(codec.decode(res.items))

@@ -16,7 +16,8 @@ Synthetic data (`longldp.data.synthetic`, `longldp.data.standins`)
 Set-valued views of tables (`longldp.data.itemsets`)
     `table_to_itemsets` (one item per attribute=value pair).
 Real strings (`longldp.data.names`)
-    `seattle_pet_names` (names and counts, for RAPPOR's string studies).
+    `seattle_pet_names` (names and counts, for RAPPOR's string studies), `english_words`
+    (word frequencies, for the heavy-hitter studies).
 Longitudinal interpolation (`longldp.data.longitudinal`)
     `to_longitudinal`, `permutations`, `LongitudinalTable`, `LongitudinalSets`.
 """
@@ -30,7 +31,7 @@ from longldp.data.longitudinal import (
     permutations,
     to_longitudinal,
 )
-from longldp.data.names import seattle_pet_names
+from longldp.data.names import english_words, seattle_pet_names
 from longldp.data.registry import DatasetInfo, dataset_names, list_datasets, load, verify_checksums
 from longldp.data.standins import (
     BMS_POS,
@@ -66,6 +67,7 @@ __all__ = [
     "Table",
     "bms_pos_standin",
     "dataset_names",
+    "english_words",
     "gaussian",
     "gaussian_probabilities",
     "kosarak_standin",
