@@ -128,6 +128,7 @@ class RoundOracle:
 
     @property
     def memoized(self) -> bool:
+        """True for a memoized (two-round) oracle."""
         return self.eps_perm is not None
 
     @property
@@ -137,6 +138,7 @@ class RoundOracle:
 
     @property
     def sketch(self) -> oracles.SketchConfig:
+        """The sketch configuration of a sketch round."""
         return oracles.SketchConfig(
             self.kind,
             self.m,
@@ -203,6 +205,7 @@ class Selection:
         check.integer("discovery", "cap", self.cap, minimum=1)
 
     def threshold(self, null_sd: float, tests: int) -> float:
+        """T of (21.6) for ``tests`` candidates (−∞ for top-k selection)."""
         if self.rule == "top":
             return -math.inf
         return formulas.detection_threshold(null_sd, tests, self.alpha)
@@ -238,6 +241,7 @@ class Discovery:
     epsilon: float
 
     def top(self, k: int) -> NDArray[np.uint64]:
+        """The k found items of largest estimate."""
         return self.items[np.argsort(-self.estimates, kind="stable")[:k]]
 
 
@@ -295,21 +299,25 @@ class PrefixPlan:
 
     @property
     def lengths(self) -> tuple[int, ...]:
+        """Prefix bits of the rounds (docs/math.md §21.6)."""
         return formulas.prefix_lengths(self.width, self.start, self.step)
 
     @property
     def eps_prefix(self) -> float:
+        """ε of a user's prefix report."""
         if self.final_share is None:
             return self.eps
         return formulas.split_budget("TreeHist", self.eps, self.final_share)[1]
 
     @property
     def eps_final(self) -> float | None:
+        """ε of the whole-item report (TreeHist), None for PEM."""
         if self.final_share is None:
             return None
         return formulas.split_budget("TreeHist", self.eps, self.final_share)[0]
 
     def round_oracle(self, r: int, **budget: float) -> RoundOracle:
+        """Round r's oracle (its own salt); a memoized budget may be given."""
         return RoundOracle(
             self.oracle,
             m=self.m,
@@ -319,6 +327,7 @@ class PrefixPlan:
         )
 
     def final_oracle(self, **budget: float) -> RoundOracle:
+        """TreeHist's oracle of whole items (salt 0 of the plan)."""
         return RoundOracle(
             self.oracle, m=self.m, d=self.d, salt=self.salt, **(budget or {"eps": self.eps_final})
         )
@@ -482,18 +491,22 @@ class SFPPlan:
 
     @property
     def positions(self) -> int:
+        """Number of fragment positions, width/frag_bits."""
         return self.width // self.frag_bits
 
     @property
     def word_sketch(self) -> oracles.SketchConfig:
+        """The CMS of whole items."""
         eps_w = formulas.split_budget("SFP", self.eps, self.word_share)[0]
         return oracles.SketchConfig("cms", self.m, self.d, eps=eps_w, salt=self.salt)
 
     def fragment_sketch(self, p: int) -> oracles.SketchConfig:
+        """The CMS of position p's fragment reports."""
         eps_f = formulas.split_budget("SFP", self.eps, self.word_share)[1]
         return oracles.SketchConfig("cms", self.m, self.d, eps=eps_f, salt=self.salt + 1 + p)
 
     def item_hash(self, codes: ArrayLike) -> NDArray[np.uint64]:
+        """The public hash_bits-bit hash of each item that joins its fragments."""
         seed = np.int64((self.salt * 0x9E3779B1 + 0x5F9) % (1 << 63))
         return mix_hash(seed, np.asarray(codes, dtype=np.uint64), 1 << self.hash_bits).astype(
             np.uint64

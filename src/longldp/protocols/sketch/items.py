@@ -206,6 +206,7 @@ class IntegerItems:
 
     @property
     def width(self) -> int:
+        """Bits per item."""
         return self.bits
 
     def encode(self, items: ArrayLike) -> NDArray[np.uint64]:
@@ -232,10 +233,12 @@ class IntegerItems:
         return out
 
     def decode(self, codes: ArrayLike, symbols: int | None = None) -> list[int]:
+        """The values (``symbols`` is ignored)."""
         del symbols
         return [int(c) for c in np.asarray(codes, dtype=np.uint64).ravel()]
 
     def prefix(self, codes: ArrayLike, bits: int) -> NDArray[np.uint64]:
+        """The first ``bits`` bits of the values."""
         return prefix_bits(codes, self.bits, bits)
 
 

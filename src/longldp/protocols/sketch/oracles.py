@@ -102,6 +102,7 @@ class SketchConfig:
 
     @property
     def memoized(self) -> bool:
+        """True for the memoized (two-round) form."""
         return self.eps_perm is not None or self.eps_1 is not None
 
     @property
@@ -274,6 +275,7 @@ class SketchState:
 
     @property
     def n(self) -> int:
+        """Number of reports aggregated."""
         return int(self.n_rows.sum())
 
     def __add__(self, other: SketchState) -> SketchState:
