@@ -85,6 +85,18 @@ def two_round_chain(cls: type) -> bool:
     return tuple(cls.budget_params) == ("eps_perm", "eps_1")
 
 
+def exact_channel(cls: type) -> bool:
+    """Its reports are discrete, so their exact channel is enumerated; a continuous report (SHE's
+    Laplace floats) has none and is audited by the binned black-box game instead."""
+    return cls.report_kind.discrete
+
+
+def counted(cls: type) -> bool:
+    """Its support is integer counts, what the collection server stores; a continuous report's
+    support is a sum of reals (SHE), which the server refuses to collect."""
+    return cls.report_kind.discrete
+
+
 def options(cls: type, params: dict[str, Any]) -> dict[str, Any]:
     """The test parameters other than the budget and k (calibration, hash_pool, d, …)."""
     return {k: v for k, v in params.items() if k not in cls.budget_params and k != "k"}

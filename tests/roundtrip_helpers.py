@@ -26,11 +26,9 @@ FIELDS = ("estimate", "raw", "se", "lower", "upper")
 
 
 def estimate_shape(proto: ll.FrequencyOracle) -> tuple[int, ...]:
-    """What every estimate array must look like, from the protocol's traits: a vector of
-    ``estimate_size`` frequencies, or RAPPOR's (cohorts m, bits k) shares of set bits."""
-    if type(proto).estimates_frequencies:
-        return (proto.estimate_size,)
-    return (proto.m, proto.k)
+    """What every estimate array must look like: the estimator's ``estimate_shape`` (a vector
+    of frequencies, RAPPOR's (cohorts, bits) shares of set bits, a sketch's (rows, columns))."""
+    return tuple(proto.estimate_shape)
 
 
 def device_batches(

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import longldp as ll
 from longldp import privacy
 from longldp.simulate import simulate
-from registry_cases import cases
+from registry_cases import cases, exact_channel, options, takes_k
 
 #: Every protocol whose budget is given as ε (one-shot) or ε∞, ε1 (chains); RAPPOR's own
 #: parameters (f, p, q) are checked in tests/test_rappor_protocol.py.
@@ -31,9 +31,12 @@ N = 1000
 
 
 def build(name: str, k: int, eps: float, alpha: float) -> ll.FrequencyOracle:
+    """``name`` at this budget: with ``k`` when its inputs are codes, else with the other
+    parameters of its first test parameters (an open item space's m and d)."""
     cls = ll.get_protocol_class(name)
     budget = {"eps": eps, "eps_perm": eps, "eps_1": alpha * eps}
-    return ll.protocol(name, k=k, **{p: budget[p] for p in cls.budget_params})
+    extra = {"k": k} if takes_k(cls) else options(cls, cls.test_params[0])
+    return ll.protocol(name, **extra, **{p: budget[p] for p in cls.budget_params})
 
 
 def unreachable(name: str, eps: float, alpha: float) -> bool:
@@ -69,7 +72,13 @@ def test_every_budget_builds_or_is_refused(name, k, eps, alpha):
     params = np.array([proto.p1, proto.q1, proto.p2, proto.q2])
     assert np.all(np.isfinite(params)) and np.all((params >= 0) & (params <= 1)), params
     assert proto.P1 > proto.P0
+    eps_claims = (proto.single_report_epsilon(), proto.first_round_epsilon())
+    assert all(math.isfinite(e) and e > 0 for e in eps_claims)
     f = np.array([0.0, 0.3, 1.0])
+    if not proto.estimates_frequencies:  # queried items: the variance of (21.4) at Σf² = 1
+        v = proto.variance(N, f, 1.0)
+        assert np.all(np.isfinite(v)) and np.all(v > 0) and proto.approx_variance(N) > 0
+        return
     for v in (proto.approx_variance(N), *proto.variance(N, f)):
         assert math.isfinite(v) and v > 0
     v1 = proto.first_round_variance(N, f)
@@ -169,6 +178,7 @@ def enumerable(name: str, eps: float, alpha: float) -> bool:
 LARGE_BUDGETS = [
     pytest.param(name, eps, alpha, id=f"{name}-{eps}-{alpha}")
     for name in NAMES
+    if exact_channel(ll.get_protocol_class(name))
     for eps in (4.0, 10.0, 20.0, privacy.EPS_MAX)
     for alpha in (0.05, 0.9)
     if enumerable(name, eps, alpha)
@@ -219,7 +229,8 @@ def accepts(takes: tuple[str, ...], form: str) -> bool:
 def test_budget_of_the_wrong_form_is_refused_never_another_protocol(cls, form):
     params = {k: v for k, v in cls.test_params[0].items() if k not in privacy.BUDGET_KEYS}
     params = {**{p: v for p, v in params.items() if p not in cls.budget_params}, **FORMS[form]}
-    params.setdefault("k", 6)
+    if takes_k(cls):
+        params.setdefault("k", 6)
     if accepts(cls.budget_params, form):
         proto = ll.protocol(cls.name, **params)
         assert type(proto) is cls

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import longldp as ll
 from longldp import privacy
-from registry_cases import cases, one_shot_eps, options, two_round_chain
+from registry_cases import build, cases, one_shot_eps, options, two_round_chain
 
 N = 10_000
 eps_values = st.floats(min_value=0.05, max_value=8.0)
@@ -38,9 +38,9 @@ def test_chain_eps_round_trips(cls, params, eps_perm, alpha, k):
     extra = {k: v for k, v in options(cls, params).items() if k != "calibration"}
     if alpha >= cls.max_alpha(eps_perm) - 1e-6:
         with pytest.raises(ValueError, match="alpha = eps_1/eps_perm <"):
-            cls(k=k, eps_perm=eps_perm, eps_1=eps_1, **extra)
+            build(cls, {**extra, "eps_perm": eps_perm, "eps_1": eps_1}, k)
         return
-    proto = cls(k=k, eps_perm=eps_perm, eps_1=eps_1, **extra)
+    proto = build(cls, {**extra, "eps_perm": eps_perm, "eps_1": eps_1}, k)
     assert proto.single_report_epsilon() == pytest.approx(eps_1, abs=1e-9)
     assert proto.first_round_epsilon() == pytest.approx(eps_perm, abs=1e-9)
 
@@ -49,7 +49,10 @@ def test_chain_eps_round_trips(cls, params, eps_perm, alpha, k):
 @settings(max_examples=50, deadline=None, database=None, derandomize=True)
 @given(eps=eps_values, k=st.integers(2, 300))
 def test_one_shot_protocol_eps_round_trips(cls, params, eps, k):
-    proto = cls(k=k, eps=eps, **options(cls, params))
+    proto = build(cls, {**options(cls, params), "eps": eps}, k)
+    if cls.nominal_budget:  # THE: the exact ε is below the nominal budget (math §21.4)
+        assert 0 < proto.single_report_epsilon() < eps
+        return
     assert proto.single_report_epsilon() == pytest.approx(eps, abs=1e-9)
 
 

@@ -16,7 +16,15 @@ import pytest
 import longldp as ll
 from longldp.audit import channels as audit_channels
 from longldp.privacy import channel_epsilon
-from registry_cases import build, cases, one_shot_eps, options, triples, two_round_chain
+from registry_cases import (
+    build,
+    cases,
+    exact_channel,
+    one_shot_eps,
+    options,
+    triples,
+    two_round_chain,
+)
 
 KS = (2, 3, 5, 8)
 EPS_PERM = (0.5, 1.0, 2.0, 4.0)
@@ -37,12 +45,12 @@ def chain_cases():
         for k, eps_perm, alpha in itertools.product(KS, EPS_PERM, ALPHAS):
             if alpha >= cls.max_alpha(eps_perm):
                 continue
-            yield pytest.param(cls.name, k, eps_perm, alpha, options(cls, params), id=cid)
+            yield pytest.param(cls, k, eps_perm, alpha, options(cls, params), id=cid)
 
 
-@pytest.mark.parametrize(("name", "k", "eps_perm", "alpha", "extra"), list(chain_cases()))
-def test_chain_channel_never_exceeds_claim(name, k, eps_perm, alpha, extra):
-    proto = ll.protocol(name, k=k, eps_perm=eps_perm, eps_1=alpha * eps_perm, **extra)
+@pytest.mark.parametrize(("cls", "k", "eps_perm", "alpha", "extra"), list(chain_cases()))
+def test_chain_channel_never_exceeds_claim(cls, k, eps_perm, alpha, extra):
+    proto = build(cls, {**extra, "eps_perm": eps_perm, "eps_1": alpha * eps_perm}, k)
     rng = np.random.default_rng(7)
     single, first = exact_epsilons(proto, rng)
     eps_1 = alpha * eps_perm
@@ -79,12 +87,17 @@ def test_paper_calibration_design_example():
     assert single == pytest.approx(0.1023, abs=5e-4)
 
 
-@pytest.mark.parametrize(("cls", "params"), cases(where=one_shot_eps))
+@pytest.mark.parametrize(
+    ("cls", "params"), cases(where=lambda c: one_shot_eps(c) and exact_channel(c))
+)
 @pytest.mark.parametrize("k", KS)
 @pytest.mark.parametrize("eps", [0.5, 1.0, 2.0, 4.0])
 def test_one_shot_channel_equals_eps(cls, params, k, eps):
-    proto = cls(k=k, eps=eps, **options(cls, params))
+    proto = build(cls, {**options(cls, params), "eps": eps}, k)
     single, _ = exact_epsilons(proto, np.random.default_rng(3))
+    if cls.nominal_budget:  # THE: the threshold after the noise spends less than eps
+        assert single < eps - 1e-3
+        eps = single
     assert single == pytest.approx(eps, abs=TOL)
     assert proto.single_report_epsilon() == pytest.approx(single, abs=TOL)
     assert proto.single_report_epsilon() >= single
@@ -101,7 +114,7 @@ def test_dbitflip_channel(k, eps_perm, d):  # d <= k: a report holds at most one
     assert proto.single_report_epsilon() >= eps
 
 
-@pytest.mark.parametrize(("cls", "params"), cases())
+@pytest.mark.parametrize(("cls", "params"), cases(where=exact_channel))
 @pytest.mark.parametrize("k", (3, 6))
 def test_claims_equal_the_exact_channel(cls, params, k):
     """Every registered protocol at its test parameters: the claimed ε of one report and of

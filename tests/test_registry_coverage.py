@@ -16,9 +16,9 @@ import pytest
 from _pytest.mark.structures import ParameterSet
 
 import longldp as ll
-from longldp.protocols import FrequencyOracle
+from longldp.protocols import Mechanism
 from protocol_table import PROTOCOLS
-from registry_cases import CLASSES, one_shot_eps, takes_k, two_round_chain
+from registry_cases import CLASSES, counted, exact_channel, one_shot_eps, takes_k, two_round_chain
 
 Trait = Callable[[type], bool]
 
@@ -49,9 +49,9 @@ COMMON: dict[str, dict[str, Trait]] = {
         "test_inputs_outside_the_domain": every,
     },
     "test_privacy_channels": {
-        "test_claims_equal_the_exact_channel": every,
+        "test_claims_equal_the_exact_channel": exact_channel,
         "test_chain_channel_never_exceeds_claim": two_round_chain,
-        "test_one_shot_channel_equals_eps": one_shot_eps,
+        "test_one_shot_channel_equals_eps": lambda cls: one_shot_eps(cls) and exact_channel(cls),
     },
     "test_wire": {
         "test_spec_round_trip_and_fingerprint": every,
@@ -73,7 +73,9 @@ COMMON: dict[str, dict[str, Trait]] = {
         "test_budget_of_the_wrong_form_is_refused_never_another_protocol": every,
         "test_a_memo_for_fewer_users_is_refused": every,
         "test_every_protocol_accepts_eps_max_and_refuses_above": eps_budget,
-        "test_claims_cover_the_exact_channel_at_large_budgets": eps_budget,
+        "test_claims_cover_the_exact_channel_at_large_budgets": (
+            lambda cls: eps_budget(cls) and exact_channel(cls)
+        ),
     },
     "test_parameters": {
         "test_vstar_is_variance_at_zero": every,
@@ -97,15 +99,15 @@ COMMON: dict[str, dict[str, Trait]] = {
         ),
     },
     "test_server_protocols": {
-        "test_footprint_is_within_the_budget_and_bounds_what_is_allocated": every,
-        "test_every_registered_protocol_is_collected_and_served": every,
+        "test_footprint_is_within_the_budget_and_bounds_what_is_allocated": counted,
+        "test_every_registered_protocol_is_collected_and_served": counted,
     },
-    "test_roundtrip_server": {"test_server_round_trip": every},
+    "test_roundtrip_server": {"test_server_round_trip": counted},
     "test_roundtrip_archive": {"test_archive_round_trip": every},
     "test_shuffle_linkage": {
         "test_declared_linkage_covers_what_the_reports_carry": every,
         "test_routes_follow_the_linkage": every,
-        "test_every_central_claim_survives_the_linkage_attack": every,
+        "test_every_central_claim_survives_the_linkage_attack": exact_channel,
     },
     "test_audit": {
         "test_exact_lifetime_within_claims_and_saturates": frequencies,
@@ -118,9 +120,9 @@ COMMON: dict[str, dict[str, Trait]] = {
 def classes_of(value: object) -> set[type]:
     """The protocol classes a parameter value stands for: a class, an instance, a case id of
     tests/protocol_table.py or a registry name; nothing for other values."""
-    if isinstance(value, type) and issubclass(value, FrequencyOracle):
+    if isinstance(value, type) and issubclass(value, Mechanism):
         return {value}
-    if isinstance(value, FrequencyOracle):
+    if isinstance(value, Mechanism):
         return {type(value)}
     if isinstance(value, str):
         if value in PROTOCOLS:

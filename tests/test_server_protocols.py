@@ -29,7 +29,7 @@ from fastapi.testclient import TestClient
 import longldp as ll
 from longldp.server import Limits, build_app, central
 from longldp.shuffle import central_summary, clones_epsilon
-from registry_cases import cases
+from registry_cases import cases, counted
 from server_helpers import ADMIN, bearer, new_ids, records, wire_reports
 
 OCTET = "application/octet-stream"
@@ -62,7 +62,7 @@ def upload(client: TestClient, name: str, token: str, body: bytes):  # type: ign
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("proto", cases(k=1024))
+@pytest.mark.parametrize("proto", cases(where=counted, k=1024))
 def test_footprint_is_within_the_budget_and_bounds_what_is_allocated(proto, tmp_path):
     """The sizing of every registered protocol (its report kind decides how support counting is
     sized) is an upper bound of the memory a full ingest and an estimate answer allocate."""
@@ -97,7 +97,7 @@ def test_footprint_is_within_the_budget_and_bounds_what_is_allocated(proto, tmp_
     assert estimate_peak <= need.estimate_bytes, (estimate_peak, need.estimate_bytes)
 
 
-@pytest.mark.parametrize("proto", cases(k=16))
+@pytest.mark.parametrize("proto", cases(where=counted, k=16))
 def test_every_registered_protocol_is_collected_and_served(proto, tmp_path):
     """Enrolled devices upload one report per epoch; every answer is the protocol's own."""
     client = make(tmp_path)
@@ -136,6 +136,15 @@ def test_every_registered_protocol_is_collected_and_served(proto, tmp_path):
     assert privacy["summary"] == expected
     page = client.get("/collections/p/dashboard", headers=rd)
     assert page.status_code == 200 and "Central privacy under shuffling" in page.text
+
+
+def test_a_protocol_whose_support_is_not_counts_is_refused(tmp_path):
+    """SHE's support is a sum of reals (continuous reports): the server stores integer counts,
+    so it refuses the collection with 422 and the reason, instead of truncating the sums."""
+    client = make(tmp_path)
+    spec = ll.protocol("SHE", m=8, d=2, eps=1.0).spec()
+    r = client.post("/v1/collections", json={"name": "s", "protocol": spec}, headers=bearer(ADMIN))
+    assert r.status_code == 422 and "reports are continuous" in r.json()["error"], r.text
 
 
 def central_of(page: str) -> dict[str, float]:

@@ -175,6 +175,62 @@ class SketchMoments:
         """Standard error of f̂ for an item nobody holds (the discovery tests' null)."""
         return float(np.sqrt(self.variance(n, 0.0, sum_f2)))
 
+    @property
+    def v_other(self) -> float:
+        """Var of the support of a user whose column is not the queried one (no collision):
+        q(1 − q) for the Bernoulli kinds, the Laplace noise 8/ε² for SHE."""
+        return self.v1 if self.kind == "she" else self.q * (1 - self.q)
+
+
+def row_shares(
+    mom: SketchMoments, stat: ArrayLike, n_rows: ArrayLike
+) -> NDArray[np.float64]:
+    """F̂[j, c] = (S[j, c]/n_j − q)/(P1 − q): each cell's share of its row's n_j users, unbiased
+    given the rows (PCS: the signed share Σ g/n_j); 0 in an empty row (docs/math.md (21.12))."""
+    s = np.asarray(stat, dtype=np.float64)
+    nj = np.asarray(n_rows, dtype=np.float64)[..., None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (s / nj - mom.q) / (mom.P1 - mom.q)
+    return np.where(nj > 0, out, 0.0)
+
+
+def cell_variance(
+    mom: SketchMoments, share: ArrayLike, n_rows: ArrayLike
+) -> NDArray[np.float64]:
+    """Var(S[j, c])/(P1 − P0)² given the rows: n_j·(F·v1 + (1 − F)·v_other)/(P1 − P0)², F the
+    cell's share clipped to [0, 1] (|F| for PCS); what a cell of the debiased sketch E varies
+    by, times n² (docs/math.md (21.12))."""
+    f = np.clip(np.abs(np.asarray(share, dtype=np.float64)), 0.0, 1.0)
+    nj = np.asarray(n_rows, dtype=np.float64)[..., None]
+    return nj * (f * mom.v1 + (1 - f) * mom.v_other) / mom.gap**2
+
+
+def sum_f2_estimate(
+    mom: SketchMoments, stat: ArrayLike, n_rows: ArrayLike, n: int
+) -> float:
+    """Σ_y f_y² over every item, estimated from one sketch (docs/math.md (21.13)).
+
+    Per row j (n_j ≥ 2): Q_j = Σ_c F̂²_jc − (v1 + (m − 1)·v_other)/(n_j (P1 − q)²) is unbiased for
+    Σ_c F²_jc; two distinct users of the row share a column with probability
+    π_j = (Q_j − 1/n_j)/(1 − 1/n_j), which is π + (1 − π)/m for an unsigned sketch and π for
+    the signed one (a collision of distinct items has a zero-mean sign product), π the share of
+    pairs of users holding the same item. Rows are pooled by n_j, and
+    Σf² = π(1 − 1/n) + 1/n, clipped to [1/n, 1].
+    """
+    n = check.integer(OWNER, "n", n, minimum=1)
+    nj = np.asarray(n_rows, dtype=np.float64)
+    share = row_shares(mom, stat, nj)
+    live = nj >= 2
+    if not np.any(live):
+        return 1.0
+    noise = (mom.v1 + (mom.m - 1) * mom.v_other) / (nj[live] * (mom.P1 - mom.q) ** 2)
+    q = np.sum(share[live] ** 2, axis=-1) - noise
+    pair = (q - 1 / nj[live]) / (1 - 1 / nj[live])
+    if not mom.signed:
+        pair = (pair - 1 / mom.m) / (1 - 1 / mom.m)
+    pi = float(np.sum(nj[live] * pair) / np.sum(nj[live]))
+    return float(min(1.0, max(1.0 / n, pi * (1 - 1 / n) + 1 / n)))
+
 
 def collision_variance(
     f: ArrayLike, sum_f2: float, n: int, m: int, d: int, signed: bool
@@ -254,7 +310,8 @@ def sketch_epsilon(kind: str, eps: float, theta: float | None = None) -> float:
     kind = check.choice(OWNER, "kind", kind, SKETCH_KINDS)
     if kind == "cms":
         p = cms_flip_probability(eps)
-        return privacy.round_up(2 * math.log((1 - p) / p))
+        keep = 1.0 - p  # the sampler's P1; 1 − keep is exact in floating point
+        return privacy.round_up(ue_bits_epsilon(keep, p, 1.0 - keep))
     if kind in ("hcms", "pcs"):
         p = rr_keep_probability(eps, kind.upper())
         return privacy.round_up(math.log(p / (1 - p)))

@@ -55,6 +55,7 @@ from longldp.protocols.report_kinds import (
     ReportKind,
     SymbolReports,
 )
+from longldp.protocols.sketch.mechanisms import CMS, HCMS, LCMS, LHCMS, PCS, SHE, THE
 from longldp.protocols.subset import SubsetSelection
 from longldp.protocols.traits import (
     Categorical,
@@ -78,8 +79,12 @@ sys.modules[__name__].__class__ = _CallableModule
 __all__ = [
     "ALIASES",
     "BLH",
+    "CMS",
     "GRR",
+    "HCMS",
+    "LCMS",
     "LGRR",
+    "LHCMS",
     "LOSUE",
     "LOUE",
     "LSH",
@@ -89,11 +94,14 @@ __all__ = [
     "OLH",
     "OLOLOHA",
     "OUE",
+    "PCS",
     "PROTOCOL_CLASSES",
     "RAPPOR",
     "REGISTRY",
     "SH",
+    "SHE",
     "SUE",
+    "THE",
     "Aggregator",
     "BiLOLOHA",
     "BitReports",

@@ -238,6 +238,10 @@ def check_state(obj: Any) -> tuple[dict[str, Any], int, NDArray[np.int64]]:
         support = np.asarray(obj["support"])
     except (TypeError, ValueError):
         raise ValueError("aggregator state: 'support' must be a nested list of integers.") from None
+    if support.size and support.dtype.kind == "f":  # a continuous kind's sums (SHE)
+        if not np.all(np.isfinite(support)):
+            raise ValueError("aggregator state: 'support' must hold finite numbers.")
+        return dict(obj["protocol"]), n, support.astype(np.float64)
     if support.size and (support.dtype.kind not in "iu" or support.min() < 0 or support.max() > n):
         raise ValueError("aggregator state: 'support' must hold integers in [0, n].")
     return dict(obj["protocol"]), n, support.astype(np.int64)

@@ -37,6 +37,7 @@ from longldp.protocols.rappor import (
     RapporOneTime,
 )
 from longldp.protocols.report_kinds import ReportKind
+from longldp.protocols.sketch.mechanisms import CMS, HCMS, LCMS, LHCMS, PCS, SHE, THE
 from longldp.protocols.subset import SubsetSelection
 from longldp.protocols.traits import Estimand, Rounds
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
@@ -65,6 +66,13 @@ PROTOCOL_CLASSES: tuple[type[FrequencyOracle], ...] = (
     RapporOneTime,
     RapporOneHotOneTime,
     RapporBooleanOneTime,
+    CMS,
+    HCMS,
+    PCS,
+    SHE,
+    THE,
+    LCMS,
+    LHCMS,
 )
 
 #: Lower-case name → class.

@@ -279,7 +279,7 @@ class Aggregator:
             "protocol": self.oracle.spec(),
             "fingerprint": self.oracle.fingerprint().hex(),
             "n": int(self.n),
-            "support": np.asarray(self.support_counts).astype(np.int64).tolist(),
+            "support": _json_support(self.support_counts),
         }
 
     def estimate(self, postprocess: str | pp.PostProcessor | None = None) -> NDArray[np.float64]:
@@ -295,6 +295,12 @@ class Aggregator:
         if self.n == 0:
             raise ValueError(f"{self.oracle.name}: no reports have been added yet.")
         return self.oracle.estimate_with_se(self.support_counts, self.n, postprocess, level)
+
+
+def _json_support(support: NDArray) -> Any:
+    """Support counts as nested lists: integers, or floats for a continuous kind's sums."""
+    arr = np.asarray(support)
+    return (arr if arr.dtype.kind == "f" else arr.astype(np.int64)).tolist()
 
 
 def as_report_array(reports: NDArray | Sequence[Any]) -> NDArray:

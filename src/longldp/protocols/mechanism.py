@@ -105,6 +105,9 @@ class Mechanism(ABC):
     #: Derived from ``estimand``: the estimate is a vector of value frequencies, so the
     #: frequency tests, post-processing and the count-level engine apply.
     estimates_frequencies: ClassVar[bool]
+    #: The budget parameter ``eps`` is nominal: a report's exact ε is below it (THE thresholds
+    #: SHE's noisy values on the device, docs/math.md §21.4). Every claim is the exact ε.
+    nominal_budget: ClassVar[bool] = False
     #: What a device of a planned mechanism needs from the server before each epoch or round
     #: (the keys of its plan); empty when nothing is planned.
     plan_keys: ClassVar[tuple[str, ...]] = ()

@@ -381,6 +381,13 @@ class Service:
             proto = protocol_from_spec(spec_in)
         except (ValueError, TypeError) as exc:
             raise ClientError(422, f"'protocol': {exc}") from None
+        if not proto.report_kind.discrete:
+            raise ClientError(
+                422,
+                f"'protocol': {proto.name}'s reports are continuous (report kind "
+                f"'{proto.report_kind}'): their sums are not the integer counts this server "
+                "stores.",
+            )
         shards = COUNT_SHARDS_POSTGRES if db.is_postgres(self.engine) else 1
         need = self.limits.footprint(proto, shards)
         budget = self.limits.max_collection_bytes

@@ -248,13 +248,18 @@ def pcs_bits(
 
 
 def she_values(cols: ArrayLike, m: int, scale: float, rng: RandomSource) -> NDArray[np.float64]:
-    """SHE reports: one-hot of b plus Laplace(scale) on every coordinate ([WAN17] §4.3).
+    """SHE reports: one-hot of b plus Laplace(scale) on every coordinate ([WAN17] §4.3), the
+    Laplace variable as a difference of two exponentials of uniforms.
 
     float64 Laplace draws are not an exact Laplace channel (Mironov, CCS 2012): SHE is given for
     comparison; THE's bits are the deployable form (docs/math.md §21.4).
     """
     b = np.asarray(cols, dtype=np.int64)
-    out = rng.laplace(0.0, scale, size=(b.size, m))
+    # Laplace(b) = b·(E1 − E2), E = −ln(1 − U) exponential (1 − U ∈ (0, 1]: finite), from
+    # uniforms only, so that any random source (the OS's, a device's HMAC stream) draws it.
+    out = -np.log1p(-np.asarray(rng.random((b.size, m))))
+    out -= -np.log1p(-np.asarray(rng.random((b.size, m))))
+    out *= scale
     out[np.arange(b.size), b] += 1.0
     return out
 
