@@ -3,7 +3,7 @@
 Usage: python experiments/shuffle_table.py [--n N] [--epochs T] [--delta D] > table.md
 
 Setting: ε∞ = 2 and ε1 = 0.8 for the memoizing chains, ε = ε1 = 0.8 for one-shot oracles,
-k = 74, n = 10⁶ devices, τ = 100 epochs, δ = 10⁻⁶, values that never change (one memo per
+k = 74 (open item spaces: a sketch of m = 1024 columns), n = 10⁶ devices, τ = 100 epochs, δ = 10⁻⁶, values that never change (one memo per
 device). Every number comes from `longldp.shuffle.central_summary` (docs/math.md §17), whose
 routes follow what persists per device (the protocols' ``linkage`` trait, its own column);
 tests/test_shuffle_table.py checks that README.md shows exactly this output.
@@ -22,7 +22,8 @@ K, EPS_PERM, EPS_1, N, EPOCHS, DELTA = 74, 2.0, 0.8, 1_000_000, 100, 1e-6
 
 def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
     """Constructor parameters of one registry row at the table's setting."""
-    params: dict[str, Any] = {"k": K}
+    # k = 74 values, or a sketch of m = 1024 columns (and its default rows) over open items
+    params: dict[str, Any] = {"k": K} if "k" in info.parameters else {"m": 1024}
     if "f" in info.budget_params:  # RAPPOR: (f, p, q) matched to L-SUE at (ε∞, ε1), h = m = 1
         lsue = ll.protocol("L-SUE", k=K, eps_perm=EPS_PERM, eps_1=EPS_1)
         own = {"k": K, "h": 1, "m": 1, "f": 2 * lsue.q1, "p": lsue.q2, "q": lsue.p2}
@@ -33,7 +34,7 @@ def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
         params["eps_perm"] = EPS_PERM
         if "eps_1" in info.parameters:
             params["eps_1"] = EPS_1
-        if "d" in info.parameters:
+        if "d" in info.parameters and "k" in params:  # dBitFlipPM: one sampled bucket
             params["d"] = 1
     return params
 

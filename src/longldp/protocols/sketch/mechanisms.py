@@ -155,8 +155,9 @@ class _SketchKind(ReportKind):
     def attack_kind(self, proto: Any) -> str:
         raise ValueError(
             f"'{proto.name}' estimates queried items of an open domain (estimand "
-            "'queried-items'), not a frequency vector over listed values, so a gain on target "
-            "values is undefined; no attack knows its reports."
+            "'queried-items', estimates_frequencies is False), not a frequency vector over "
+            "listed values, so a gain on target values is undefined; no attack knows its "
+            "reports."
         )
 
 
