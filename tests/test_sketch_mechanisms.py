@@ -148,7 +148,7 @@ def test_hcms_support_is_integer_and_recovers_the_hadamard_sums():
     rng = np.random.default_rng(4)
     rep = proto.perturb(ITEMS[:500], None, rng)
     support = proto.support_counts(rep)
-    assert support.dtype == np.int64 and np.all((support[:, 1:] >= 0))
+    assert support.dtype == np.int64 and np.all(support[:, 1:] >= 0)
     assert np.all(support[:, 1:] <= support[:, :1])
     kernel = oracles.aggregate_hcms(proto.cfg, rep["l"], rep["bit"], rep["row"])
     np.testing.assert_array_equal(proto.sketch_state(support).table, kernel.table)
