@@ -28,6 +28,7 @@ device that reports t epochs from d distinct memos has spent min(t·ε1, d·ε�
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -43,6 +44,8 @@ from longldp.protocols.sketch import oracles
 from longldp.protocols.sketch.items import prefix_bits
 
 SELECT_RULES = ("threshold", "top")
+#: prune(prefixes, bits) → which candidate prefixes can be held (e.g. ``TextItems.valid_prefix``).
+Prune = Callable[[NDArray[np.uint64], int], NDArray[np.bool_]]
 ROUND_ORACLES = ("olh", "hcms", "cms")
 #: Largest number of candidates one round may test (2^start+step for the first round).
 MAX_TESTS = 1 << 22
@@ -358,10 +361,16 @@ def run_rounds(
     estimators: list,
     n_rounds: list[int],
     oracles_: list[RoundOracle],
+    prune: Prune | None = None,
 ) -> tuple[NDArray[np.uint64], list[RoundLog]]:
-    """The server's loop over the rounds: test, keep, extend (docs/math.md §21.6)."""
+    """The server's loop over the rounds: test, keep, extend (docs/math.md §21.6); ``prune``
+    drops candidates nobody can hold (codes that are no string) before they are tested."""
     lengths = plan.lengths
-    cands = _first_candidates(lengths[0])
+
+    def pruned(c: NDArray[np.uint64], bits: int) -> NDArray[np.uint64]:
+        return c if prune is None else c[prune(c, bits)]
+
+    cands = pruned(_first_candidates(lengths[0]), lengths[0])
     logs: list[RoundLog] = []
     kept = cands[:0]
     for r, bits in enumerate(lengths):
@@ -372,11 +381,13 @@ def run_rounds(
         kept = cands[idx]
         logs.append(RoundLog(bits, n_rounds[r], int(cands.size), sd0, thr, int(idx.size)))
         if r + 1 < len(lengths):
-            cands = _extend(kept, lengths[r + 1] - bits)
+            cands = pruned(_extend(kept, lengths[r + 1] - bits), lengths[r + 1])
     return kept, logs
 
 
-def discover(plan: PrefixPlan, codes: ArrayLike, rng: RandomSource) -> Discovery:
+def discover(
+    plan: PrefixPlan, codes: ArrayLike, rng: RandomSource, prune: Prune | None = None
+) -> Discovery:
     """Simulate one collection of PEM or TreeHist over users holding ``codes`` (width-bit).
 
     Groups are a random balanced partition (one per round); each user sends one report (PEM) or
@@ -394,20 +405,20 @@ def discover(plan: PrefixPlan, codes: ArrayLike, rng: RandomSource) -> Discovery
         ests.append(lambda c, o=oracle, rp=reps: o.estimate(rp, c))
         ns.append(int(np.count_nonzero(groups == r)))
         ors.append(oracle)
-    kept, logs = run_rounds(plan, ests, ns, ors)
+    kept, logs = run_rounds(plan, ests, ns, ors, prune)
     if plan.final_share is None:
         est, n_last, last = ests[-1](kept), ns[-1], ors[-1]
     else:
         last, n_last = plan.final_oracle(), x.size
         reps = last.report(x, rng)
         est = last.estimate(reps, kept)
-        if plan.select.rule == "threshold" and kept.size:
-            thr = plan.select.threshold(last.null_sd(n_last), kept.size)
-            ok = est > thr
-            kept, est = kept[ok], est[ok]
-            logs.append(
-                RoundLog(plan.width, n_last, int(ok.size), last.null_sd(n_last), thr, int(ok.sum()))
-            )
+        tested = int(kept.size)
+        thr = plan.select.threshold(last.null_sd(n_last), max(1, tested))
+        ok = est > thr
+        kept, est = kept[ok], est[ok]
+        logs.append(
+            RoundLog(plan.width, n_last, tested, last.null_sd(n_last), thr, int(ok.sum()))
+        )
     order = np.argsort(-est, kind="stable")
     return Discovery(kept[order], est[order], _se(last, n_last, est[order]), tuple(logs), plan.eps)
 
@@ -522,7 +533,9 @@ class SFPPlan:
         return (self.item_hash(x) << np.uint64(self.frag_bits)) | frag
 
 
-def sfp_discover(plan: SFPPlan, codes: ArrayLike, rng: RandomSource) -> Discovery:
+def sfp_discover(
+    plan: SFPPlan, codes: ArrayLike, rng: RandomSource, prune: Prune | None = None
+) -> Discovery:
     """Simulate one SFP collection: word and fragment reports of every user, then the puzzle."""
     x = np.asarray(codes, dtype=np.uint64)
     if x.size == 0:
@@ -546,6 +559,8 @@ def sfp_discover(plan: SFPPlan, codes: ArrayLike, rng: RandomSource) -> Discover
         hashes, frags = kept >> np.uint64(w), kept & np.uint64((1 << w) - 1)
         per_hash.append({int(h): frags[hashes == h] for h in np.unique(hashes)})
     cands = _join(per_hash, w, plan.max_joins)
+    if prune is not None:
+        cands = cands[prune(cands, plan.width)]
     wcfg = plan.word_sketch
     rows = oracles.draw_rows(x.size, wcfg.d, rng)
     wstate = oracles.simulate_state(wcfg, x, rows, rng, plan.engine)
@@ -619,7 +634,12 @@ class OverTime:
 
 
 def discover_over_time(
-    plan: PrefixPlan, codes: ArrayLike, eps_perm: float, eps_1: float, rng: RandomSource
+    plan: PrefixPlan,
+    codes: ArrayLike,
+    eps_perm: float,
+    eps_1: float,
+    rng: RandomSource,
+    prune: Prune | None = None,
 ) -> OverTime:
     """PEM over τ epochs (``codes[τ, n]``) with fixed groups and memoized prefix reports.
 
@@ -660,7 +680,7 @@ def discover_over_time(
                 )
             )
             ns.append(int(users.size))
-        kept, logs = run_rounds(plan, ests, ns, [oracle] * len(lengths))
+        kept, logs = run_rounds(plan, ests, ns, [oracle] * len(lengths), prune)
         est = ests[-1](kept)
         order = np.argsort(-est, kind="stable")
         epochs.append(

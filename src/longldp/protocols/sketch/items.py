@@ -194,6 +194,25 @@ class TextItems:
         """The first ``bits`` bits of codes (a prefix of symbols when bits is a multiple of w)."""
         return prefix_bits(codes, self.width, bits)
 
+    def valid_prefix(self, prefixes: ArrayLike, bits: int) -> NDArray[np.bool_]:
+        """Which ``bits``-bit prefixes begin the code of some string: every whole symbol in
+        [0, |alphabet|], no symbol after a padding 0, and a partial last symbol whose smallest
+        completion is a symbol (a discovery prunes the other candidates: nobody holds them)."""
+        c = np.asarray(prefixes, dtype=np.uint64)
+        w, top = self.symbol_bits, len(self.alphabet)
+        whole, rest = divmod(bits, w)
+        ok = np.ones(c.shape, dtype=bool)
+        ended = np.zeros(c.shape, dtype=bool)
+        mask = np.uint64((1 << w) - 1)
+        for i in range(whole):
+            sym = (c >> np.uint64(bits - (i + 1) * w)) & mask
+            ok &= (sym <= top) & ~(ended & (sym > 0))
+            ended |= sym == 0
+        if rest:
+            part = c & np.uint64((1 << rest) - 1)
+            ok &= ((part << np.uint64(w - rest)) <= top) & ~(ended & (part > 0))
+        return ok
+
 
 @dataclass(frozen=True)
 class IntegerItems:
@@ -240,6 +259,10 @@ class IntegerItems:
     def prefix(self, codes: ArrayLike, bits: int) -> NDArray[np.uint64]:
         """The first ``bits`` bits of the values."""
         return prefix_bits(codes, self.bits, bits)
+
+    def valid_prefix(self, prefixes: ArrayLike, bits: int) -> NDArray[np.bool_]:
+        """Every prefix of an integer is valid."""
+        return np.ones(np.shape(prefixes), dtype=bool)
 
 
 def prefix_bits(codes: ArrayLike, width: int, bits: int) -> NDArray[np.uint64]:
