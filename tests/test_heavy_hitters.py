@@ -60,7 +60,7 @@ def test_pem_finds_every_item_above_its_stated_probability_on_zipf():
     their stated miss probabilities allow (Markov: a 5x margin on the expected count)."""
     rng = np.random.default_rng(5)
     n = 30_000
-    items, freq = zipf_items(n, rng)
+    _, freq = zipf_items(n, rng)
     opts = {"start": 5, "step": 5}
     heavy = [w for w, f in freq.items() if f > 0.02]
     prob = hh.detection_probability(

@@ -1,4 +1,4 @@
-"""Heavy-hitter discovery over values nobody listed: PEM, TreeHist and SFP (docs/math.md §21.6–§21.9).
+"""Heavy-hitter discovery over values nobody listed: PEM, TreeHist, SFP (docs/math.md §21.6–§21.9).
 
 The user-facing layer over the kernels of :mod:`longldp.protocols.sketch.discovery`: items go in
 as strings (an alphabet and a declared length: :class:`~longldp.protocols.sketch.items.TextItems`)
@@ -10,7 +10,7 @@ or as b-bit integers, the protocol runs its rounds, and the result states
 - each user's ε (PEM: one report at ε; TreeHist and SFP: two reports whose ε add up to ε,
   sequential composition, docs/math.md §4);
 - for a discovery over epochs (:func:`find_over_time`), each device's spent ε from the memoized
-  prefix reports, min(t·ε1, m·ε∞) (the per-memo accounting rule, :class:`longldp.privacy.Accounting`).
+  prefix reports, min(t·ε1, m·ε∞) (the per-memo rule of :class:`longldp.privacy.Accounting`).
 
 Every device answers one round per collection (per epoch, over time): a round is a group of
 devices and a prefix length, so devices need no candidate list (docs/math.md §21.6).
