@@ -197,7 +197,7 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
         "k": k, "select": prm["select"], "rep": prm["rep"],
     }  # fmt: skip
     start = time.perf_counter()
-    codec, items, support, p = population(
+    codec, items, _, _ = population(
         ds, prm["n"], cell.entropy, tuple(prm["data_key"]), tuple(prm["population_key"])
     )
     if isinstance(items, list):
