@@ -101,7 +101,8 @@ def the_unit_variance(eps: float, theta: float) -> float:
 def the_optimal_theta(eps: float) -> float:
     """θ ∈ [½, 1) minimising THE's V* ([WAN17] §4.3 gives the range; we minimise exactly).
 
-    V*(θ) is unimodal on [½, 1); a golden-section search to 1e-12 (no SciPy in the core).
+    V*(θ) is unimodal on [½, 1); a golden-section search to 1e-12 (no SciPy in the core),
+    rounded to 6 decimals so that every client derives the same θ.
     """
     eps = check.budget("THE", "eps", eps)
     lo, hi = 0.5, 1.0 - 1e-9
@@ -117,7 +118,10 @@ def the_optimal_theta(eps: float) -> float:
             lo, a, fa = a, b, fb
             b = lo + ratio * (hi - lo)
             fb = the_unit_variance(eps, b)
-    return (lo + hi) / 2
+    # Rounded to 6 decimals: V* is flat at its minimum, so the last bits of exp (which differ
+    # between C libraries and JavaScript engines) move the search's end by ~1e-10; the rounded
+    # θ is the same in every client (V* changes by O(1e-12)).
+    return round((lo + hi) / 2, 6)
 
 
 def ue_bits_epsilon(p: float, q: float, not_p: float | None = None) -> float:
