@@ -86,7 +86,8 @@ for (const [p, v] of [[o, "abcde"], [o, new Uint8Array([0xff])], [o, "a\\u0000"]
                       [i, 65536], [i, -1], [i, "x"]]) {
   try { p.check(v); out.push("accepted"); } catch (e) { out.push(e.message); }
 }
-try { sketchProtocol({ name: "HCMS", params: { m: 12, eps: 1 } }); } catch (e) { out.push(e.message); }
+try { sketchProtocol({ name: "HCMS", params: { m: 12, eps: 1 } }); }
+catch (e) { out.push(e.message); }
 console.log(JSON.stringify(out));
 """
 
