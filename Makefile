@@ -12,20 +12,24 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The main job: the standalone comparison on Adult (experiments/demo.toml, about two minutes on
-# two cores), its summary table, and its plots in demo-output/.
+# two cores), its summary table, and its plots in demo-output/: PNG, and SVG beside it for a
+# paper or a slide (tests/test_figures.py runs these plot lines).
 demo: $(STAMP)
 	$(BIN)/longldp run experiments/demo.toml --out demo-output
 	$(BIN)/longldp plot demo-output/results.parquet --out demo-output
+	$(BIN)/longldp plot demo-output/results.parquet --out demo-output --format svg
 
 test: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks scripts experiments)
-	$(BIN)/python scripts/api_reference.py --out docs/api.md
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	node --test clients/js/test/
 	$(BIN)/pytest -n 2 -q
 
-# The API reference from the docstrings (fails on a missing docstring or a broken reference).
+# The documentation site in site/ (mkdocs.yml): every page of docs/, the tutorials, and the API
+# reference rendered from the docstrings; --strict fails on a broken link, anchor or reference.
+# `$(BIN)/mkdocs serve` serves it while you edit.
 docs: $(STAMP)
-	$(BIN)/python scripts/api_reference.py --out docs/api.md
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests $(wildcard benchmarks scripts experiments)
@@ -47,4 +51,4 @@ soak: $(STAMP)
 	LONGLDP_SIM_SEQUENCES=10000 $(BIN)/pytest -q -p no:cacheprovider tests/test_server_sim.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build site *.egg-info src/*.egg-info .pytest_cache .ruff_cache

@@ -3,7 +3,7 @@ set-valued miners on the bundled item sets, FELIP range answers on Adult.
 
 Run: ``.venv/bin/python experiments/attacks_apps.py [--out experiments/results/attacks]``
 (about 10 minutes on two shared cores). Writes ``apps.json`` (every repetition) and
-``apps.md`` (the tables of the README's "Poisoning attacks" section).
+``apps.md`` (the tables of the "Poisoning attacks" study in docs/guide/studies.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The audit table, the lifetime curve, the ASR table and plot, and the re-identification
-table of the README (docs/audit.md §5, §11, §12).
+table of docs/guide/privacy-audit.md (docs/audit.md §5, §11, §12).
 
 - ``table``: for every registered protocol (and L-GRR's published calibration) at two
   settings: the claimed ε1 and ε∞, the exact ε of one report and of round 1 from the

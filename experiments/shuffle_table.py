@@ -1,4 +1,5 @@
-"""The README's table of local and shuffled central privacy for every registered protocol.
+"""The table of local and shuffled central privacy for every registered protocol (the one of
+docs/guide/shuffling.md).
 
 Usage: python experiments/shuffle_table.py [--n N] [--epochs T] [--delta D] > table.md
 
@@ -7,7 +8,7 @@ k = 74 (open item spaces: a sketch of m = 1024 columns), n = 10⁶ devices, τ =
 δ = 10⁻⁶, values that never change (one memo per device). Every number comes from
 `longldp.shuffle.central_summary` (docs/math.md §17), whose routes follow what persists per
 device (the protocols' ``linkage`` trait, its own column); tests/test_shuffle_table.py checks
-that README.md shows exactly this output.
+that docs/guide/shuffling.md shows exactly this output.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
 
 
 def table(n: int = N, epochs: int = EPOCHS, delta: float = DELTA) -> str:
-    """The Markdown table, one row per registered protocol (the README's at the defaults)."""
+    """The Markdown table, one row per registered protocol (the guide's at the defaults)."""
     head = (
         "| protocol | persists per device | ε per report | ε per memo | ε device, τ epochs | "
         "shuffled ε per epoch | shuffled ε per memo | shuffled ε, whole collection | route |"

@@ -29,163 +29,25 @@ import numpy as np
 
 import longldp as ll
 from longldp.client import BudgetExceededError, DeviceClient, device
-from longldp.protocols import NAMES, HmacRandom
+from longldp.protocols import NAMES, PROTOCOL_CLASSES, HmacRandom
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "clients" / "js" / "test" / "vectors.json"
 FORMAT = "longldp.client-vectors/1"
 
-#: name → (spec, collection, values, max_epsilon)
+#: name → (spec, collection, values, max_epsilon): every case every registered protocol with a
+#: device client declares (its class's ``vector_cases``, :mod:`longldp.protocols.clientspec`),
+#: in registry order; the registry is the one place a case is written.
 CASES: dict[str, tuple[dict[str, Any], str, list[Any], float | None]] = {
-    "GRR": ({"name": "GRR", "params": {"k": 10, "eps": 1.0}}, "vectors", [3, 3, 9, 0], None),
-    "SUE": ({"name": "SUE", "params": {"k": 12, "eps": 2.0}}, "vectors", [0, 11, 11], None),
-    "OUE": ({"name": "OUE", "params": {"k": 12, "eps": 1.5}}, "vectors", [5, 5, 2], None),
-    "BLH": ({"name": "BLH", "params": {"k": 50, "eps": 1.0}}, "vectors", [7, 7, 49], None),
-    "OLH": ({"name": "OLH", "params": {"k": 50, "eps": 3.0}}, "vectors", [1, 2, 1], None),
-    "OLH-pool": (
-        {"name": "OLH", "params": {"k": 50, "eps": 3.0, "hash_pool": 16, "pool_seed": 3}},
-        "vectors",
-        [4, 4, 30],
-        None,
-    ),
-    "SH": ({"name": "SH", "params": {"k": 20, "eps": 1.0}}, "vectors", [19, 0, 5], None),
-    "L-GRR": (
-        {"name": "L-GRR", "params": {"k": 10, "eps_perm": 2.0, "eps_1": 1.0}},
-        "vectors",
-        [3, 3, 7, 3, 0, 7],
-        None,
-    ),
-    "L-GRR-paper-max": (
-        {
-            "name": "L-GRR",
-            "params": {"k": 10, "eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"},
-        },
-        "vectors-é",
-        [1, 2, 1, 3, 1, 4, 2],
-        4.5,
-    ),
-    "L-SUE": (
-        {"name": "L-SUE", "params": {"k": 16, "eps_perm": 3.0, "eps_1": 1.0}},
-        "vectors",
-        [2, 2, 15],
-        None,
-    ),
-    "L-OUE": (
-        {"name": "L-OUE", "params": {"k": 16, "eps_perm": 2.0, "eps_1": 0.5}},
-        "vectors",
-        [0, 9, 0],
-        None,
-    ),
-    "L-SOUE": (
-        {"name": "L-SOUE", "params": {"k": 16, "eps_perm": 2.0, "eps_1": 0.5}},
-        "vectors",
-        [8, 8, 1],
-        None,
-    ),
-    "L-OSUE": (
-        {"name": "L-OSUE", "params": {"k": 100, "eps_perm": 2.0, "eps_1": 0.8}},
-        "vectors",
-        [42, 42, 99, 0, 42],
-        None,
-    ),
-    "BiLOLOHA": (
-        {"name": "BiLOLOHA", "params": {"k": 100, "eps_perm": 2.0, "eps_1": 1.0}},
-        "vectors",
-        [10, 11, 12, 10],
-        None,
-    ),
-    "OLOLOHA": (
-        {"name": "OLOLOHA", "params": {"k": 1000, "eps_perm": 3.0, "eps_1": 1.5}},
-        "vectors",
-        [999, 0, 999, 500],
-        None,
-    ),
-    "OLOLOHA-paper-pool": (
-        {
-            "name": "OLOLOHA",
-            "params": {
-                "k": 1000,
-                "eps_perm": 4.0,
-                "eps_1": 2.0,
-                "calibration": "paper",
-                "hash_pool": 256,
-                "pool_seed": 12345678901,
-            },
-        },
-        "vectors",
-        [1, 2, 3, 1],
-        None,
-    ),
-    "L-SH": (
-        {"name": "L-SH", "params": {"k": 20, "eps_perm": 2.0, "eps_1": 1.0}},
-        "vectors",
-        [3, 4, 3],
-        None,
-    ),
-    "dBitFlipPM": (
-        {"name": "dBitFlipPM", "params": {"k": 20, "eps_perm": 2.0, "b": 10, "d": 3}},
-        "vectors",
-        [0, 1, 19, 0],
-        None,
-    ),
-    "dBitFlipPM-all": (
-        {"name": "dBitFlipPM", "params": {"k": 8, "eps_perm": 1.0, "b": 4, "d": 4}},
-        "vectors",
-        [7, 6, 0],
-        None,
-    ),
-    "SS": ({"name": "SS", "params": {"k": 10, "eps": 1.0}}, "vectors", [3, 3, 9, 0], None),
-    "SS-omega": (
-        {"name": "SS", "params": {"k": 20, "eps": 0.5, "omega": 7}},
-        "vectors",
-        [19, 0, 7],
-        None,
-    ),
-    "RAPPOR": (
-        {"name": "RAPPOR", "params": {"k": 16, "h": 2, "m": 4, "f": 0.5, "p": 0.25, "q": 0.75}},
-        "vectors",
-        ["apple", "pear", "apple", "crème brûlée"],
-        None,
-    ),
-    "RAPPOR-one-cohort": (
-        {"name": "RAPPOR", "params": {"k": 12, "h": 3, "f": 0.25, "p": 0.5, "q": 0.75}},
-        "vectors",
-        ["a", "b", "a"],
-        None,
-    ),
-    "RAPPOR-onehot": (
-        {"name": "RAPPOR-onehot", "params": {"k": 10, "f": 0.5, "p": 0.25, "q": 0.75}},
-        "vectors",
-        [2, 9, 2, 0],
-        None,
-    ),
-    "RAPPOR-boolean": (
-        {"name": "RAPPOR-boolean", "params": {"m": 3, "f": 0.5, "p": 0.25, "q": 0.75}},
-        "vectors",
-        [1, 0, 1, 1],
-        None,
-    ),
-    "RAPPOR-one-time": (
-        {
-            "name": "RAPPOR-one-time",
-            "params": {"k": 16, "h": 2, "m": 4, "f": 0.0, "p": 0.25, "q": 0.75},
-        },
-        "vectors",
-        ["apple", "pear"],
-        None,
-    ),
-    "RAPPOR-onehot-one-time": (
-        {"name": "RAPPOR-onehot-one-time", "params": {"k": 10, "f": 0.25, "p": 0.5, "q": 0.75}},
-        "vectors",
-        [4, 4],
-        None,
-    ),
-    "RAPPOR-boolean-one-time": (
-        {"name": "RAPPOR-boolean-one-time", "params": {"f": 0.0, "p": 0.25, "q": 0.75}},
-        "vectors",
-        [0, 1],
-        None,
-    ),
+    case.name(cls.name): (
+        {"name": cls.name, "params": dict(case.params)},
+        case.collection,
+        list(case.values),
+        case.max_epsilon,
+    )
+    for cls in PROTOCOL_CLASSES
+    if cls.client_spec is not None
+    for case in cls.vector_cases
 }
 
 
@@ -268,8 +130,7 @@ def case_vector(name: str, folder: Path) -> dict[str, Any]:
             "q2": proto.q2,
             "eps_1": proto.single_report_epsilon(),
             "eps_perm": proto.first_round_epsilon(),
-            **({"g": int(proto.g)} if hasattr(proto, "g") else {}),
-            **({"omega": int(proto.omega)} if hasattr(proto, "omega") else {}),
+            **{name: int(getattr(proto, name)) for name in proto.client_spec.derived},
         },
         "state": _state_text(client.user_state),
         "steps": steps,
@@ -284,7 +145,7 @@ def vectors() -> dict[str, Any]:
     return {
         "format": FORMAT,
         "spec": "docs/client-spec.md",
-        "protocols": list(NAMES),
+        "protocols": [name for name in NAMES if ll.get_protocol_class(name).client_spec],
         "generated_by": "scripts/client_vectors.py",
         "cases": cases,
     }

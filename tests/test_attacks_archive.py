@@ -68,7 +68,7 @@ def test_cli_refuses_without_device_column_or_applicable_defence(tmp_path):
     result = CliRunner().invoke(app, ["aggregate", str(plain), "--defence", "memo"])
     assert result.exit_code == 2 and "no 'device' column" in result.output
     bad = CliRunner().invoke(app, ["aggregate", str(plain), "--defence", "magic"])
-    assert bad.exit_code == 2 and "'defence' must be one of" in bad.output
+    assert bad.exit_code == 2 and "'--defence' must be one of" in bad.output
     oue = ll.protocol("OUE", k=K, eps=1.0)
     log = atk.collect_reports(oue, np.zeros((2, 50), dtype=np.int64), rng=0)
     one_shot = write_device_archive(tmp_path / "oue.parquet", oue, log)

@@ -115,7 +115,12 @@ def test_detect_recover_and_memo_through_defend():
     values = population(5000, tau=20)
     run = atk.run_attack(proto, threat, "MGA", values=values, engine="reports", rng=3)
     assert abs(defend(run, "memo").time_average_gain) < 0.05 * run.time_average_gain
-    assert abs(defend(run, "detect+recover").time_average_gain) < 0.2 * run.time_average_gain
+    # r = 3 targets over 20 epochs: no count of an itemset is rare enough among honest reports
+    # for the derived threshold at 1% of devices (tests/test_attacks_detection.py), so the
+    # plumbing is checked with the fixed rule (a report supporting all three targets)
+    detected = defend(run, "detect+recover", min_share=1.0)
+    assert abs(detected.time_average_gain) < 0.2 * run.time_average_gain
+    assert defend(run, "detect").info == {"flagged_fake": 0.0, "flagged_genuine": 0.0}
     count = atk.run_attack(proto, threat, "MGA", values=values, rng=3)
     with pytest.raises(ValueError, match="engine 'reports'"):
         defend(count, "memo")

@@ -21,6 +21,7 @@ from longldp.audit import (
     client_lifetime,
     misencoded_unary,
     population_lifetime,
+    stats,
 )
 from longldp.audit import blackbox as bb
 from longldp.audit import events as ev
@@ -81,8 +82,11 @@ def test_every_registered_client_is_never_refuted(name):
     assert not res.violates, res.summary()
     assert res.inputs == tuple(range(k)) and res.tests_evaluated >= 1
     # Sharper than the claim: the bound never exceeds the ε of the protocol's exact channel
-    # (enumerated independently of the black box, audit/channels.py).
+    # (enumerated independently of the black box, audit/channels.py); the byte-pair family
+    # is part of it wherever two bytes of the report vary, so it adds no false positive.
     assert res.lower <= exact_epsilons(proto).single + 1e-9, res.summary()
+    varying = bb._active_columns([fn(np.arange(k).repeat(50), np.random.default_rng(0))])
+    assert (res.tried["byte-pair"] > 0) == (varying.size >= 2), res.tried
 
 
 @pytest.mark.parametrize(("name", "params"), [("GRR", {"eps": 1.0}), ("L-OSUE", {})])
@@ -522,3 +526,67 @@ def test_the_game_misses_what_the_black_box_finds():
 
     res = audit_randomizer(as_bytes, k=8, claim=1.0, trials=5000, rng=1, classifier=False)
     assert res.violates and res.lower > 3
+
+
+# ---------------------------------------------------------------------- joint byte pairs
+
+
+def test_a_joint_only_leak_is_found_from_a_few_thousand_trials():
+    """A client whose every byte, bit and pair of bits is uniform whatever the input, and whose
+    reports take too many values for the histogram family, leaks x mod 2 exactly in the joint
+    of a timing byte and a value byte (randomizers.joint_only_leak): the byte-pair family
+    refutes a claim of 1 from 2,000 trials per input, and no other family sees anything."""
+    fn = rz.joint_only_leak(4)
+    res = audit_randomizer(fn, k=4, claim=1.0, trials=2000, rng=3)
+    assert res.violates and res.family == "byte-pair", res.summary()
+    assert res.lower > 4
+    others = [o for o in res.outcomes if o.family != "byte-pair"]
+    assert others and all(o.lower < 1.0 for o in others)
+    # Without the family the audit misses it (what the audit did before).
+    families = tuple(f for f in ev.FAMILIES if f != "byte-pair")
+    old = audit_randomizer(fn, k=4, claim=1.0, trials=2000, rng=3, families=families)
+    assert not old.violates, old.summary()
+
+
+def test_the_byte_pair_family_has_its_own_share_of_the_tests():
+    """Its held-out tests are reserved (pair_share of m) and every test keeps level α/m."""
+    assert [ev.pair_share(m) for m in (1, 2, 9, 10, 14, 15)] == [0, 1, 1, 2, 2, 3]
+    fn = rz.joint_only_leak(2)
+    res = audit_randomizer(fn, k=2, claim=1.0, trials=1000, rng=5, tests=5, classifier=False)
+    pairs = [o for o in res.outcomes if o.family == "byte-pair"]
+    assert len(pairs) == ev.pair_share(5) and res.tests_evaluated <= 5
+    m = res.tests_evaluated
+    for o in res.outcomes:
+        want = float(stats.epsilon_lower_bound(o.tp, o.n0, o.fp, o.n1, res.alpha / m))
+        assert o.lower == pytest.approx(want)
+
+
+def test_byte_pair_events_count_what_they_say():
+    rng = np.random.default_rng(2)
+    cat = rng.integers(0, 256, size=(500, 3)).astype(np.uint8)
+    f = ev.Features(cat, cat, None)
+    layout = bb.one_report_layout(np.arange(3))
+    cells = np.sort(np.unique(cat[:40, 0].astype(np.int64) * 256 + cat[:40, 2]))
+    event = ev.BytePairEvent(0, 2, cells)
+    direct = sum(int(a) * 256 + int(c) in set(cells.tolist()) for a, _, c in cat)
+    assert event.count(f, layout) == direct >= 40
+    assert "(byte 0, byte 2)" in event.describe(layout)
+
+
+def test_learned_scores_choose_the_bytes_that_differ():
+    """Pairs beyond the adjacent ones join the bytes the learned scores weigh most: here bytes
+    1 and 4, whose distributions differ between the worlds, and not the uniform ones."""
+    rng = np.random.default_rng(4)
+    worlds = []
+    for shift in (0, 1):
+        cat = rng.integers(0, 256, size=(4000, 6)).astype(np.uint8)
+        cat[:, 1] = (rng.integers(0, 4, 4000) + 4 * shift).astype(np.uint8)
+        cat[:, 4] = (rng.integers(0, 8, 4000) * (1 + shift)).astype(np.uint8)
+        worlds.append(ev.Features(cat, cat, None))
+    layout = bb.one_report_layout(np.arange(6))
+    hists = [ev.column_histograms(w.cat, layout.sizes) for w in worlds]
+    model = ev.NaiveBayes(hists, [w.n for w in worlds], layout)
+    weights = ev.learned_byte_weights([model], hists, [w.n for w in worlds], 6)
+    assert set(np.argsort(-weights)[:2].tolist()) == {1, 4}
+    chosen = ev.byte_pairs_to_join(layout, [model], hists, [w.n for w in worlds])
+    assert chosen[:5] == [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5)] and (1, 4) in chosen

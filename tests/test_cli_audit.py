@@ -47,7 +47,7 @@ def test_audit_json_and_loose_paper_calibration():
 def test_audit_bad_input_is_one_line_and_exit_2():
     result = runner.invoke(app, ["audit", "L-GRR", "--eps-perm", "2", "--eps-1", "3"])
     assert result.exit_code == 2
-    assert "eps_1" in result.output
+    assert "'--eps-1' must be" in result.output  # the option typed, not the library's name
     result = runner.invoke(app, ["audit", "GRR", "--eps", "1", "--param", "oops"])
     assert result.exit_code == 2 and "NAME=VALUE" in result.output
 
@@ -148,3 +148,21 @@ def test_blackbox_audits_a_registered_protocol():
     result = runner.invoke(app, [*args, "--trials", "4000", "--taus", "6", "--seed", "3"])
     assert result.exit_code == 0, result.output
     assert "one report" in result.output and "lifetime" in result.output
+
+
+def test_blackbox_audits_a_protocol_without_k():
+    """RAPPOR-boolean has one bit and no k: --blackbox builds it as the game does (it failed
+    with "unknown parameter(s) k" through a stale branch for an 'encoder' option)."""
+    args = ["audit", "RAPPOR-boolean", "--blackbox", "--trials", "2000", "--taus", "4"]
+    result = runner.invoke(app, [*args, "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    assert "RAPPOR-boolean" in result.output and "one report" in result.output
+
+
+def test_exec_without_k_is_refused_in_one_line():
+    """--exec needs the client's domain size: no silent k = 8."""
+    result = runner.invoke(app, ["audit", "--exec", "true", "--claim", "1"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "'--k'" in lines[0]

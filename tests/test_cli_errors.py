@@ -161,11 +161,29 @@ def rappor_files(place):
         (["--counts", "counts.csv", "--candidates", "adir"], "--candidates: 'adir' is a folder"),
         (["--counts", "counts.csv", "--out", "adir"], "--out: 'adir' is a folder"),
         (["--counts", "counts.csv", "--limit", "-1"], "'--limit' must be an integer >= 1"),
+        (["--counts", "counts.csv", "--plot", "adir"], "--plot: 'adir' is a folder"),
+        (["--counts", "counts.csv", "--plot", "x.txt"], "must end in .png or .pdf or .svg"),
+        (["--counts", "loop"], "--counts: 'loop' is a loop of symbolic links"),
     ],
 )
 def test_rappor_decode_paths_and_limit(rappor_files, extra, contains):
+    os.symlink("loop", rappor_files / "loop")
     base = ["rappor", "decode", "--params", "params.csv", "--candidates", "cands.txt"]
     one_error_line([*base, *extra], contains=contains)
+    assert not (rappor_files / "adir.png").exists()  # it used to write <folder>.png and exit 0
+
+
+def test_rappor_decode_plots_to_the_format_its_suffix_names(rappor_files):
+    base = ["rappor", "decode", "--params", "params.csv", "--candidates", "cands.txt"]
+    result = runner.invoke(app, [*base, "--counts", "counts.csv", "--plot", "out/p.svg"])
+    assert result.exit_code == 0, result.output
+    assert "<svg" in Path("out/p.svg").read_text()[:2000]
+
+
+def test_figure_suffixes_are_the_plot_formats():
+    from longldp.experiments.plot import FORMATS
+
+    assert _common.FIGURE_SUFFIXES == tuple(f".{f}" for f in FORMATS)
 
 
 # ------------------------------------------------------------------------------ sizes
@@ -262,6 +280,84 @@ def test_serve_refuses_bad_databases_addresses_and_levels(place):
     for extra, contains in cases:
         line = one_error_line(["serve", "--db", "ok.db", "--port", free, *extra], contains=contains)
         assert "secret" not in line  # a password in a URL is never shown
+
+
+# ------------------------------------------------- the option typed, not the library's name
+
+
+@pytest.mark.parametrize(
+    ("args", "contains"),
+    [
+        (["simulate-reports", *LOSUE, "--change", "2"], "'--change' must be in [0, 1]; got 2.0"),
+        (["plot", "afile", "--format", "xyz"], "'--format' must be one of png, pdf, svg"),
+        (["plot", "afile", "--dpi", "2"], "'--dpi' must be an integer in [20, 1200]"),
+        (["serve", "--db", "x.db", "--max-batch", "0"], "'--max-batch' must be an integer"),
+        (["protocols", "--k", "1"], "'--k' must be an integer >= 2; got 1"),
+        (["protocols", "--n", "0"], "'--n' must be an integer >= 1; got 0"),
+        (["protocols", "--alpha", "2"], "'--alpha' (= ε1/ε∞) must be in (0, 1)"),
+        (["allomfree-tables", "--calibration", "x"], "'--calibration' must be one of"),
+    ],
+)
+def test_errors_name_the_option_typed(place, args, contains):
+    """A library check names its parameter (`simulate_reports: 'change'`); the line names the
+    option the user typed, and no internal owner (`L-SUE`, `plot:`, `server:`) is blamed."""
+    line = one_error_line(args, contains=contains)
+    assert line.startswith("error: '--"), line
+
+
+def test_aggregate_postprocess_is_refused_before_the_work(archive):
+    one_error_line(
+        ["aggregate", str(archive), "--postprocess", "xyz"],
+        contains="'--postprocess' must be one of 'base-pos'",
+    )
+
+
+def test_a_parameter_inside_a_protocol_spec_keeps_its_owner(place):
+    """``k=1`` is a word of the protocol spec, not ``--k``: the protocol is named."""
+    one_error_line(
+        ["simulate-reports", "L-GRR", "k=1", "eps_perm=2", "eps_1=1"],
+        contains="L-GRR: 'k' must be an integer >= 2; got 1",
+    )
+
+
+# ---------------------------------------------------------------------- symbolic links
+
+
+@pytest.fixture
+def links(place):
+    """``loop`` and ``loop2`` point at each other; ``dangling`` points at nothing."""
+    os.symlink("loop2", place / "loop")
+    os.symlink("loop", place / "loop2")
+    os.symlink("nothing-here", place / "dangling")
+    return place
+
+
+@pytest.mark.parametrize(
+    ("args", "contains"),
+    [
+        (["run", "loop"], "STUDY: 'loop' is a loop of symbolic links"),
+        (["plot", "loop"], "RESULTS: 'loop' is a loop of symbolic links"),
+        (["allomfree-gains", "loop"], "RESULTS: 'loop' is a loop of symbolic links"),
+        (["aggregate", "loop"], "'loop' is a loop of symbolic links"),
+        (["run", str(TINY), "--out", "loop"], "--out: 'loop' is a loop of symbolic links"),
+        (["simulate-reports", *LOSUE, "--out", "loop"], "--out: 'loop' is a loop of symbolic"),
+        (["run", "dangling"], "'dangling' is a symbolic link to 'nothing-here', which does not"),
+        (["plot", "adir", "--out", "dangling"], "'dangling' is a symbolic link to 'nothing-here'"),
+        (["aggregate", "dangling"], "'dangling' is a symbolic link to 'nothing-here'"),
+        (["run", "nofile.toml"], "STUDY: 'nofile.toml' does not exist"),
+    ],
+)
+def test_symbolic_links_are_told_apart_from_missing_files(links, args, contains):
+    one_error_line(args, contains=contains)
+
+
+def test_an_output_file_behind_a_link_loop_is_refused(links):
+    os.symlink("l2.parquet", links / "l1.parquet")
+    os.symlink("l1.parquet", links / "l2.parquet")
+    one_error_line(
+        ["simulate-reports", *LOSUE, "--out", "l1.parquet"],
+        contains="--out: 'l1.parquet' is a loop of symbolic links",
+    )
 
 
 # -------------------------------------------------------------- accepted silently before
@@ -362,3 +458,36 @@ def test_sigterm_stops_the_workers(tmp_path):
     assert "interrupted" in out
     _gone, alive = psutil.wait_procs(workers, timeout=30)
     assert not alive, f"workers still running: {[p.pid for p in alive]}"
+
+
+# ------------------------------------------------------------------ the one NAME=VALUE parser
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["privacy", "L-OSUE", "k=20", "eps_perm=2", "eps_1=0.8", "--n", "1000"],
+        ["simulate-reports", "L-OSUE", "k=20", "eps_perm=2", "eps_1=0.8", "--n", "10"],
+    ],
+    ids=["privacy", "simulate-reports"],
+)
+def test_every_command_parses_name_value_the_same_way(command, tmp_path, monkeypatch):
+    """``privacy`` and ``simulate-reports`` take ``eps-perm=`` as ``eps_perm=`` and refuse a name
+    given twice in one line (``k=8 k=9`` used to mean k = 9 for one and fail for the other)."""
+    monkeypatch.chdir(tmp_path)
+    dashed = [w.replace("eps_perm", "eps-perm") for w in command]
+    assert runner.invoke(app, dashed, prog_name="longldp").exit_code == 0
+    at = command.index("k=20")
+    one_error_line([*command[: at + 1], "k=9", *command[at + 1 :]], contains="'k' is given twice")
+    one_error_line([*command[:at], "eps-perm=3", *command[at:]], contains="given twice")
+    one_error_line([*command[:at], "oops", *command[at:]], contains="NAME=VALUE")
+
+
+def test_audit_param_takes_the_same_parser_and_refuses_what_has_an_option():
+    one_error_line(["audit", "L-GRR", "--param", "k=9"], contains="option of its own (--k)")
+    one_error_line(
+        ["audit", "L-GRR", "--param", "calibration=paper", "--param", "calibration=exact"],
+        contains="given twice",
+    )
+    parsed = _common.parse_assignments(["eps-perm=2", "flag=true", "x=none", "s=paper", "f=0.5"])
+    assert parsed == {"eps_perm": 2, "flag": True, "x": None, "s": "paper", "f": 0.5}

@@ -38,14 +38,17 @@ def test_committed_vectors_are_the_python_clients(fresh):
 
 
 def test_vectors_cover_every_registered_protocol_and_a_refusal(fresh):
-    """Every protocol of the registry (a device runs every one) has a case, so a protocol added
-    to the registry fails here until it has vectors and the JS client implements it."""
-    from longldp.protocols import NAMES
+    """Every protocol of this package's registry declares its device client (``client_spec``)
+    and has a case (its ``vector_cases``), so a protocol added to the registry fails here until
+    it has vectors and the JS client implements it."""
+    from longldp.protocols._registry import BUILTIN_CLASSES
 
+    undeclared = [cls.name for cls in BUILTIN_CLASSES if cls.client_spec is None]
+    assert not undeclared, f"{undeclared} declare no client_spec (docs/client-spec.md)"
     names = {c["spec"]["name"] for c in fresh["cases"]}
-    missing = sorted(set(NAMES) - names)
-    assert not missing, f"no client vector case for {missing}: add one to scripts/client_vectors.py"
-    assert fresh["protocols"] == list(NAMES)
+    missing = sorted({cls.name for cls in BUILTIN_CLASSES} - names)
+    assert not missing, f"no client vector case for {missing}: declare the class's vector_cases"
+    assert fresh["protocols"] == [cls.name for cls in BUILTIN_CLASSES]
     assert any(s.get("refused") for c in fresh["cases"] for s in c["steps"])
     assert any(c["spec"]["params"].get("hash_pool") for c in fresh["cases"])
 
@@ -59,3 +62,29 @@ def test_generation_reads_no_os_randomness(monkeypatch):
     monkeypatch.setattr(os, "urandom", forbidden)
     again = _generator().vectors()
     assert again["cases"][0]["steps"]
+
+
+def test_a_wrong_round1_derivation_fails_the_vectors(fresh, monkeypatch):
+    """A client that derives round 1 under another HMAC context must fail the vectors: for every
+    longitudinal protocol (and the hash-pool variant), some case's memos change. BiLOLOHA
+    (g = 2) and RAPPOR-boolean (one bit) have two memo keys of one bit each, so a wrong
+    derivation keeps both with probability about (p1² + q1²)² whatever the case: left out."""
+    import longldp.protocols.client as round1
+
+    monkeypatch.setattr(round1, "ROUND1_LABEL", b"longldp/round1/vX|")
+    wrong = {c["name"]: c for c in _generator().vectors()["cases"]}
+    sensitive: set[str] = set()
+    for case in fresh["cases"]:
+        memos = [s.get("memo") for s in case["steps"]]
+        if all(m is None for m in memos):
+            continue  # one-shot: nothing is memoized
+        if memos != [s.get("memo") for s in wrong[case["name"]]["steps"]]:
+            pool = "+pool" if case["spec"]["params"].get("hash_pool") else ""
+            sensitive.add(case["spec"]["name"] + pool)
+    import longldp as ll
+
+    chains = {p.name for p in ll.list_protocols() if p.longitudinal} - {
+        "BiLOLOHA",
+        "RAPPOR-boolean",
+    }
+    assert chains | {"OLOLOHA+pool"} <= sensitive, sorted(chains | {"OLOLOHA+pool"} - sensitive)

@@ -225,6 +225,7 @@ def test_no_temporary_files_pile_up_when_the_device_is_killed(tmp_path):
         time.sleep(float(rng.uniform(0.0, 0.05)))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
+        proc.stdout.close()
         leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
         assert len(leftovers) <= 1, leftovers
         DeviceClient(state)  # loads (never a corrupt file), and removes the leftovers

@@ -1,17 +1,16 @@
-"""The documents hold together: every Markdown link and anchor resolves, docs/README.md lists
-every document, the API reference builds from the docstrings, the examples say what they do
-(the README's byte count, the `__main__` guard of multi-process examples), and every script
-under experiments/ answers ``--help``."""
+"""The documents hold together: every Markdown link and anchor resolves, docs/index.md lists
+every document, the README is a landing page, the examples say what they do (the short
+example's byte count, the `__main__` guard of multi-process examples), and every script under
+experiments/ answers ``--help``. The docstring checks are tests/test_docstrings.py; the site's
+hooks are tests/test_docs_site.py (`make test` builds the site with `mkdocs build --strict`)."""
 
 from __future__ import annotations
 
 import ast
-import importlib.util
 import re
 import subprocess
 import sys
 import textwrap
-import types
 from pathlib import Path
 
 import pytest
@@ -106,67 +105,26 @@ def test_the_checker_finds_a_broken_anchor(tmp_path):
 
 
 def test_the_docs_index_lists_every_document():
-    index = ROOT / "docs" / "README.md"
-    listed = {t.partition("#")[0] for t in links(index)}
-    docs = {p.name for p in (ROOT / "docs").glob("*.md") if p.name != "README.md"}
-    assert docs <= listed, f"docs/README.md does not list {sorted(docs - listed)}"
+    """docs/index.md (the site's home) links every page of docs/, subfolders included (the
+    generated API reference aside), and the README points to it."""
+    index = ROOT / "docs" / "index.md"
+    listed = {(index.parent / t.partition("#")[0]).resolve() for t in links(index)}
+    docs = {p.resolve() for p in (ROOT / "docs").rglob("*.md") if p != index}
+    missing = sorted(str(p.relative_to(ROOT)) for p in docs - listed)
+    assert not missing, f"docs/index.md does not list {missing}"
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "docs/README.md" in readme
+    assert "docs/index.md" in readme
 
 
-# ---------------------------------------------------------------------- API reference
-def load_script(name: str) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-@pytest.mark.slow
-def test_the_api_reference_builds_from_the_docstrings():
-    api = load_script("api_reference")
-    ref = api.build()
-    assert ref.ok, "\n".join(ref.problems())
-    text = api.markdown(ref)
-    for name in ("longldp.apps.rappor.decode", "longldp.protocols", "longldp.experiments.plot"):
-        assert f"\n## {name}\n" in text
-    assert "### `decode(proto" in text and "### `class AliasGroup(" in text
-    # every module listed at the top has its section (the anchors resolve)
-    headings = {slug(h) for h in re.findall(r"^## (.+)$", text, re.M)}
-    listed = re.findall(r"\]\(#([^)]+)\)", text)
-    assert len(listed) == len(ref.entries) and set(listed) <= headings
-
-
-def test_the_api_reference_check_can_fail(monkeypatch):
-    api = load_script("api_reference")
-    fake = types.ModuleType("longldp_fake_for_api_check")
-    fake.__doc__ = "A module for the test (see :func:`documented`)."
-
-    def documented() -> None:
-        """Points at :func:`nowhere_at_all` and `longldp.no_such_module`."""
-
-    def undocumented() -> None:
-        pass
-
-    for f in (documented, undocumented):
-        f.__module__ = fake.__name__
-        setattr(fake, f.__name__, f)
-    monkeypatch.setitem(sys.modules, fake.__name__, fake)
-    ref = api.build([fake.__name__])
-    assert not ref.ok
-    assert ref.missing == [f"{fake.__name__}.undocumented"]
-    assert {b.split(": ")[1] for b in ref.broken} == {"nowhere_at_all", "longldp.no_such_module"}
-
-
-def test_the_committed_api_reference_is_the_generated_one():
-    """``make test`` regenerates docs/api.md; the committed copy must not lag behind."""
-    api = load_script("api_reference")
-    committed = (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
-    assert committed == api.markdown(api.build()), (
-        "docs/api.md is stale: run `make docs` (python scripts/api_reference.py --out docs/api.md)"
-    )
+def test_the_readme_is_a_landing_page():
+    """The README is a front door read in five minutes: under 250 lines, the two commands, one
+    example per audience, links into the documentation."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert text.count("\n") < 250
+    for audience in ("Researchers", "App developers", "Auditors", "Attack researchers"):
+        assert f"**{audience}" in text, audience
+    for tutorial in sorted((ROOT / "docs" / "tutorials").glob("*.md")):
+        assert f"docs/tutorials/{tutorial.name}" in text, tutorial.name
 
 
 # ---------------------------------------------------------------------- examples
@@ -177,12 +135,13 @@ def python_blocks(path: Path) -> list[str]:
     return [textwrap.dedent(body) for _, body in found]
 
 
-def test_the_readme_example_states_the_true_report_size():
-    block = python_blocks(ROOT / "README.md")[0]
+@pytest.mark.parametrize("page", ["README.md", "docs/getting-started.md"])
+def test_the_short_example_states_the_true_report_size(page):
+    block = next(b for b in python_blocks(ROOT / page) if "report_bytes(31)" in b)
     said = re.search(r"report_bytes\(31\)\s+# (\d+) bytes", block)
-    assert said, "the README example no longer says how many bytes a report takes"
+    assert said, f"the {page} example no longer says how many bytes a report takes"
     namespace: dict = {}
-    exec(compile(block, "README.md", "exec"), namespace)
+    exec(compile(block, page, "exec"), namespace)
     assert len(namespace["payload"]) == int(said.group(1))
 
 
@@ -197,8 +156,8 @@ def _guarded(tree: ast.Module) -> set[int]:
 
 @pytest.mark.parametrize(
     "path",
-    [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))],
-    ids=lambda p: p.name,
+    [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))],
+    ids=lambda p: str(p.relative_to(ROOT)),
 )
 def test_multiprocess_examples_have_the_main_guard(path):
     """Worker processes start with ``spawn`` and import the script again: a call with

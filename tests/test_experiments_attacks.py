@@ -16,7 +16,7 @@ from study_helpers import run_study_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = ROOT / "experiments" / "attacks_tiny.toml"
-STUDIES = ("attacks_count", "attacks_reports")
+STUDIES = ("attacks_count", "attacks_reports", "attacks_detect")
 
 
 @pytest.fixture(scope="module")
@@ -74,3 +74,24 @@ def test_bad_study_keys() -> None:
         parse_study(dict(base, targets=16), "bad.toml")
     with pytest.raises(ValueError, match="'variants'"):
         parse_study(dict(base, variants=["sometimes"]), "bad.toml")
+    for bad in ([2, 16], [2, 2], [], 0, [1.5]):
+        with pytest.raises(ValueError, match="'targets'"):
+            parse_study(dict(base, targets=bad), "bad.toml")
+    with pytest.raises(ValueError, match="'hash_trials'"):
+        parse_study(dict(base, hash_trials=[100, 0]), "bad.toml")
+    for bad in (0, 1.0, -0.1):
+        with pytest.raises(ValueError, match="'detect_fpr'"):
+            parse_study(dict(base, detect_fpr=bad), "bad.toml")
+
+
+def test_targets_and_hash_trials_lists_are_axes() -> None:
+    """A list is an axis after the variant (its index ends the spawn key); one integer is a
+    fixed parameter, so a study written with one value keeps its cells and streams."""
+    base = tomllib.loads(TINY.read_text())
+    plain = ak.cells(parse_study(base, "tiny.toml"))
+    both = ak.cells(parse_study(dict(base, targets=[2, 3], hash_trials=[20, 50]), "x.toml"))
+    assert len(both) == 4 * len(plain)
+    assert [c.spawn_key for c in both[::4]] == [(*c.spawn_key, 0, 0) for c in plain]
+    got = {(c.params["targets"], c.params["hash_trials"]) for c in both}
+    assert got == {(2, 20), (2, 50), (3, 20), (3, 50)}
+    assert all(c.params["detect_fpr"] == 0.01 for c in plain)

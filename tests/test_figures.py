@@ -132,6 +132,62 @@ def test_axis_labels_are_words(drawn):
     assert "mean squared error, averaged over time" in text and "privacy budget ε∞" in text
 
 
+def test_a_title_wraps_only_between_phrases(tmp_path):
+    """Two panels (the demo's two attributes) leave room for about 124 characters: the title
+    breaks after "; " or ", " only, never inside "privacy budget ε∞ (of the memoized answer)"."""
+    from matplotlib.figure import Figure
+
+    two = pa.concat_tables(
+        [chains_table(), chains_table().set_column(3, "attribute", pa.array(["other"] * 84))]
+    )
+    titles = []
+    save = Figure.savefig
+
+    def keep(self, path, *args, **kwargs):
+        titles.append(self._suptitle.get_text())
+        return save(self, path, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(Figure, "savefig", keep)
+        plot_results(two, tmp_path)
+    (title,) = titles
+    lines = title.split("\n")
+    assert len(lines) >= 2 and all(len(line) <= 124 for line in lines), lines
+    assert all(line.endswith((";", ",")) for line in lines[:-1]), lines
+    assert "privacy budget ε∞ (of the memoized answer)" in " ".join(lines)
+
+
+def test_wrap_phrases():
+    from longldp.experiments.plot import wrap_phrases
+
+    text = "s: y vs x (a = 1, b = 2); mean over 3 repetitions"
+    assert wrap_phrases(text, 100) == text
+    assert wrap_phrases(text, 20) == "s: y vs x (a = 1,\nb = 2);\nmean over 3 repetitions"
+
+
+def test_make_demo_writes_svg_beside_png(tmp_path):
+    """The plot lines of the Makefile's demo recipe, run on a small results table."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    recipe = root.joinpath("Makefile").read_text().split("\ndemo:")[1].split("\n\n")[0]
+    plots = [line.strip() for line in recipe.splitlines() if "longldp plot" in line]
+    assert len(plots) == 2
+    (tmp_path / "demo-output").mkdir()
+    pq.write_table(chains_table(), tmp_path / "demo-output" / "results.parquet")
+    for line in plots:
+        words = shlex.split(line.replace("$(BIN)/", ""))
+        res = subprocess.run(
+            [sys.executable, "-m", *words], cwd=tmp_path, capture_output=True, text=True
+        )
+        assert res.returncode == 0, res.stderr
+    made = sorted(p.name for p in (tmp_path / "demo-output").iterdir() if p.suffix != ".parquet")
+    stems = {p.rsplit(".", 1)[0] for p in made if p.endswith((".png", ".svg"))}
+    assert stems and all(f"{s}.png" in made and f"{s}.svg" in made for s in stems), made
+
+
 def test_demo_plot_has_a_marker_per_protocol(tmp_path):
     from matplotlib.figure import Figure
 

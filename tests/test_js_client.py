@@ -194,6 +194,12 @@ def _site(upstream: str) -> http.server.ThreadingHTTPServer:
     return site
 
 
+def _close(site: http.server.ThreadingHTTPServer) -> None:
+    """Stop serving and close the listening socket (an open one is a ResourceWarning)."""
+    site.shutdown()
+    site.server_close()
+
+
 E2E_SPEC = {"name": "L-OSUE", "params": {"k": 8, "eps_perm": 2.0, "eps_1": 1.0}}
 DEVICES, EPOCHS = 1000, 3
 
@@ -282,7 +288,45 @@ def test_chromium_end_to_end_against_a_real_server(tmp_path):
         # 95% intervals: fewer than 3/4 of 24 covering has probability below 1e-5.
         assert inside >= 0.75 * total, (inside, total)
     finally:
-        site.shutdown()
+        _close(site)
+        srv.stop()
+
+
+@pytest.mark.browser
+def test_chromium_page_on_another_origin_uploads_when_the_server_allows_it(tmp_path):
+    """CORS: a page served from another origin than `longldp serve` fetches the spec and
+    uploads straight to the server when the server lists its origin (`--cors-origin`; the
+    browser's preflight for the Authorization header is answered), and is blocked by the
+    browser when it does not (docs/server.md, "Pages on another origin")."""
+    allowed, refused = _site(""), _site("")  # static sites on two ports: two origins
+    origin = f"http://127.0.0.1:{allowed.server_address[1]}"
+    srv = LiveServer(str(tmp_path / "cors.db"), tmp_path, args=("--cors-origin", origin)).start()
+    try:
+        col = httpx.post(
+            f"{srv.base}/v1/collections",
+            json={"name": "cors", "protocol": E2E_SPEC, "first_epoch": 0, "auth": "shared"},
+            headers=bearer(ADMIN),
+            timeout=30,
+        ).json()
+        args = {"baseUrl": srv.base, "collection": "cors", "token": col["ingest_token"],
+                "values": [3, 1, 4]}  # fmt: skip
+        with Chromium(CHROMIUM, tmp_path / "profile") as browser:
+            browser.navigate(f"{origin}/test/browser/e2e.html")
+            sent = browser.evaluate(f"e2e.crossOrigin({json.dumps(args)})")
+            assert sent.get("acknowledged") == 3 and sent["remaining"] == 0, sent
+            other = f"http://127.0.0.1:{refused.server_address[1]}/test/browser/e2e.html"
+            browser.navigate(other)
+            blocked = browser.evaluate(f"e2e.crossOrigin({json.dumps(args)})")
+            assert blocked.get("error", "").startswith("TypeError"), blocked  # "Failed to fetch"
+        stored = httpx.get(
+            f"{srv.base}/v1/collections/cors/epochs/0/estimate",
+            headers=bearer(col["read_token"]),
+            timeout=30,
+        ).json()
+        assert stored["n"] == 1  # the allowed page's one report of epoch 0, and nothing else
+    finally:
+        _close(allowed)
+        _close(refused)
         srv.stop()
 
 

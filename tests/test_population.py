@@ -178,3 +178,29 @@ def test_bad_input_names_the_owner():
         pop.support([np.zeros(2, dtype=np.int64)] * 2, rng)
     with pytest.raises(ValueError, match="sample_counts needs the count-level engine"):
         group.sample_counts(np.zeros((2, 5), dtype=np.int64), rng)
+
+
+def test_epochs_run_the_engine_lazily_and_carry_reports_when_they_exist():
+    """ReportingGroup.epochs (what the attacks run genuine users through): one epoch per row,
+    records only under the reports engine, counts only at count level, and the count-level
+    draw is the group's one sample_support call over all epochs (same seed, same numbers)."""
+    proto = ll.protocol("L-GRR", k=4, eps_perm=2.0, eps_1=1.0)
+    values = np.random.default_rng(0).integers(0, 4, size=(3, 50))
+    counts = np.stack([np.bincount(v, minlength=4) for v in values])
+    for engine in ENGINES:
+        group = Population(50, engine).group(proto)
+        epochs = list(group.epochs(np.random.default_rng(1), values=values))
+        assert len(epochs) == 3 and all(e.support.shape == (4,) for e in epochs)
+        assert all((e.records is not None) == (engine == "reports") for e in epochs)
+        assert all(int(e.support.sum()) == 50 for e in epochs)
+        assert group.reports.tolist() == [3] * 50
+    direct = proto.sample_support(counts, 50, np.random.default_rng(1))
+    group = Population(50, "count-level").group(proto)
+    drawn = [e.support for e in group.epochs(np.random.default_rng(1), counts=counts)]
+    assert np.array_equal(np.stack(drawn), direct)
+    with pytest.raises(ValueError, match="'counts' suffice only"):
+        next(
+            Population(50, "per-user").group(proto).epochs(np.random.default_rng(1), counts=counts)
+        )
+    with pytest.raises(ValueError, match="exactly one"):
+        next(group.epochs(np.random.default_rng(1)))

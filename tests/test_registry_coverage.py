@@ -36,6 +36,11 @@ def frequencies(cls: type) -> bool:
     return cls.estimates_frequencies
 
 
+def linkable(cls: type) -> bool:
+    """Its reports carry a per-device field that links a device's epochs."""
+    return cls.linkage.linkable
+
+
 def eps_budget(cls: type) -> bool:
     """Its budget is given as ε or ε∞, ε1 (not parameters of its own)."""
     return set(cls.budget_params) <= {"eps", "eps_perm", "eps_1"}
@@ -104,10 +109,13 @@ COMMON: dict[str, dict[str, Trait]] = {
     },
     "test_roundtrip_server": {"test_server_round_trip": counted},
     "test_roundtrip_archive": {"test_archive_round_trip": every},
+    "test_sampler_thresholds": {"test_claims_equal_what_the_sampler_realizes": every},
     "test_shuffle_linkage": {
         "test_declared_linkage_covers_what_the_reports_carry": every,
         "test_routes_follow_the_linkage": every,
         "test_every_central_claim_survives_the_linkage_attack": exact_channel,
+        "test_a_halved_claim_is_refuted_where_the_attack_has_power": every,
+        "test_linking_refutes_the_excluded_route": linkable,
     },
     "test_audit": {
         "test_exact_lifetime_within_claims_and_saturates": frequencies,

@@ -398,3 +398,5 @@ def test_serve_demo_cleans_up_on_sigterm(when, tmp_path):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -1,4 +1,5 @@
-"""README's table of local and shuffled central privacy is the output of its script."""
+"""The guide's table of local and shuffled central privacy (docs/guide/shuffling.md) is the
+output of its script."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
-def test_readme_shows_the_generated_shuffle_table():
+def test_the_guide_shows_the_generated_shuffle_table():
     script = runpy.run_path(str(ROOT / "experiments" / "shuffle_table.py"))
     table = script["table"]()
     assert table.count("\n") == 1 + len(script["ll"].list_protocols())
-    assert table in (ROOT / "README.md").read_text(), (
-        "README's shuffle table is stale: rerun `python experiments/shuffle_table.py`"
+    assert table in (ROOT / "docs" / "guide" / "shuffling.md").read_text(), (
+        "the shuffle table of docs/guide/shuffling.md is stale: rerun "
+        "`python experiments/shuffle_table.py`"
     )

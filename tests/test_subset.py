@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -46,10 +47,17 @@ def test_default_omega_minimises_vstar(k, eps):
     assert abs(omega - k / (math.exp(eps) + 1)) <= 1
 
 
-def test_claim_is_exact_at_large_budgets():
-    # 1 − P1 computed by subtraction would understate ε near EPS_MAX.
+def test_claim_is_the_samplers_at_large_budgets():
+    """1 − P1 is the exact complement of P1 as the sampler draws it (privacy.drawn), not a
+    second closed form (k − ω)/(ω·e^ε + k − ω), which at ε = 30 put the claim below the
+    sampler's ε (issue 27); the claim is the sampler's ε, computed exactly, and lies within the
+    grid's resolution, 2⁻⁵³/(1 − P1) relative to ln's argument, of the budget."""
     p1, _, not_p1 = privacy.subset_probabilities(privacy.EPS_MAX, 10, 3)
-    assert privacy.subset_epsilon(p1, not_p1, 10, 3) == pytest.approx(privacy.EPS_MAX, rel=1e-12)
+    assert p1 == privacy.drawn(p1) and not_p1 == 1.0 - p1
+    exact = Fraction(p1) * 7 / ((1 - Fraction(p1)) * 3)
+    got = privacy.subset_epsilon(p1, not_p1, 10, 3)
+    assert got == pytest.approx(math.log(exact.numerator) - math.log(exact.denominator), rel=1e-15)
+    assert abs(got - privacy.EPS_MAX) <= 2.0**-53 / not_p1
 
 
 def test_bad_omega_and_reports_are_refused():

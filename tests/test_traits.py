@@ -195,8 +195,12 @@ def test_a_continuous_report_has_no_exact_channel_and_bins_its_reports():
 
 def test_registry_refuses_a_class_without_a_trait_or_the_roles():
     check_class(ll.protocols.GRR)
-    odd = type("NoKind", (ll.protocols.GRR,), {"report_kind": "symbol"})
+    own = {"report_kind": "symbol", "linkage": ll.protocols.GRR.linkage}
+    odd = type("NoKind", (ll.protocols.GRR,), own)
     with pytest.raises(RuntimeError, match="'report_kind'"):
         check_class(dataclasses.dataclass(frozen=True)(odd))
+    unlinked = type("NoLinkage", (ll.protocols.GRR,), {})
+    with pytest.raises(RuntimeError, match="'linkage'"):
+        check_class(dataclasses.dataclass(frozen=True)(unlinked))
     with pytest.raises(RuntimeError, match="mechanism, estimator and codec"):
         check_class(int)

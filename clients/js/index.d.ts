@@ -149,6 +149,28 @@ export class Uploader {
 
 export function parseRetryAfter(value: string | null | undefined, now?: number): number | null;
 export function fetchSpec(baseUrl: string, collection: string, token: string, fetchFn?: typeof fetch): Promise<ProtocolSpec>;
+
+/** What GET /v1/collections/{name} answers (docs/server.md, "Collections and tokens"). */
+export interface CollectionInfo {
+  name: string;
+  protocol: ProtocolSpec;
+  fingerprint: string;
+  first_epoch: number;
+  last_epoch: number | null;
+  /** Length of an epoch in seconds: the collection has a wall clock (null: the app numbers epochs). */
+  epoch_seconds: number | null;
+  /** Unix time (seconds) at which first_epoch begins. */
+  start_time: number | null;
+  current_epoch: number | null;
+  epoch_window: number;
+  auth: "device" | "shared";
+  /** Reports a device may make per epoch (default 1). */
+  reports_per_epoch: number | null;
+  [key: string]: unknown;
+}
+export function fetchCollection(baseUrl: string, collection: string, token: string, fetchFn?: typeof fetch): Promise<CollectionInfo>;
+/** first_epoch + floor((nowMs/1000 − start_time)/epoch_seconds); RangeError without a clock. */
+export function epochAt(info: Pick<CollectionInfo, "first_epoch" | "epoch_seconds" | "start_time">, nowMs?: number): number;
 export function protocolFromSpec(spec: ProtocolSpec): Promise<Protocol>;
 export const PROTOCOL_NAMES: readonly string[];
 export function secretId(key: CryptoKey): Promise<string>;

@@ -115,3 +115,28 @@ def counts(owner: str, values: ArrayLike, k: int, name: str = "true_counts") -> 
     if arr.size and arr.min() < 0:
         raise _fail(owner, name, "non-negative counts", int(arr.min()))
     return arr.astype(np.int64, copy=False)
+
+
+def missing_path(path: Any) -> str:
+    """Why ``path``, which does not resolve to a file or folder, cannot be used, in words.
+
+    ``Path.exists`` is False for a missing path, a symbolic link whose target is missing and a
+    loop of symbolic links alike; a user told "does not exist" of a link she can list goes
+    looking in the wrong place, so the three are told apart (``os.stat``'s ``ELOOP``).
+    """
+    import errno
+    import os
+
+    try:
+        os.stat(path)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "is a loop of symbolic links (it never reaches a file)"
+        if os.path.islink(path):
+            return f"is a symbolic link to {os.readlink(path)!r}, which does not exist"
+        if err.errno == errno.ENOTDIR:
+            return "does not exist (a part of it is a file, not a folder)"
+        if err.errno == errno.EACCES:
+            return "cannot be reached (permission denied on a folder on its way)"
+        return "does not exist"
+    return "exists"

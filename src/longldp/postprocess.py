@@ -728,7 +728,7 @@ def _lookup(owner: str, param: str, name: Any) -> PostProcessor:
         raise _fail(owner, param, allowed, name) from None
 
 
-def get_method(name: str) -> PostProcessor:
+def get_method(name: str, *, owner: str = "get_method", param: str = "name") -> PostProcessor:
     """Look up a post-processing method by name.
 
     Names are case-insensitive and accept ``_`` for ``-`` (``"Norm_Sub"`` is ``"norm-sub"``).
@@ -737,6 +737,9 @@ def get_method(name: str) -> PostProcessor:
     ----------
     name : str
         One of the keys of :data:`METHODS`.
+    owner, param : str
+        Who asks and for which of its arguments, as the error message names them (the command
+        line checks ``--postprocess`` this way before any work).
 
     Returns
     -------
@@ -748,7 +751,7 @@ def get_method(name: str) -> PostProcessor:
     ValueError
         For an unknown name; the message lists the allowed names.
     """
-    return _lookup("get_method", "name", name)
+    return _lookup(owner, param, name)
 
 
 def apply(

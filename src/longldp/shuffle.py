@@ -601,8 +601,10 @@ def collection_bound(
       ε_L = min(τ·ε1, d·ε∞) (τ·ε1 for one-shot clients): the shuffled ε_L.
 
     The figure is the smallest. All routes need a trusted shuffler, anonymous transport, one
-    report per device per epoch and, for chains, devices whose values change at the same
-    epochs (in particular values that never change); see docs/math.md §17.6.
+    report per device per epoch and, for chains, devices whose memo keys change at the same
+    epochs (the value itself for most chains; the hashed value for LOLOHA, the sampled bucket
+    of dBitFlipPM, the cohort's filter for Bloom RAPPOR; in particular values that never
+    change); see docs/math.md §17.4 and §17.6.
     """
     owner = "collection_bound"
     eps_1 = _eps0(owner, eps_1)
@@ -665,7 +667,9 @@ ASSUMPTIONS = (
     "a trusted shuffler that mixes each epoch's reports and strips identities",
     "anonymous transport: no device id, account, address or timing links a report to a device",
     "one report per device per epoch, from devices independent of one another",
-    "for memoizing chains, devices whose values change at the same epochs (e.g. never)",
+    "for memoizing chains, devices whose memo keys change at the same epochs (e.g. values that "
+    "never change; for LOLOHA, dBitFlipPM and Bloom RAPPOR the key is the hashed value, the "
+    "sampled bucket or the cohort's filter, which depend on the device)",
 )
 
 

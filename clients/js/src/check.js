@@ -3,7 +3,20 @@
 
 export const EPS_MAX = 30;
 
-const show = (v) => (typeof v === "bigint" ? `${v}` : JSON.stringify(v) ?? String(v));
+/** A given value as a message shows it, as it would be written in JS: NaN, Infinity, -0, 3n,
+ * undefined and strings in quotes (JSON.stringify alone printed NaN as "null" and 3n as "3", or
+ * threw on a BigInt inside an object). */
+export function show(v) {
+  if (typeof v === "bigint") return `${v}n`;
+  if (typeof v === "number") return Object.is(v, -0) ? "-0" : String(v);
+  if (v === undefined || typeof v === "symbol" || typeof v === "function") return String(v);
+  try {
+    const mark = (_, x) => (typeof x === "bigint" ? `${x}n` : typeof x === "number" && !Number.isFinite(x) ? String(x) : x);
+    return JSON.stringify(v, mark) ?? String(v);
+  } catch {
+    return String(v); // a cycle
+  }
+}
 
 export const fail = (owner, name, allowed, got, Err = RangeError) => new Err(`${owner}: '${name}' must be ${allowed}; got ${show(got)}`);
 

@@ -5,8 +5,11 @@
 
 export const { exp, expm1, log, tanh, sqrt, min, max, abs } = Math;
 
+/** The probability a draw u < p realizes with 53-bit uniforms: ⌈p·2⁵³⌉/2⁵³ (privacy.drawn). */
+export const drawn = (p) => Math.ceil(p * 2 ** 53) / 2 ** 53;
+
 export const grrProbabilities = (eps, k) => {
-  const p = 1 / (1 + (k - 1) * exp(-eps));
+  const p = drawn(1 / (1 + (k - 1) * exp(-eps)));
   return [p, (1 - p) / (k - 1)];
 };
 
@@ -18,13 +21,13 @@ export const chainNonsupport = (p1, q1, p2, q2) => [p1 * (1 - p2) + (1 - p1) * (
 
 export const vstar = (P1, P0) => (P0 * (1 - P0)) / (P1 - P0) ** 2;
 
-/** L-GRR's p2 ("exact" or "paper" calibration). */
+/** L-GRR's p2 ("exact" or "paper" calibration), as the sampler draws it. */
 export function lgrrP2(k, a, b, calibration) {
   if (calibration === "paper") {
     const num = expm1(a + b);
-    return num / ((k - 1) * exp(b) * expm1(a - b) + num);
+    return drawn(num / ((k - 1) * exp(b) * expm1(a - b) + num));
   }
-  return (exp(b) * expm1(a) + (k - 1) * expm1(b)) / ((exp(b) + k - 1) * expm1(a));
+  return drawn((exp(b) * expm1(a) + (k - 1) * expm1(b)) / ((exp(b) + k - 1) * expm1(a)));
 }
 
 /** Smallest integer argmin of a unimodal f in [lo, hi] by descent from round-half-even(start). */
@@ -50,7 +53,7 @@ export async function grrRound(x, m, keep, src) {
 /** UE round 2: k floats; a symmetric chain flips with q2, another sets with p2 / q2. */
 export async function ueRound2(memo, p2, q2, src) {
   const u = await floats(src, memo.length);
-  const symmetric = abs(p2 + q2 - 1) < 1e-15;
+  const symmetric = p2 === 1 - q2;
   return memo.map((m, i) => (symmetric ? m ^ (u[i] < q2) : u[i] < (m ? p2 : q2) ? 1 : 0));
 }
 

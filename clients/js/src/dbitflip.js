@@ -3,7 +3,7 @@
 
 import { concat, minBytes, uintBE } from "./bytes.js";
 import { budget, int } from "./check.js";
-import { exp, floats, log, min, packBits } from "./common.js";
+import { drawn, exp, floats, log, min, packBits } from "./common.js";
 
 export const methods = {
   /** The d sampled buckets: the indices of the d smallest of b floats, ascending (d = b: all, no draw). */
@@ -34,6 +34,6 @@ export function derive(name, P) {
   budget(name, "eps_perm", P.eps_perm);
   P.b = P.b === null ? P.k : int(name, "b", P.b, 2, P.k);
   int(name, "d", P.d, 1, P.b);
-  const p = 1 / (1 + exp(-P.eps_perm / 2));
+  const p = drawn(1 / (1 + exp(-P.eps_perm / 2)));
   return [p, 1 - p, 1, 0, { b: P.b, d: P.d }];
 }

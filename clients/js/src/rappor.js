@@ -4,11 +4,9 @@
 // from the memo stream of those bytes.
 
 import { concat, fromHex, toHex, uintBE, utf8 } from "./bytes.js";
-import { checkValue, choice, fail, int } from "./check.js";
-import { abs, bitAt, chainSupport, floats, integers, log, max, packBits, ueRound2 } from "./common.js";
+import { checkValue, choice, fail, int, show as text } from "./check.js";
+import { abs, bitAt, chainNonsupport, chainSupport, drawn, floats, integers, log, max, packBits, ueRound2 } from "./common.js";
 import { md5 } from "./md5.js";
-
-const text = (v) => JSON.stringify(v) ?? String(v);
 
 export const methods = {
   check(v) {
@@ -48,21 +46,26 @@ export const methods = {
   body(bits, st) {
     return concat(uintBE(st.cohort, 2), packBits(bits));
   },
-  /** ε1 and ε∞ for encodings differing in (x, y) bits (privacy.rappor_report_epsilon, rappor_prr_epsilon). */
+  /** ε1 and ε∞ for encodings differing in (x, y) bits, from the stored chain
+   * (privacy.rappor_bits_epsilon at (P1, P0) with (N1, N0), and at the PRR's (p1, q1)). */
   epsilons() {
-    const { f, p, q } = this.params;
     const [x, y] = this.differing;
-    const [hi, lo] = chainSupport(1 - f / 2, f / 2, q, p);
-    let e1 = x * abs(log((hi * (1 - lo)) / (lo * (1 - hi))));
-    if (x !== y) {
-      const u = max(log(hi / lo), log((1 - hi) / (1 - lo)));
-      const d = max(log(lo / hi), log((1 - lo) / (1 - hi)));
-      e1 = lo <= 0 || hi <= 0 || lo >= 1 || hi >= 1 ? Infinity : max(x * u + y * d, y * u + x * d);
-    }
-    const prr = log((1 - f / 2) / (f / 2));
-    return [e1, !this.memoizes ? e1 : x === y ? 2 * x * prr : max(x, y) * prr];
+    const [N1, N0] = chainNonsupport(this.p1, this.q1, this.p2, this.q2);
+    const e1 = bitsEpsilon(this.P1, this.P0, x, y, N1, N0);
+    return [e1, !this.memoizes ? e1 : bitsEpsilon(this.p1, this.q1, x, y, 1 - this.p1, 1 - this.q1)];
   },
 };
+
+/** ε of independent bits set w.p. hi (encoded 1) or lo (encoded 0), encodings differing in
+ * (x, y) bits, with the complements nhi = 1 − hi, nlo = 1 − lo (privacy.rappor_bits_epsilon). */
+function bitsEpsilon(hi, lo, x, y, nhi, nlo) {
+  if (min4(hi, lo, nhi, nlo) <= 0) return Infinity;
+  if (x === y) return x * abs(log((hi * nlo) / (lo * nhi)));
+  const u = max(log(hi / lo), log(nhi / nlo));
+  const d = max(log(lo / hi), log(nlo / nhi));
+  return max(x * u + y * d, y * u + x * d);
+}
+const min4 = (...v) => Math.min(...v);
 
 export function derive(name, P) {
   const encoder = name.includes("boolean") ? "boolean" : name.includes("onehot") ? "onehot" : "bloom";
@@ -77,7 +80,11 @@ export function derive(name, P) {
   if (P.f >= 1) throw fail(name, "f", "a number in [0, 1)", P.f);
   if (P.p === P.q) throw new RangeError(`${name}: 'p' and 'q' must differ (p = q makes reports independent of the value); got p = q = ${P.p}`);
   if (P.f === 0 && !oneTime) throw fail(name, "f", "> 0 for longitudinal use (f = 0 memoizes the true bits); use the one-time variant", P.f);
-  const chainRates = [1 - P.f / 2, P.f / 2, P.q, P.p];
+  const q1 = drawn(P.f / 2);
+  const chainRates = [1 - q1, q1, drawn(P.q), drawn(P.p)];
+  // One-time: (q*, p*) of the chain (1 − f/2, f/2, q, p), each as the one draw realizes it.
+  const once = chainSupport(1 - P.f / 2, P.f / 2, P.q, P.p).map(drawn);
   const differing = encoder === "bloom" ? [P.h, P.h] : encoder === "boolean" ? [1, 0] : [1, 1];
-  return [...(oneTime ? [...chainSupport(...chainRates), 1, 0] : chainRates), { k: encoder === "boolean" ? 1 : P.k, encoder, differing }];
+  const rates = oneTime ? [...once, 1, 0] : chainRates;
+  return [...rates, { k: encoder === "boolean" ? 1 : P.k, encoder, differing }];
 }

@@ -2,13 +2,13 @@
 // (docs/client-spec.md §3.2, §4.2; report kind "enumerated").
 
 import { int } from "./check.js";
-import { exp, floats, integerArgmin, log, packBits, vstar } from "./common.js";
+import { drawn, exp, floats, integerArgmin, log, packBits, vstar } from "./common.js";
 
-/** (P1, P0, 1 − P1) at ω (privacy.subset_probabilities). */
+/** (P1, P0, 1 − P1) at ω (privacy.subset_probabilities): P1 as the sampler draws it. */
 function probabilities(eps, k, omega) {
   const a = omega * exp(eps);
-  const p1 = a / (a + k - omega);
-  return [p1, (omega - p1) / (k - 1), (k - omega) / (a + k - omega)];
+  const p1 = drawn(a / (a + k - omega));
+  return [p1, (omega - p1) / (k - 1), 1 - p1];
 }
 
 export const methods = {

@@ -2,13 +2,13 @@
 // report kind "bits").
 
 import { chain } from "./check.js";
-import { chainNonsupport, exp, expm1, floats, log, max, packBits, sqrt, tanh, ueRound2 } from "./common.js";
+import { chainNonsupport, drawn, exp, expm1, floats, log, max, packBits, sqrt, tanh, ueRound2 } from "./common.js";
 
 const sue = (eps) => {
-  const p = 1 / (1 + exp(-eps / 2));
+  const p = drawn(1 / (1 + exp(-eps / 2)));
   return [p, 1 - p];
 };
-const oue = (eps) => [0.5, 1 / (exp(eps) + 1)];
+const oue = (eps) => [0.5, drawn(1 / (exp(eps) + 1))];
 const ueEpsilon = (P1, P0, N1 = 1 - P1, N0 = 1 - P0) => log((P1 * N0) / (P0 * N1));
 
 export const methods = {
@@ -42,7 +42,7 @@ function halfP2Q2(owner, p1, q1, a, b_) {
   const t = -0.5 * (c1 + (c1 >= 0 ? disc : -disc));
   const valid = [t / c2, c0 / t].filter((x) => x >= 0 && x < 0.5);
   if (valid.length !== 1) throw new RangeError(`${owner}: no valid q2 at eps_perm = ${a}, eps_1 = ${b_}`);
-  return valid[0];
+  return drawn(valid[0]);
 }
 
 export function derive(name, P) {
@@ -52,11 +52,11 @@ export function derive(name, P) {
   const a = P.eps_perm, b = P.eps_1;
   const [p1, q1] = name === "L-SUE" || name === "L-SOUE" ? sue(a) : oue(a);
   if (name === "L-SUE") {
-    const p2 = 0.5 * (1 + tanh(b / 4) / tanh(a / 4));
+    const p2 = drawn(0.5 * (1 + tanh(b / 4) / tanh(a / 4)));
     return [p1, q1, p2, 1 - p2];
   }
   if (name === "L-OSUE") {
-    const p2 = expm1(a + b) / ((exp(b) + 1) * expm1(a));
+    const p2 = drawn(expm1(a + b) / ((exp(b) + 1) * expm1(a)));
     return [p1, q1, p2, 1 - p2];
   }
   return [p1, q1, 0.5, halfP2Q2(name, p1, q1, a, b)];

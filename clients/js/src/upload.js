@@ -2,6 +2,7 @@
 // binary batches, the same report ids on every retry, exponential backoff with full jitter,
 // Retry-After honoured, 413 halves the batch, 401/403 keep everything and stop.
 
+import { show } from "./check.js";
 import { canonicalJson } from "./json.js";
 import { protocolFromSpec } from "./protocols.js";
 import { fingerprintHex, header } from "./wire.js";
@@ -29,10 +30,12 @@ function parseJson(text) {
 }
 
 /**
- * The collection's protocol spec as the server describes it (GET /v1/collections/{name}),
- * its fingerprint checked against the one this client computes (RangeError if they differ).
+ * The collection as the server describes it (GET /v1/collections/{name}): its protocol spec,
+ * fingerprint (checked against the one this client computes: RangeError if they differ), its
+ * clock (first_epoch, epoch_seconds, start_time, current_epoch, epoch_window) and its quota
+ * (reports_per_epoch); docs/server.md, "Collections and tokens".
  */
-export async function fetchSpec(baseUrl, collection, token, fetchFn = globalThis.fetch) {
+export async function fetchCollection(baseUrl, collection, token, fetchFn = globalThis.fetch) {
   const resp = await fetchFn(url(baseUrl, collection), { headers: { Authorization: `Bearer ${token}` } });
   if (!resp.ok) throw new RangeError(`collection ${JSON.stringify(collection)}: HTTP ${resp.status} from the server`);
   const info = await resp.json();
@@ -43,7 +46,27 @@ export async function fetchSpec(baseUrl, collection, token, fetchFn = globalThis
       `collection ${JSON.stringify(collection)}: the server's fingerprint ${info.fingerprint} is not ${mine}, this client's for ${canonicalJson(proto.spec)}`,
     );
   }
-  return info.protocol;
+  return info;
+}
+
+/** The collection's protocol spec only (`fetchCollection(…).protocol`). */
+export async function fetchSpec(baseUrl, collection, token, fetchFn = globalThis.fetch) {
+  return (await fetchCollection(baseUrl, collection, token, fetchFn)).protocol;
+}
+
+/**
+ * The epoch of a collection with a wall clock at time `nowMs` (milliseconds since 1970, UTC;
+ * default: now): first_epoch + ⌊(now − start_time)/epoch_seconds⌋, the server's own rule
+ * (docs/client-spec.md §5.1). A collection without a clock (epoch_seconds null) has no such
+ * epoch: the app numbers its epochs itself, and this throws a RangeError.
+ */
+export function epochAt(info, nowMs = Date.now()) {
+  const { first_epoch: first, epoch_seconds: length, start_time: start } = info ?? {};
+  if (!Number.isFinite(length) || !Number.isFinite(start) || !Number.isInteger(first)) {
+    throw new RangeError(`epochAt: the collection has no wall clock (epoch_seconds ${show(length)}); the app numbers its epochs`);
+  }
+  if (!Number.isFinite(nowMs)) throw new TypeError(`epochAt: 'nowMs' must be a finite number; got ${show(nowMs)}`);
+  return first + Math.floor((nowMs / 1000 - start) / length);
 }
 
 /** Sends a DeviceClient's queue to one collection of a server. */
@@ -63,7 +86,7 @@ export class Uploader {
    */
   constructor({ baseUrl, collection, token, enrollToken, batchSize = 500, timeout = 10, maxAttempts = 8, baseDelay = 1, maxDelay = 3600, sleep, rand, fetch }) {
     if (typeof baseUrl !== "string" || !/^https?:\/\//.test(baseUrl)) {
-      throw new TypeError(`Uploader: 'baseUrl' must be http(s)://…; got ${JSON.stringify(baseUrl)}`);
+      throw new TypeError(`Uploader: 'baseUrl' must be http(s)://…; got ${show(baseUrl)}`);
     }
     if (typeof collection !== "string" || !collection) throw new TypeError("Uploader: 'collection' must be a non-empty string");
     if (!token === !enrollToken || typeof (token ?? enrollToken) !== "string") {

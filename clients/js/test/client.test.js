@@ -57,8 +57,10 @@ test("bad values and epochs throw one-line TypeError/RangeError; nothing is queu
     ["3", TypeError, /'value' must be an integer in \[0, 12\); got "3"/],
     [null, TypeError, /'value' must be an integer/],
     [true, TypeError, /'value'/],
-    [3n, TypeError, /'value'/],
-    [NaN, TypeError, /'value'/],
+    [3n, TypeError, /'value' must be an integer in \[0, 12\); got 3n$/],
+    [NaN, TypeError, /'value' must be an integer in \[0, 12\); got NaN$/],
+    [Infinity, TypeError, /got Infinity$/],
+    [undefined, TypeError, /got undefined$/],
   ];
   for (const [value, Err, msg] of cases) {
     await assert.rejects(c.report(value, 1), (err) => err instanceof Err && msg.test(err.message) && !err.message.includes("\n"));
@@ -207,4 +209,18 @@ test("a secret given by the app (bytes or a non-extractable CryptoKey) derives t
   const b = await open(new MemoryStore(), { secret: key });
   assert.deepEqual(await a.memo(5), await b.memo(5));
   await assert.rejects(open(new MemoryStore(), { secret: new Uint8Array(8) }), TypeError);
+});
+
+test("messages show NaN, Infinity and BigInts as JS writes them (not null, not a bare 3)", async () => {
+  const { show } = await import("../src/check.js");
+  assert.deepEqual([NaN, -Infinity, -0, 3n, undefined, "3", [1n, NaN]].map(show), ["NaN", "-Infinity", "-0", "3n", "undefined", '"3"', '["1n","NaN"]']);
+  const cyclic = {};
+  cyclic.self = cyclic;
+  assert.equal(show(cyclic), "[object Object]");
+  await assert.rejects(protocolFromSpec({ name: "L-GRR", params: { k: 10, eps_perm: NaN, eps_1: 1 } }), /'eps_perm' must be a finite number; got NaN$/);
+  await assert.rejects(protocolFromSpec({ name: "L-GRR", params: { k: 10n, eps_perm: 2, eps_1: 1 } }), /'k' must be an integer >= 2; got 10n$/);
+  const rappor = await protocolFromSpec({ name: "RAPPOR", params: { k: 16, h: 2, m: 2, f: 0.5, p: 0.5, q: 0.75 } });
+  assert.throws(() => rappor.check(5n), /'value' must be a string or bytes; got 5n$/);
+  const boolean = await protocolFromSpec({ name: "RAPPOR-boolean", params: { f: 0.5, p: 0.5, q: 0.75 } });
+  assert.throws(() => boolean.check(NaN), /'value' must be 0, 1, false or true; got NaN$/);
 });

@@ -158,3 +158,20 @@ test("a refused enrollment keeps the queue and stops; exactly one kind of token 
   assert.throws(() => new Uploader({ baseUrl: "http://x", collection: "c", token: "t", enrollToken: "e" }), TypeError);
   assert.throws(() => new Uploader({ baseUrl: "http://x", collection: "c" }), TypeError);
 });
+
+test("epochAt numbers epochs by the collection's clock; fetchCollection gives the clock", async () => {
+  const { epochAt, fetchCollection } = await import("../src/index.js");
+  const info = { first_epoch: 5, epoch_seconds: 86400, start_time: 1767225600 };
+  // first_epoch + floor((now − start_time)/epoch_seconds), now in seconds
+  assert.equal(epochAt(info, 1767225600 * 1000), 5);
+  assert.equal(epochAt(info, (1767225600 + 86399) * 1000), 5);
+  assert.equal(epochAt(info, (1767225600 + 86400) * 1000), 6);
+  assert.equal(epochAt(info, (1767225600 + 10 * 86400 + 1) * 1000), 15);
+  assert.equal(epochAt(info, (1767225600 - 1) * 1000), 4);
+  assert.throws(() => epochAt({ first_epoch: 0, epoch_seconds: null, start_time: null }), /no wall clock/);
+  assert.throws(() => epochAt(info, NaN), /'nowMs' must be a finite number; got NaN/);
+  const spec = { name: "L-GRR", params: { k: 4, eps_perm: 2, eps_1: 1 } };
+  const answer = { name: "c", protocol: spec, ...info, current_epoch: 9, epoch_window: 8, reports_per_epoch: 1 };
+  const got = await fetchCollection("https://x.example", "c", "t", async () => new Response(JSON.stringify(answer)));
+  assert.deepEqual(got, answer);
+});

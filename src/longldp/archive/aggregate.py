@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from longldp._validate import missing_path
 from longldp.archive.layout import ArchiveInfo, RowGroup, read_info, row_groups
 from longldp.protocols import Estimate, FrequencyOracle, wire
 
@@ -178,7 +179,10 @@ def archive_files(paths: str | Path | Sequence[str | Path]) -> list[Path]:
         elif p.is_file():
             files.append(p)
         else:
-            raise ValueError(f"{p}: no such archive file or folder.")
+            reason = missing_path(p)
+            if reason == "does not exist":
+                raise ValueError(f"{p}: no such archive file or folder.")
+            raise ValueError(f"{str(p)!r} {reason}; give an archive file or folder.")
     return files
 
 

@@ -35,12 +35,11 @@ from longldp.attacks.gains import (
     fake_reading,
 )
 from longldp.attacks.kinds import KINDS, attack_kind
-from longldp.attacks.runner import ENGINES, AttackRun, ReportLog, collect_reports, run_attack
+from longldp.attacks.runner import AttackRun, ReportLog, collect_reports, run_attack
 from longldp.attacks.threat import ThreatModel, fake_count
 
 __all__ = [
     "ATTACKS",
-    "ENGINES",
     "HASH_TRIALS",
     "KINDS",
     "VARIANTS",

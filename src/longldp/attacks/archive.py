@@ -106,14 +106,16 @@ def defended_rows(
     alpha: float = memo.ALPHA,
     level: float = 0.95,
     device_column: str = DEVICE_COLUMN,
+    min_share: float | None = None,
 ) -> tuple[FrequencyOracle, list[dict], dict[str, Any]]:
     """Estimates per (epoch, value) after ``defence``, in the rows of ``longldp aggregate``.
 
     Returns (protocol, rows, summary). ``memo``: devices flagged by memo consistency are
     dropped and the rest read with the kept law; ``memo-replay``: the same with the replay test
     only (for populations whose values change, docs/attacks.md §7.1); ``detect``: devices with a
-    report in a flagged
-    itemset are dropped; ``normalize``: [CJG21]'s normalization of each epoch's estimate (no
+    report that supports enough of a flagged itemset are dropped (the threshold derived at the
+    budget ``alpha`` of honest devices, or a fixed ``min_share`` of the itemset,
+    docs/attacks.md §8.2); ``normalize``: [CJG21]'s normalization of each epoch's estimate (no
     device column needed).
     """
     defence = check.choice(OWNER, "defence", defence, ARCHIVE_DEFENCES)
@@ -150,11 +152,18 @@ def defended_rows(
             rows += _rows(int(t), total, est[i], np.sqrt(var), z)
         return proto, rows, summary
     detection.check_applies(proto, OWNER)
-    flag, found = detection.detect_over_epochs(proto, dev, ep, rec, alpha=alpha)
+    flag, found = detection.detect_over_epochs(
+        proto, dev, ep, rec, alpha=alpha, min_share=min_share
+    )
+    thresholds = {
+        items: need for det in found for items, need in zip(det.itemsets, det.needs, strict=True)
+    }
     summary = {
         "devices": int(np.unique(dev).size),
         "flagged_devices": int(np.unique(dev[flag]).size),
-        "itemsets": sorted({items for det in found for items in det.itemsets}),
+        "itemsets": sorted(thresholds),
+        "needs": [thresholds[items] for items in sorted(thresholds)],
+        "stated_fpr": float(sum(det.stated_fpr for det in found)),
     }
     for t in epochs:
         keep = (ep == t) & ~flag

@@ -43,6 +43,10 @@ HASH_TRIALS = 100
 _SEARCH_CELLS = 1 << 21
 #: Hadamard rows searched exhaustively up to this many; beyond, a seeded sample of rows.
 HADAMARD_SEARCH_ROWS = 1 << 16
+#: Largest enumerated report space MGA searches output by output (``enumerated`` kind).
+ENUMERATED_SEARCH = 1 << 22
+#: Outputs whose support sets are computed at once (bounds the (outputs × k) temporaries).
+_OUTPUT_BLOCK = 1 << 12
 _SEED_LIMIT = 1 << 63
 
 
@@ -190,6 +194,45 @@ def _uses_search_space(proto: FrequencyOracle, kind: str) -> bool:
     return kind == "hadamard" or kinds.hash_family(proto).size is not None
 
 
+def _output_blocks(proto: FrequencyOracle) -> Any:
+    """Blocks of the enumerated outputs [0, S) of an ``enumerated`` report kind."""
+    size = int(proto.report_kind.output_space_size(proto))
+    if size > ENUMERATED_SEARCH:
+        raise ValueError(
+            f"{OWNER}: '{proto.name}' has {size} outputs; MGA searches at most "
+            f"{ENUMERATED_SEARCH} output by output."
+        )
+    for start in range(0, size, _OUTPUT_BLOCK):
+        yield np.arange(start, min(size, start + _OUTPUT_BLOCK), dtype=np.int64)
+
+
+def best_outputs(proto: FrequencyOracle, targets: NDArray[np.int64]) -> NDArray[np.int64]:
+    """MGA over an enumerated report space: every output that supports the most targets (its
+    report kind's ``supports``); a fake user picks one uniformly."""
+    kind, best, found = proto.report_kind, -1, []
+    for outputs in _output_blocks(proto):
+        hits = kind.supports(proto, outputs)[:, targets].sum(axis=1)
+        top = int(hits.max())
+        if top > best:
+            best, found = top, []
+        if top == best:
+            found.append(outputs[hits == best])
+    return np.concatenate(found)
+
+
+def mean_support(proto: FrequencyOracle, outputs: NDArray[np.int64] | None) -> NDArray:
+    """E[1{report supports v}] of a report uniform over ``outputs`` (None: every output)."""
+    kind = proto.report_kind
+    blocks = _output_blocks(proto) if outputs is None else [
+        outputs[i : i + _OUTPUT_BLOCK] for i in range(0, outputs.size, _OUTPUT_BLOCK)
+    ]
+    total, count = np.zeros(proto.k), 0
+    for block in blocks:
+        total += kind.supports(proto, block).sum(axis=0)
+        count += block.size
+    return total / count
+
+
 # ---------------------------------------------------------------------- reports
 def craft_reports(
     proto: FrequencyOracle,
@@ -217,6 +260,14 @@ def craft_reports(
         if attack == "RPA":
             return gen.integers(0, k, size=m).astype(np.int64)
         return T[gen.integers(0, r, size=m)]
+    if kind == "enumerated":  # a uniform output, or a uniform one of those MGA finds best
+        if attack == "RPA":
+            size = int(proto.report_kind.output_space_size(proto))
+            outputs = gen.integers(0, size, size=m).astype(np.int64)
+        else:
+            best = best_outputs(proto, T)
+            outputs = best[gen.integers(0, best.size, size=m)]
+        return proto.report_kind.records(proto, outputs)
     if kind in kinds.BIT_SET_KINDS:
         return kinds.wrap_unary(proto, _bit_set_reports(proto, kind, attack, T, m, gen))
     if kind in ("hashed", "hadamard"):
@@ -326,7 +377,7 @@ def expected_support(
     MGA → 1/r on targets (symbol), 1 on targets and l/(k − r) elsewhere (unary; subset with
     l = ω − r, or ω/r on targets and 0 elsewhere when r > ω), E[M_S]/r on targets and 1/g
     elsewhere (per-user hashing, :mod:`longldp.attacks.occupancy`), the optimal set's average
-    (hash pool, Hadamard rows).
+    (hash pool, Hadamard rows, the best outputs of an enumerated report space).
     """
     attack = check_attack(attack)
     kind = kinds.attack_kind(proto)
@@ -340,6 +391,8 @@ def expected_support(
         return np.where(on_target, proto.P0 + (proto.P1 - proto.P0) / r, proto.P0)
     if kind == "symbol":
         return np.full(k, 1.0 / k) if attack == "RPA" else np.where(on_target, 1.0 / r, 0.0)
+    if kind == "enumerated":  # the mean support set of the outputs the attack draws from
+        return mean_support(proto, None if attack == "RPA" else best_outputs(proto, T))
     if kind in kinds.BIT_SET_KINDS:
         if attack == "RPA":
             return np.full(k, 0.5 if kind == "unary" else kinds.subset_size(proto) / k)

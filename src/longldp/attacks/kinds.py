@@ -17,9 +17,12 @@ kinds need one more public fact:
                                            (``estimates_frequencies``), there is one cohort and
                                            every possible encoding is one-hot: bit v is 1
                                            (RAPPOR-onehot); otherwise refused
-``enumerated``             ``subset``      only when the enumerated report space is the
-                                           C(k, ω) subsets of a fixed size ``omega``: v is in
-                                           the subset (SS); otherwise refused
+``enumerated``             ``subset``      when the enumerated report space is the C(k, ω)
+                                           subsets of a fixed size ``omega``: v is in the
+                                           subset (SS);
+``enumerated``             ``enumerated``  when the report kind lists what each output
+                                           supports (``supports``, ``records``): v is in the
+                                           output's support set (HR); otherwise refused
 =========================  ==============  ====================================================
 
 A protocol whose kind no attack knows raises ``ValueError`` with the reason, never a silent
@@ -38,7 +41,7 @@ from numpy.typing import NDArray
 
 from longldp.protocols import HashFamily, Mechanism
 
-KINDS = ("symbol", "unary", "subset", "hashed", "hadamard", "bucket-bits")
+KINDS = ("symbol", "unary", "subset", "hashed", "hadamard", "bucket-bits", "enumerated")
 #: Kinds whose report is a set of values given as packed k-bit rows.
 BIT_SET_KINDS = ("unary", "subset")
 

@@ -1,22 +1,26 @@
-"""Run an attack over τ epochs: genuine users through an engine, fake users beside them.
+"""Run an attack over τ epochs: genuine users through a population, fake users beside them.
 
-Engines (docs/design.md §4, docs/attacks.md §6) for the n genuine users, as in
-:mod:`longldp.simulate`:
+The n genuine users are one reporting group of a :class:`longldp.simulate.Population`, run by
+its engine (docs/design.md §4, docs/attacks.md §6) one epoch at a time
+(:meth:`~longldp.simulate.ReportingGroup.epochs`); this module defines no engine of its own.
+What the fake users send follows what the population simulates:
 
-- ``"count-level"``: each epoch's support drawn from its true counts (``sample_support``);
-  exact per epoch, O(k). The fake users' support is drawn from the law of their reports:
+- ``"count-level"`` (users as counts): each epoch's genuine support drawn from its true counts
+  (``sample_support``); exact per epoch, O(k). The fake users' support is drawn from the law of
+  their reports:
   C_f(v) ~ Bin(M_t, s̄_v) for every v, s̄ the expected support of one fake report
   (:mod:`longldp.attacks.crafting`); for one-symbol reports one multinomial (exact jointly);
   dBitFlipPM samplers ~ Bin(M_t, s̄_S) and ones | samplers ~ Bin(·, s̄_C/s̄_S). Persistent fake
   reports are drawn once and thinned (hypergeometric) when only some report. Per value this is
   the exact law; across values of one multi-support report (UE, hashing) it drops the small
   correlations between the padding bits and between the targets one hash function gathers.
-- ``"per-user"``: genuine users memoize round 1 and keep their state over all epochs
-  (``perturb_support``, exact over time); fake users are real devices whose report records are
-  built (:func:`~longldp.attacks.crafting.craft_reports`) and counted by the server's
-  ``support_counts``.
-- ``"reports"``: both populations' records are built and kept with device ids and epochs in a
-  :class:`ReportLog`, the input of the defences that read stored reports.
+- ``"per-user"`` (users as clients): genuine users memoize round 1 and keep their state over
+  all epochs (``perturb_support``, exact over time); fake users are real devices whose report
+  records are built (:func:`~longldp.attacks.crafting.craft_reports`) and counted by the
+  server's ``support_counts``.
+- ``"reports"``: the genuine epochs carry their records, and both populations' records are kept
+  with device ids and epochs in a :class:`ReportLog`, the input of the defences that read
+  stored reports.
 
 The server estimates f̂ from the N_t = n + M_t reports of epoch t; the gain of target t is
 f̂_t(after) − f̂_t(before) with "before" the estimate of the genuine reports alone ([CJG21] §3.1).
@@ -36,9 +40,9 @@ from longldp.attacks import crafting, kinds
 from longldp.attacks.gains import VARIANTS
 from longldp.attacks.threat import ThreatModel
 from longldp.protocols import FrequencyOracle
+from longldp.simulate import Population, check_engine
 
 OWNER = "attacks.run_attack"
-ENGINES = ("count-level", "per-user", "reports")
 
 
 @dataclass
@@ -139,40 +143,35 @@ def run_attack(
     """
     attack = crafting.check_attack(attack, OWNER)
     variant = check.choice(OWNER, "variant", variant, VARIANTS)
-    engine = check.choice(OWNER, "engine", engine, ENGINES)
+    engine = check_engine(OWNER, engine)
     kind = kinds.attack_kind(proto, OWNER)
     if variant == "memo-mimic" and attack != "MGA":
         raise ValueError(f"{OWNER}: the 'memo-mimic' variant crafts memos with MGA; got {attack}.")
     T = threat.target_array(proto.estimate_size, OWNER)
     gen = np.random.default_rng(rng)
-    vals, cnt = _population(proto, values, counts, engine)
+    vals, cnt = _population(proto, values, counts)
     tau = cnt.shape[0]
     n = int(cnt[0].sum())
     if np.any(cnt.sum(axis=1) != n):
         raise ValueError(f"{OWNER}: every epoch must hold the same n users.")
     m = threat.fakes(n)
     truth = proto.frequencies_from_counts(cnt, n)
-    fakes = _FakeDevices(proto, kind, attack, variant, T, m, threat, engine, gen, hash_trials)
+    population = Population(n, engine, owner=OWNER)
+    genuine = population.group(proto, label="genuine users")
+    clients = population.simulates_clients
+    fakes = _FakeDevices(proto, kind, attack, variant, T, m, threat, clients, gen, hash_trials)
 
     g_support = []
     f_support = []
     fake_counts = np.zeros(tau, dtype=np.int64)
     logs: list[ReportLog] = []
-    if engine == "count-level":
-        g_all = proto.sample_support(cnt, n, gen)
-    else:
-        memo = proto.new_memo(n)
-    for t in range(tau):
-        if engine == "count-level":
-            cg = g_all[t]
-        elif engine == "per-user":
-            cg = proto.perturb_support(vals[t], memo, gen)
-        else:
-            rec = proto.perturb(vals[t], memo, gen)
-            cg = proto.support_counts(rec)
-            logs.append(_log(np.arange(n), t, rec, fake=False))
+    epochs = genuine.epochs(gen, values=vals, counts=None if vals is not None else cnt)
+    for t, epoch in enumerate(epochs):
+        cg = epoch.support
+        if epoch.records is not None:  # the reports are kept: log them
+            logs.append(_log(np.arange(n), t, epoch.records, fake=False))
         cf, mt, frec, who = fakes.step(t)
-        if frec is not None and engine == "reports":
+        if frec is not None and epoch.records is not None:
             logs.append(_log(n + who, t, frec, fake=True))
         g_support.append(np.asarray(cg))
         f_support.append(np.asarray(cf))
@@ -190,28 +189,26 @@ def run_attack(
 def collect_reports(proto: FrequencyOracle, values: ArrayLike, rng: Any = None) -> ReportLog:
     """The stored reports of n honest devices over τ epochs (``values`` (τ, n)): each device
     memoizes as the real client does (``perturb`` with one population memo)."""
-    vals, _ = _population(proto, values, None, "reports")
+    vals, _ = _population(proto, values, None)
     assert vals is not None
     gen = np.random.default_rng(rng)
-    memo = proto.new_memo(vals.shape[1])
+    devices = Population(vals.shape[1], "reports", owner=OWNER).group(proto)
     parts = [
-        _log(np.arange(vals.shape[1]), t, proto.perturb(vals[t], memo, gen), fake=False)
-        for t in range(vals.shape[0])
+        _log(np.arange(vals.shape[1]), t, epoch.records, fake=False)
+        for t, epoch in enumerate(devices.epochs(gen, values=vals))
+        if epoch.records is not None
     ]
     return ReportLog.concat(parts)
 
 
 def _population(
-    proto: FrequencyOracle, values: ArrayLike | None, counts: ArrayLike | None, engine: str
+    proto: FrequencyOracle, values: ArrayLike | None, counts: ArrayLike | None
 ) -> tuple[NDArray[np.int64] | None, NDArray[np.int64]]:
+    """(values (τ, n) or None, counts (τ, k)) checked; whether counts suffice is the
+    population's question (:meth:`~longldp.simulate.ReportingGroup.epochs`)."""
     if (values is None) == (counts is None):
         raise ValueError(f"{OWNER}: give exactly one of 'values' (τ × n) or 'counts' (τ × k).")
     if counts is not None:
-        if engine != "count-level":
-            raise ValueError(
-                f"{OWNER}: engine {engine!r} simulates users one by one and needs 'values'; "
-                "'counts' suffice only for engine 'count-level'."
-            )
         cnt = np.asarray(counts)
         if cnt.ndim == 1:
             cnt = cnt[None, :]
@@ -257,12 +254,12 @@ class _FakeDevices:
         targets: NDArray[np.int64],
         m: int,
         threat: ThreatModel,
-        engine: str,
+        clients: bool,
         rng: np.random.Generator,
         hash_trials: int,
     ) -> None:
         self.proto, self.kind, self.attack, self.variant = proto, kind, attack, variant
-        self.T, self.m, self.threat, self.engine, self.rng = targets, m, threat, engine, rng
+        self.T, self.m, self.threat, self.clients, self.rng = targets, m, threat, clients, rng
         self.trials = hash_trials
         if variant == "memo-mimic":
             self.mean = crafting.expected_memo_support(proto, targets, hash_trials=hash_trials)
@@ -281,14 +278,14 @@ class _FakeDevices:
     def step(self, t: int) -> tuple[NDArray, int, NDArray | None, NDArray[np.int64]]:
         """(support, M_t, records or None, reporting device indices) of epoch t."""
         who = self._who(t)
-        if self.engine == "count-level":
+        if not self.clients:  # the population is counts: so are the fake users
             return self._count_level(who.size), who.size, None, who
         rec = self._records(who)
         if who.size == 0:
             return self._zero(), 0, rec, who
         return np.asarray(self.proto.support_counts(rec)), who.size, rec, who
 
-    # -- per-user and reports engines: real records
+    # -- users simulated as clients: real records
     def _records(self, who: NDArray[np.int64]) -> NDArray:
         p, gen = self.proto, self.rng
         if self.variant == "memo-mimic":

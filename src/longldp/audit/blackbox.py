@@ -200,16 +200,31 @@ def _inputs(owner: str, inputs: Any, k: int, limit: int) -> tuple[int, ...]:
     return tuple(int(v) for v in vals)
 
 
-def _families(owner: str, classifier: bool) -> tuple[str, ...]:
+def _families(
+    owner: str, classifier: bool, families: Sequence[str] | None = None
+) -> tuple[str, ...]:
+    """The test families to search: ``families`` (names of :data:`events.FAMILIES`) or all of
+    them, without the classifier when ``classifier`` is false."""
+    if families is not None:
+        chosen = tuple(families)
+        unknown = [f for f in chosen if f not in ev.FAMILIES]
+        if unknown or not chosen:
+            raise ValueError(
+                f"{owner}: 'families' must name some of {', '.join(ev.FAMILIES)}; got {chosen!r}."
+            )
+        classifier = classifier and "classifier" in chosen
+        chosen = tuple(f for f in chosen if f != "classifier" or classifier)
+    else:
+        chosen = ev.FAMILIES
     if not classifier:
-        return tuple(f for f in ev.FAMILIES if f != "classifier")
+        return tuple(f for f in chosen if f != "classifier")
     if not ev.sklearn_available():
         raise ModuleNotFoundError(
             f"{owner}: the classifier test family (DP-Sniper) needs scikit-learn: "
             "pip install 'longldp[audit]', or pass classifier=False.",
             name="sklearn",
         )
-    return ev.FAMILIES
+    return chosen
 
 
 def draw_reports(
@@ -321,6 +336,7 @@ def audit_randomizer(
     classifier: bool = True,
     screen_trials: int | None = None,
     batch: int = BATCH,
+    families: Sequence[str] | None = None,
 ) -> BlackBoxResult:
     """Bound the ε of a black-box randomizer from below; refute ``claim`` if the bound is above.
 
@@ -345,13 +361,17 @@ def audit_randomizer(
     search_share : float
         Share of each input's trials given to the search (the rest is held out).
     tests : int
-        Held-out tests m (the Bonferroni correction divides α by m).
+        Held-out tests m (the Bonferroni correction divides α by m); the byte-pair family has
+        its own share of them (:func:`longldp.audit.events.pair_share`).
     classifier : bool
         Include the scikit-learn classifier family (extra ``longldp[audit]``).
     screen_trials : int, optional
         Reports per input of the screening pass for k > 16 (default max(200, 16·trials/k)).
     batch : int
         Inputs per call of ``randomize``.
+    families : sequence of str, optional
+        The test families to search (names of :data:`longldp.audit.events.FAMILIES`; default
+        all of them, the classifier as ``classifier`` says).
 
     Returns
     -------
@@ -374,7 +394,7 @@ def audit_randomizer(
     tests = check.integer(owner, "tests", tests, minimum=1)
     batch = check.integer(owner, "batch", batch, minimum=1)
     share = _share(owner, search_share)
-    families = _families(owner, classifier)
+    families = _families(owner, classifier, families)
     gen = _generator(rng, owner)
     screened = False
     if inputs is not None:
@@ -644,6 +664,7 @@ def audit_lifetime(
     tests: int = 10,
     classifier: bool = True,
     batch: int = BATCH,
+    families: Sequence[str] | None = None,
 ) -> BlackBoxResult:
     """Bound the ε of τ reports of one stateful client from below (docs/audit.md §8).
 
@@ -657,7 +678,7 @@ def audit_lifetime(
         from a population factory with :func:`population_lifetime`, from a single-client
         factory with :func:`client_lifetime`, or from an external command with
         :func:`longldp.audit.exec_client.exec_lifetime`.
-    k, claim, trials, rng, confidence, search_share, tests, classifier, batch
+    k, claim, trials, rng, confidence, search_share, tests, classifier, batch, families
         As in :func:`audit_randomizer`; ``claim`` is the ε claimed for τ reports (e.g.
         min(τ·ε1, ε∞) for a memoizing chain holding one value).
     tau : int
@@ -693,7 +714,7 @@ def audit_lifetime(
     tests = check.integer(owner, "tests", tests, minimum=1)
     batch = check.integer(owner, "batch", batch, minimum=1)
     share = _share(owner, search_share)
-    families = _families(owner, classifier)
+    families = _families(owner, classifier, families)
     gen = _generator(rng, owner)
     limit = 2 if pattern == "alternating" else MAX_INPUTS
     chosen = (0, k - 1) if inputs is None else _inputs(owner, inputs, k, limit)

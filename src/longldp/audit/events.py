@@ -19,6 +19,12 @@ families, all through counts (matrix operations over trials, no loop over trials
 - ``bit``: one bit set or clear;
 - ``bit-pair``: every pair of bits, the four cells of their joint value ranked the same way (from
   the Gram matrix BᵀB of the bit matrix: one matrix product per world);
+- ``byte-pair`` (one report): the joint histogram of two bytes, its 65,536 cells ranked the same
+  way (cells seen in the fit trials), for every adjacent pair of bytes and every pair among the
+  bytes the learned scores weigh most: a leak that lives only in the joint of two bytes (a
+  value byte whose meaning depends on a timing or order byte) shows in no single byte, bit or
+  pair of bits, and the histogram family is skipped once reports take more than
+  :data:`MAX_CELLS` values;
 - ``naive-bayes`` and ``classifier``: a score learned on the search half (per-column
   log-frequencies; a multinomial logistic regression over the bits, the classifier DP-Sniper
   uses, Bichsel et al., IEEE S&P 2021), thresholded at a search-half quantile.
@@ -27,6 +33,9 @@ Every candidate is ranked by the Clopper–Pearson bound its *search* counts wou
 held-out level (a Wilson approximation first, the exact bound for the best few); the best
 ``tests`` candidates over all pairs and families are then counted once on the *held-out* half and
 each held-out bound is taken at level α/m, m the number of held-out tests (Bonferroni). The
+byte-pair family has its own share of the m tests (:func:`pair_share`: 1 of up to 9, 2 of
+10–14, …), which no other family can take, so that a joint leak is held out even when the
+single-byte families fill the ranking with weaker near-copies. The
 search half may try any number of events: the held-out trials are independent of the choice, so
 the maximum of the m held-out bounds is below the true ε with probability ≥ 1 − α.
 """
@@ -64,7 +73,11 @@ BLOCK = 1 << 16
 #: Two columns are counted (and looked up) together as one code while their joint alphabet
 #: has at most this many values (two bytes: 65,536).
 PAIR_CODES = 1 << 16
-FAMILIES = ("histogram", "column", "bit", "bit-pair", "naive-bayes", "classifier")
+#: The byte-pair family joins every adjacent pair of bytes (at most this many pairs) ...
+MAX_ADJACENT_PAIRS = 64
+#: ... and every pair among the bytes that the learned scores weigh most (this many bytes).
+LEARNED_PAIR_BYTES = 6
+FAMILIES = ("histogram", "column", "bit", "bit-pair", "byte-pair", "naive-bayes", "classifier")
 
 _BIT_TABLE = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
 
@@ -296,6 +309,50 @@ class BitPairEvent:
 
 
 @dataclass(frozen=True, eq=False)
+class BytePairEvent:
+    """(column i, column j) of a one-report trial, as the code 256·byte_i + byte_j, is one
+    of ``cells`` (sorted)."""
+
+    i: int
+    j: int
+    cells: NDArray[np.int64]
+
+    def count(self, f: Features, layout: Layout) -> int:
+        """Trials of ``f`` whose joint value of the two bytes is in ``cells``."""
+        return int(np.count_nonzero(_member(self.cells, _pair_code(f.cat, self.i, self.j))))
+
+    def describe(self, layout: Layout) -> str:
+        """The event in words (the two bytes and the size of the set)."""
+        names = layout.column_names
+        return (
+            f"({names[self.i]}, {names[self.j]}) in a set of {self.cells.size} of their "
+            "65,536 joint values"
+        )
+
+
+def _pair_code(cat: NDArray, i: int, j: int) -> NDArray[np.int64]:
+    """The joint value of byte columns i and j: 256·cat_i + cat_j."""
+    return cat[:, i].astype(np.int64) * 256 + cat[:, j]
+
+
+def _member(cells: NDArray[np.int64], codes: NDArray[np.int64]) -> NDArray[np.bool_]:
+    """Which ``codes`` are in the sorted ``cells``."""
+    if cells.size == 0:
+        return np.zeros(codes.shape, dtype=bool)
+    pos = np.searchsorted(cells, codes)
+    pos[pos == cells.size] = 0
+    return cells[pos] == codes
+
+
+def _cell_counts(cells: NDArray[np.int64], codes: NDArray[np.int64]) -> NDArray[np.int64]:
+    """How many of ``codes`` fall in each of the sorted ``cells`` (others in none)."""
+    pos = np.searchsorted(cells, codes)
+    pos[pos == cells.size] = 0
+    hit = cells[pos] == codes
+    return np.bincount(pos[hit], minlength=cells.size)
+
+
+@dataclass(frozen=True, eq=False)
 class KeyEvent:
     """The trial's key (its whole report, or its modal report) is one of ``keys``."""
 
@@ -337,7 +394,7 @@ class ScoreEvent:
         return f"{self.model.family} score of world {self.a} over {self.b} ≥ {self.threshold:.4g}"
 
 
-Event = ColumnEvent | BitEvent | BitPairEvent | KeyEvent | ScoreEvent
+Event = ColumnEvent | BitEvent | BitPairEvent | BytePairEvent | KeyEvent | ScoreEvent
 
 
 def _cached_scores(model: ScoreModel, f: Features, layout: Layout, cache: dict | None) -> NDArray:
@@ -571,6 +628,10 @@ def search(
         models.append(Classifier([f.head(per_world) for f in fit], layout))
     score_sets = [f.head(SCORE_ROWS) for f in sel]
     scored = [[m.scores(f, layout) for f in score_sets] for m in models]
+    joint: list[Candidate] = []
+    if "byte-pair" in families and layout.columns_are_bytes and len(sizes) >= 2:
+        byte_pairs = byte_pairs_to_join(layout, models, hist_fit, n_fit)
+        joint, tried["byte-pair"] = _byte_pair_candidates(fit, sel, pairs, byte_pairs, z)
     for a, b in pairs:
         if "column" in families and sizes:
             found += _column_candidates(hist_fit, hist_sel, n_fit, n_sel, a, b, z, layout)
@@ -588,12 +649,26 @@ def search(
             found += _score_candidates(model, sc, a, b, z)
             tried[model.family] += SCORE_THRESHOLDS
     _exact_rank(found, level)
-    found.sort(key=lambda c: (c.bound, c.rank), reverse=True)
+    _exact_rank(joint, level)
     # One candidate per (pair, family): near-copies of one event would waste the held-out level.
+    others = _best_per_pair(found)
+    pairs_kept = _best_per_pair(joint)[: pair_share(tests)]
+    return SearchReport(others[: tests - len(pairs_kept)] + pairs_kept, tried)
+
+
+def pair_share(tests: int) -> int:
+    """Held-out tests reserved for the byte-pair family among ``tests``: ⌊tests/5⌋, at least
+    one when there are two tests or more (its own share of the Bonferroni budget)."""
+    return 0 if tests < 2 else max(1, tests // 5)
+
+
+def _best_per_pair(found: list[Candidate]) -> list[Candidate]:
+    """The candidates by decreasing exact bound (then rank), one per (pair, family)."""
+    found = sorted(found, key=lambda c: (c.bound, c.rank), reverse=True)
     kept: dict[tuple[int, int, str], Candidate] = {}
     for c in found:
         kept.setdefault((c.a, c.b, c.family), c)
-    return SearchReport(list(kept.values())[:tests], tried)
+    return list(kept.values())
 
 
 def _ones(f: Features, hist: NDArray[np.int64], layout: Layout) -> NDArray[np.int64]:
@@ -802,6 +877,109 @@ def _pair_candidates(gram: tuple, a: int, b: int, z: float) -> list[Candidate]:
     return out
 
 
+def byte_pairs_to_join(
+    layout: Layout, models: Sequence[ScoreModel], hists: Sequence[NDArray], n: Sequence[int]
+) -> list[tuple[int, int]]:
+    """The byte pairs whose joint histogram the byte-pair family reads: every adjacent pair
+    (at most :data:`MAX_ADJACENT_PAIRS`), then every pair among the :data:`LEARNED_PAIR_BYTES`
+    bytes that the learned scores weigh most (:func:`learned_byte_weights`)."""
+    c = len(layout.sizes)
+    chosen = [(j, j + 1) for j in range(min(c - 1, MAX_ADJACENT_PAIRS))]
+    weights = learned_byte_weights(models, hists, n, c)
+    top = np.sort(np.argsort(-weights, kind="stable")[:LEARNED_PAIR_BYTES])
+    seen = set(chosen)
+    for x in range(top.size):
+        for y in range(x + 1, top.size):
+            pair = (int(top[x]), int(top[y]))
+            if pair not in seen:
+                seen.add(pair)
+                chosen.append(pair)
+    return chosen
+
+
+def learned_byte_weights(
+    models: Sequence[ScoreModel], hists: Sequence[NDArray], n: Sequence[int], columns: int
+) -> NDArray[np.float64]:
+    """How much each byte weighs in the learned scores: for naive Bayes the largest expected
+    gain of its term between two worlds, Σ_v ĥ_a(v)·(t_a(v) − t_b(v)) (t its log-frequency
+    table, ĥ_a the fit frequencies); for the classifier the mean over byte values of the spread
+    of its table entry across worlds. The larger of the two normalized weights (ours)."""
+    out = np.zeros(columns)
+    for model in models:
+        if isinstance(model, NaiveBayes):
+            t = model.tables[:columns]  # (c, A, worlds)
+            freq = np.stack([h[:columns] / max(1, m) for h, m in zip(hists, n, strict=True)], 2)
+            gain = np.einsum("cva,cva->ca", freq, t)[:, :, None] - np.einsum(
+                "cva,cvb->cab", freq, t
+            )  # (c, a, b): expected t_a − t_b under world a
+            w = gain.max(axis=(1, 2))
+        elif isinstance(model, Classifier):
+            tables = model.bit_tables[:columns]  # (bytes, 256, worlds)
+            w = (tables.max(axis=2) - tables.min(axis=2)).mean(axis=1)
+        else:  # pragma: no cover - every model of the search is one of the two
+            continue
+        top = float(np.max(w)) if w.size else 0.0
+        if top > 0:
+            out = np.maximum(out, w / top)
+    return out
+
+
+def _byte_pair_candidates(
+    fit: Sequence[Features],
+    sel: Sequence[Features],
+    pairs: Sequence[tuple[int, int]],
+    byte_pairs: Sequence[tuple[int, int]],
+    z: float,
+) -> tuple[list[Candidate], int]:
+    """For every byte pair and ordered pair of worlds (a, b): the cells of the joint value seen
+    in a's fit trials, ranked by their likelihood ratio against b's fit counts, and the best
+    prefix counted on the select trials (:func:`likelihood_prefixes`). Returns the candidates
+    and the number of candidate sets scored."""
+    against: dict[int, list[int]] = {}
+    for a, b in pairs:
+        against.setdefault(a, []).append(b)
+    n_sel = np.array([f.n for f in sel])
+    out = []
+    tried = 0
+    for i, j in byte_pairs:
+        fit_codes = [_pair_code(f.cat, i, j) for f in fit]
+        sel_codes = [_pair_code(f.cat, i, j) for f in sel]
+        for a, bs in against.items():
+            cells, fa = np.unique(fit_codes[a], return_counts=True)
+            if cells.size < 2:
+                continue
+            fb = np.stack([_cell_counts(cells, fit_codes[b]) for b in bs])
+            hb = np.stack([_cell_counts(cells, sel_codes[b]) for b in bs])
+            ha = _cell_counts(cells, sel_codes[a])
+            tried += cells.size * len(bs)
+            order, length, tp, fp, rank = likelihood_prefixes(
+                np.broadcast_to(fa, fb.shape),
+                fb,
+                np.broadcast_to(ha, hb.shape),
+                hb,
+                int(n_sel[a]),
+                n_sel[bs][:, None],
+                z,
+            )
+            for g in _top(rank):
+                event = BytePairEvent(i, j, np.sort(cells[order[g, : length[g]]]))
+                b = bs[int(g)]
+                out.append(
+                    Candidate(
+                        a,
+                        b,
+                        "byte-pair",
+                        event,
+                        int(tp[g]),
+                        int(fp[g]),
+                        int(n_sel[a]),
+                        int(n_sel[b]),
+                        float(rank[g]),
+                    )
+                )
+    return out, tried
+
+
 def _score_candidates(
     model: ScoreModel, scored: list[NDArray], a: int, b: int, z: float
 ) -> list[Candidate]:
@@ -886,6 +1064,7 @@ def level_z(alpha: float, tests: int) -> float:
 
 __all__ = [
     "FAMILIES",
+    "BytePairEvent",
     "Candidate",
     "Features",
     "Layout",

@@ -45,13 +45,18 @@ def audited_inputs(proto: FrequencyOracle) -> Any:
 
 
 def log_likelihoods(
-    proto: FrequencyOracle, reports: Sequence[NDArray], memoized: bool
+    proto: FrequencyOracle,
+    reports: Sequence[NDArray],
+    memoized: bool,
+    codes: Sequence[int] | NDArray[np.int64] | None = None,
 ) -> NDArray[np.float64]:
     """(n, V): ln Pr[the τ reports of client i | value v], up to a constant per client.
 
     ``reports``: τ batches of n report records of the same n clients, in time order. The
     report kind gives the sufficient statistic (symbols or bits per report) and what each value
     points at (:meth:`~longldp.protocols.ReportKind.targets`); the chain gives the law.
+    ``codes``: only these of the :func:`domain_size` values, in this order (a column each);
+    default all of them.
     """
     tau = len(reports)
     if tau == 0:
@@ -60,10 +65,20 @@ def log_likelihoods(
     if not kind.discrete:
         raise ValueError(f"{proto.name}: no likelihood for continuous report kind {kind.name!r}.")
     memoized = memoized and proto.longitudinal  # one-time RAPPOR keeps no memo
-    values = audited_inputs(proto)
+    if codes is None:
+        values = audited_inputs(proto)
+        rows: Any = slice(None)
+    else:
+        rows = np.asarray(codes, dtype=np.int64)
+        if rows.ndim != 1 or np.any(rows < 0) or np.any(rows >= domain_size(proto)):
+            raise ValueError(
+                f"{proto.name}: 'codes' must be a list of values in [0, {domain_size(proto)}); "
+                f"got {codes!r}."
+            )
+        values = proto.as_inputs(rows)
     explicit = kind.symbol_channel(proto)
     if explicit is not None:  # τ fresh reports: Σ_t ln Pr[y_t | v] of its channel
-        log_ch = np.log(explicit)
+        log_ch = np.log(explicit)[rows]
         return sum(log_ch[:, kind.observe(proto, rep)].T for rep in reports)
     if kind.statistic == "bits":
         return _bits(proto, kind, reports, values, memoized)

@@ -171,6 +171,35 @@ def reused_hash_seed(k: int, eps_perm: float, eps_1: float, seed: int = 12345) -
     return randomize
 
 
+def joint_only_leak(k: int, parts: int = 3) -> Callable:
+    """A randomizer that leaks only through the joint of two bytes (ε = ∞ between inputs of
+    different parity, claimed as anything finite).
+
+    Its report is ``parts`` sub-reports of two bytes: a timing byte t, uniform on [0, 16), then
+    a value byte v, uniform among the 8 values of [0, 16) whose bit parity is
+    parity(t) XOR (x mod 2). Every byte alone is uniform on [0, 16) whatever x, and so is every
+    pair of single bits (any three of v's four bits are free), so the byte, bit, bit-pair,
+    naive-Bayes and linear-classifier tests see nothing; with three parts the reports take
+    16⁶ values, beyond the histogram family; the joint of (t, v) reveals x mod 2 exactly."""
+    parity = np.array([bin(v).count("1") & 1 for v in range(16)], dtype=np.int64)
+    by_parity = [np.flatnonzero(parity == b) for b in (0, 1)]  # 8 values each
+
+    def randomize(values: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.uint8]:
+        n = values.size
+        out = np.empty((n, 2 * parts), dtype=np.uint8)
+        for i in range(parts):
+            t = rng.integers(0, 16, size=n)
+            want = parity[t] ^ (values & 1)
+            pick = rng.integers(0, 8, size=n)
+            v = np.where(want == 1, by_parity[1][pick], by_parity[0][pick])
+            out[:, 2 * i] = t
+            out[:, 2 * i + 1] = v
+        return out
+
+    del k  # every input in [0, k) is accepted; only its parity shows
+    return randomize
+
+
 class _LgrrPopulation:
     """n L-GRR clients over k values (round 1 keep p1, round 2 keep p2), memos per value."""
 

@@ -39,8 +39,8 @@ from typing import Annotated
 import typer
 
 import longldp
-from longldp.cli._common import ErrorsAsExit
-from longldp.cli._help import hide_flag_types
+from longldp.cli._common import ErrorsAsExit, OptionErrors
+from longldp.cli._help import finish_app, hide_flag_types
 
 hide_flag_types()
 
@@ -84,5 +84,6 @@ def _main(
 
 for _name in COMMAND_MODULES:
     import_module(f"longldp.cli.{_name}").register(app)
+finish_app(app, OptionErrors)
 
 __all__ = ["COMMAND_MODULES", "app"]

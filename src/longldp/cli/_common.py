@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,7 +30,9 @@ from typing import Any
 import typer
 from rich.console import Console
 from rich.table import Table
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
+
+from longldp._validate import missing_path
 
 try:  # recent Typer vendors click as typer._click; older ones use click itself
     from typer._click import exceptions as click_errors
@@ -105,6 +108,56 @@ class ErrorsAsExit(TyperGroup):
             ) from None
 
 
+#: A library check's message (`longldp._validate`): ``owner: 'name' must ...`` (the owner may be
+#: absent, and the name may be followed by a parenthesis, ``'alpha' (= ε1/ε∞) must ...``).
+_CHECK_MESSAGE = re.compile(
+    r"^(?:[^'\n]*?: )?'(?P<name>[A-Za-z_][A-Za-z0-9_]*)'(?P<rest>(?: \([^)]*\))? must .*)$",
+    re.DOTALL,
+)
+
+
+class OptionErrors(TyperCommand):
+    """A command whose refusals name the option the user typed, not a library parameter.
+
+    A library check says ``simulate_reports: 'change' must be in [0, 1]; got 2.0.``; the user
+    typed ``--change 2``. When the refused name is the Python name of one of this command's
+    options and the user gave that option (on the command line or through the environment),
+    the message becomes ``'--change' must be in [0, 1]; got 2.0.``. Any other `ValueError`
+    passes unchanged (a parameter given inside a protocol spec, ``k=1``, keeps its owner).
+    `longldp.cli._help.finish_app` gives every command this class.
+    """
+
+    def invoke(self, ctx: typer.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ValueError as err:
+            renamed = option_message(ctx, one_line(err))
+            if renamed is None:
+                raise
+            raise ValueError(renamed) from None
+
+
+def option_message(ctx: Any, message: str) -> str | None:
+    """``message`` with its parameter replaced by the option the user typed, or None.
+
+    The parameter matches an option by the option's Python name or by its spelling
+    (``--format`` is ``format`` even when its Python name is ``fmt``).
+    """
+    match = _CHECK_MESSAGE.match(message)
+    if match is None:
+        return None
+    for param in ctx.command.params:
+        source = ctx.get_parameter_source(param.name)
+        spellings = {param.name, *(o.lstrip("-").replace("-", "_") for o in param.opts)}
+        if (
+            param.param_type_name == "option"
+            and match["name"] in spellings
+            and getattr(source, "name", None) in ("COMMANDLINE", "ENVIRONMENT")
+        ):
+            return f"'{max(param.opts, key=len)}'{match['rest']}"
+    return None
+
+
 def _usage_line(err: Any) -> int:
     """Print a click usage error as one ``error:`` line naming the command; return its code."""
     path = err.ctx.command_path if err.ctx is not None else "longldp"
@@ -116,14 +169,65 @@ def _usage_line(err: Any) -> int:
 # ------------------------------------------------------------------------------- paths
 
 
+def parse_value(raw: str) -> Any:
+    """A parameter's value: a bool (true/false), None (none), an int or a float when the text
+    looks like one, else the text itself."""
+    low = raw.strip().lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    for cast in (int, float):
+        try:
+            return cast(raw)
+        except ValueError:
+            continue
+    return raw
+
+
+def parse_assignments(
+    items: Sequence[str], what: str = "protocol parameters", reserved: Sequence[str] = ()
+) -> dict[str, Any]:
+    """The one ``NAME=VALUE`` parser of every command: ``k=74 eps-perm=2 calibration=paper``
+    → ``{"k": 74, "eps_perm": 2, "calibration": "paper"}``.
+
+    Names are stripped and ``-`` is ``_`` (``eps-perm=`` and ``eps_perm=`` are one name);
+    values go through :func:`parse_value`. A word without ``=`` or with an empty name, a name
+    given twice in one command line, or a name in ``reserved`` (set by an option of its own)
+    raises ``ValueError`` naming it.
+    """
+    out: dict[str, Any] = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        key = name.strip().replace("-", "_")
+        if not sep or not key:
+            raise ValueError(f"{what} are written NAME=VALUE (e.g. k=74); got {item!r}.")
+        if key in out:
+            raise ValueError(f"{what}: {key!r} is given twice ({key}={out[key]!r} and {item!r}).")
+        if key in reserved:
+            raise ValueError(
+                f"{what}: {key!r} has an option of its own (--{key.replace('_', '-')}); "
+                f"got {item!r}."
+            )
+        out[key] = parse_value(raw)
+    return out
+
+
 def _quoted(path: Path) -> str:
     return repr(str(path))
 
 
+def existing(path: Path, option: str) -> Path:
+    """``path`` if it exists (a file or a folder); else a `ValueError` naming ``option`` and why
+    (missing, a broken symbolic link, a loop of links: `longldp._validate.missing_path`)."""
+    if not path.exists():
+        raise ValueError(f"{option}: {_quoted(path)} {missing_path(path)}.")
+    return path
+
+
 def input_file(path: Path, option: str) -> Path:
     """``path`` if it is an existing, readable file; else a `ValueError` naming ``option``."""
-    if not path.exists():
-        raise ValueError(f"{option}: {_quoted(path)} does not exist.")
+    existing(path, option)
     if path.is_dir():
         raise ValueError(f"{option}: {_quoted(path)} is a folder; give a file.")
     if not os.access(path, os.R_OK):
@@ -161,6 +265,8 @@ def output_file(path: Path, option: str, suffixes: Sequence[str] | None = None) 
     """
     if path.is_dir():
         raise ValueError(f"{option}: {_quoted(path)} is a folder; give a file name.")
+    if path.is_symlink() and "loop" in missing_path(path):
+        raise ValueError(f"{option}: {_quoted(path)} {missing_path(path)}.")
     if suffixes is not None and path.suffix.lower() not in suffixes:
         raise ValueError(
             f"{option}: the file name must end in {' or '.join(suffixes)} (the format written); "
@@ -170,10 +276,18 @@ def output_file(path: Path, option: str, suffixes: Sequence[str] | None = None) 
     return path
 
 
+#: Figure files a command may write (the suffixes of `longldp.experiments.plot.FORMATS`, kept
+#: here so that a command checks ``--plot`` without importing the plotting stack; a test ties
+#: the two).
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg")
+
+
 def output_folder(path: Path, option: str) -> Path:
     """Check an output folder before the work starts: not a file, creatable if missing."""
     if path.exists() and not path.is_dir():
         raise ValueError(f"{option}: {_quoted(path)} is a file; give a folder.")
+    if path.is_symlink() and not path.exists():  # mkdir cannot make a folder there
+        raise ValueError(f"{option}: {_quoted(path)} {missing_path(path)}.")
     _writable_folder(path, option, path)
     return path
 
@@ -268,6 +382,8 @@ def client_memory(proto: Any, users: int = 4) -> tuple[int, int]:
         finally:
             tracemalloc.stop()
 
+    peak(1)  # warm-up: a first call in a process also allocates one-time caches, which made
+    # peak(1) too large and the per-user share (many - one) too small, or even negative
     one, many = peak(1), peak(users)
     per_user = max((many - one) // (users - 1), int(proto.wire_size))
     return max(one - per_user, 0), per_user

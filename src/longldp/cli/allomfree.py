@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from longldp.cli._common import console, output_file
+from longldp.cli._common import FIGURE_SUFFIXES, console, existing, output_file
 
 
 def allomfree_tables_cmd(
@@ -25,16 +25,19 @@ def allomfree_tables_cmd(
 def allomfree_gains_cmd(
     results: Annotated[Path, typer.Argument(help="results.parquet of a multidim study.")],
     out: Annotated[Path | None, typer.Option(help="Also write the Markdown table here.")] = None,
-    plot: Annotated[Path | None, typer.Option(help="Also draw the gains to this PNG.")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Also draw the gains to this file (.png, .pdf or .svg)."),
+    ] = None,
 ) -> None:
     """Gains of ALLOMFREE over SMP+L-SUE and SMP+L-OUE (Tables 3-4) beside the paper's."""
     from longldp.experiments.reports.multidim import format_gain_table, gain_table, plot_gains
 
-    if not results.exists():
-        raise ValueError(f"RESULTS: {str(results)!r} does not exist.")
-    for option, path in (("--out", out), ("--plot", plot)):
-        if path is not None:
-            output_file(path, option)
+    existing(results, "RESULTS")
+    if out is not None:
+        output_file(out, "--out")
+    if plot is not None:
+        output_file(plot, "--plot", FIGURE_SUFFIXES)
     rows = gain_table(results)
     text = format_gain_table(rows)
     typer.echo(text)

@@ -20,6 +20,7 @@ from longldp.cli._common import (
     human_bytes,
     nearest_existing,
     output_file,
+    parse_assignments,
 )
 
 
@@ -27,20 +28,7 @@ def protocol_from_words(name: str, words: list[str]):
     """``L-OSUE`` and ``["k=74", "eps_perm=2", "eps_1=0.8"]`` -> the protocol object."""
     import longldp as ll
 
-    params: dict[str, object] = {}
-    for word in words:
-        key, sep, raw = word.partition("=")
-        if not sep or not key:
-            raise ValueError(f"protocol parameters are written name=value; got {word!r}.")
-        try:
-            value: object = int(raw)
-        except ValueError:
-            try:
-                value = float(raw)
-            except ValueError:
-                value = raw
-        params[key.strip()] = value
-    return ll.protocol(name, **params)
+    return ll.protocol(name, **parse_assignments(words))
 
 
 def simulate_reports_cmd(
@@ -178,7 +166,16 @@ def aggregate_cmd(
         typer.Option(help="Poisoning defence: memo, memo-replay, detect or normalize "
                      "(docs/attacks.md §9)."),
     ] = None,
-    alpha: Annotated[float, typer.Option(help="False-positive budget of --defence.")] = 0.01,
+    alpha: Annotated[
+        float,
+        typer.Option(help="False-positive budget of --defence: the share of honest devices it "
+                     "may drop."),
+    ] = 0.01,
+    min_share: Annotated[
+        float | None,
+        typer.Option(help="--defence detect: flag a report that supports this share of an "
+                     "itemset, instead of the threshold derived from --alpha."),
+    ] = None,
 ) -> None:
     """Support counts, estimates and 95% intervals per epoch of a report archive."""
     from longldp.archive import aggregate_archive, local_cluster, write_estimates
@@ -187,6 +184,10 @@ def aggregate_cmd(
         output_file(out, "--out", (".csv", ".json"))
     if top < 1:
         raise ValueError(f"'--top' must be an integer >= 1; got {top}.")
+    if postprocess is not None:  # refused before the archive is read
+        from longldp.postprocess import get_method
+
+        get_method(postprocess, owner="aggregate", param="postprocess")
     if workers < 1:
         raise ValueError(f"'--workers' must be an integer >= 1; got {workers}.")
     if scheduler not in (None, "local"):
@@ -196,7 +197,7 @@ def aggregate_cmd(
     if defence is not None:  # report-level defences read whole device histories in memory
         from longldp.attacks.archive import defended_rows
 
-        proto, rows, summary = defended_rows(archive, defence, alpha=alpha)
+        proto, rows, summary = defended_rows(archive, defence, alpha=alpha, min_share=min_share)
         title = f"{proto.name} with defence {defence!r}: {summary}"
     elif scheduler == "local":
         with local_cluster(workers) as cluster:

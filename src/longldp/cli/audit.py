@@ -9,33 +9,23 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from longldp.cli._common import check_memory, client_memory, console
+from longldp.cli._common import check_memory, client_memory, console, parse_assignments
 
 CONTROLS = ("none", "stateless", "misencoded")
 
+# Help panels of `longldp audit --help` (one screen each at 80 columns).
+_P = "Protocol"
+_G = "Games and claims"
+_B = "Black-box audits (--exec, --blackbox)"
+
+
+#: Parameters with an option of their own (``--k``, ``--eps``, …), refused in ``--param``.
+OWN_OPTIONS = ("k", "eps", "eps_perm", "eps_1")
+
 
 def _parse_params(items: list[str]) -> dict[str, Any]:
-    """``name=value`` pairs; values parsed as int, float, bool or None when they look like one."""
-    out: dict[str, Any] = {}
-    for item in items:
-        if "=" not in item:
-            raise ValueError(f"'--param' must be NAME=VALUE; got {item!r}.")
-        name, raw = item.split("=", 1)
-        value: Any = raw
-        low = raw.lower()
-        if low in ("true", "false"):
-            value = low == "true"
-        elif low == "none":
-            value = None
-        else:
-            for cast in (int, float):
-                try:
-                    value = cast(raw)
-                    break
-                except ValueError:
-                    continue
-        out[name.strip().replace("-", "_")] = value
-    return out
+    """``--param NAME=VALUE`` words (the one parser, ``_common.parse_assignments``)."""
+    return parse_assignments(items, "'--param'", reserved=OWN_OPTIONS)
 
 
 def _taus(text: str) -> list[int]:
@@ -53,88 +43,126 @@ def audit_cmd(
         str | None,
         typer.Argument(help="Protocol name (see `longldp protocols`); omit with --exec."),
     ] = None,
-    k: Annotated[int, typer.Option(help="Domain size (small: the exact audit enumerates).")] = 8,
-    eps: Annotated[float | None, typer.Option(help="ε of a one-shot oracle.")] = None,
-    eps_perm: Annotated[float | None, typer.Option(help="ε∞ of a chain.")] = None,
-    eps_1: Annotated[float | None, typer.Option(help="ε1 of a chain.")] = None,
+    k: Annotated[
+        int | None,
+        typer.Option(
+            help="Domain size (small: the exact audit enumerates). Default 8; required with "
+            "--exec.",
+            rich_help_panel=_P,
+        ),
+    ] = None,
+    eps: Annotated[
+        float | None, typer.Option(help="ε of a one-shot oracle.", rich_help_panel=_P)
+    ] = None,
+    eps_perm: Annotated[float | None, typer.Option(help="ε∞ of a chain.", rich_help_panel=_P)] = (
+        None
+    ),
+    eps_1: Annotated[float | None, typer.Option(help="ε1 of a chain.", rich_help_panel=_P)] = None,
     param: Annotated[
         list[str] | None,
         typer.Option(
-            help="Other protocol parameter NAME=VALUE (repeatable): calibration=paper, "
-            "d=2, h=2, m=4, f=0.5, p=0.5, q=0.75, …"
+            metavar="NAME=VALUE",
+            help="Another protocol parameter, repeatable: calibration=paper, d=2, h=2, m=4, "
+            "f=0.5, p=0.5, q=0.75, …",
+            rich_help_panel=_P,
         ),
     ] = None,
     trials: Annotated[
         int | None,
         typer.Option(
-            help="Trials per world (input) of the one-report audit [default: 1,000,000; "
-            "100,000 with --exec or --blackbox]."
+            help="Trials per input of the one-report game. Default 1,000,000 (100,000 with "
+            "--exec or --blackbox).",
+            rich_help_panel=_G,
         ),
     ] = None,
-    taus: Annotated[str, typer.Option(help="Lifetime lengths τ, comma-separated.")] = "10,100",
-    lifetime_trials: Annotated[int, typer.Option(help="Trials per world and τ.")] = 20_000,
+    taus: Annotated[
+        str, typer.Option(help="Lifetime lengths τ, comma-separated.", rich_help_panel=_G)
+    ] = "10,100",
+    lifetime_trials: Annotated[
+        int, typer.Option(help="Trials per input and τ.", rich_help_panel=_G)
+    ] = 20_000,
     pattern: Annotated[
-        str, typer.Option(help="Lifetime pattern: one-value, alternating or both.")
+        str, typer.Option(help="one-value, alternating or both.", rich_help_panel=_G)
     ] = "one-value",
     attack: Annotated[
-        str, typer.Option(help="lr (likelihood ratio) or majority (memo vote).")
+        str,
+        typer.Option(help="lr (likelihood ratio) or majority (memo vote).", rich_help_panel=_G),
     ] = "lr",
     alpha: Annotated[
         float | None,
-        typer.Option(help="1 − confidence of the bounds [default: 0.01; 0.05 black-box]."),
+        typer.Option(
+            help="1 − confidence of the bounds. Default 0.01 (0.05 black-box).",
+            rich_help_panel=_G,
+        ),
     ] = None,
     claim_eps_1: Annotated[
-        float | None, typer.Option(help="Audit against this ε1 instead of the protocol's own.")
+        float | None,
+        typer.Option(help="Audit against this ε1 instead of the protocol's.", rich_help_panel=_G),
     ] = None,
     claim_eps_perm: Annotated[
-        float | None, typer.Option(help="Audit against this ε∞ instead of the protocol's own.")
+        float | None,
+        typer.Option(help="Audit against this ε∞ instead of the protocol's.", rich_help_panel=_G),
     ] = None,
     control: Annotated[
         str,
         typer.Option(
-            help="Positive control: none, stateless (memo redrawn every report) or "
-            "misencoded (unary true bit 1 w.p. p + (1 − p)q)."
+            help="Positive control: none, stateless (memo redrawn at every report) or "
+            "misencoded (unary true bit 1 w.p. p + (1 − p)q).",
+            rich_help_panel=_G,
         ),
     ] = "none",
     upper: Annotated[
-        bool, typer.Option(help="Also bound ε from above from the estimated channel.")
+        bool,
+        typer.Option(
+            "--upper", help="Also bound ε from above (estimated channel).", rich_help_panel=_G
+        ),
     ] = False,
     seed: Annotated[int | None, typer.Option(help="Seed (default: fresh entropy).")] = None,
     secure: Annotated[
-        bool, typer.Option(help="Clients draw from os.urandom, as devices do.")
+        bool, typer.Option("--secure", help="Clients draw from os.urandom, as devices do.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     exec_command: Annotated[
         str | None,
         typer.Option(
             "--exec",
-            help="Audit an external client as a black box: CMD reads '<client> <value>' lines "
-            "and writes one hex report per line (docs/audit.md §9). Needs --k and --claim.",
+            metavar="CMD",
+            help="Audit an external client: CMD reads '<client> <value>' lines and writes one "
+            "hex report per line (docs/audit.md §9). Needs --k and --claim.",
+            rich_help_panel=_B,
         ),
     ] = None,
     claim: Annotated[
         float | None,
-        typer.Option(help="--exec: the ε claimed (for τ reports with --tau)."),
+        typer.Option(help="--exec: the ε claimed (for τ reports with --tau).", rich_help_panel=_B),
     ] = None,
     tau: Annotated[
-        int, typer.Option(help="--exec: reports per client (a lifetime audit when > 1).")
+        int,
+        typer.Option(help="--exec: reports per client (lifetime when > 1).", rich_help_panel=_B),
     ] = 1,
     inputs: Annotated[
         str | None,
         typer.Option(
-            help="Black-box: inputs to compare, comma-separated [default: all for k ≤ 16]."
+            help="Inputs to compare, comma-separated. Default: all when k ≤ 16.",
+            rich_help_panel=_B,
         ),
     ] = None,
     blackbox: Annotated[
         bool,
         typer.Option(
-            help="Audit PROTOCOL's client as a black box (tests found from data) instead of "
-            "the likelihood-ratio game."
+            "--blackbox",
+            help="Audit PROTOCOL's own client as a black box.",
+            rich_help_panel=_B,
         ),
     ] = False,
-    classifier: Annotated[
-        bool, typer.Option(help="Black-box: include the classifier family (scikit-learn).")
-    ] = True,
+    no_classifier: Annotated[
+        bool,
+        typer.Option(
+            "--no-classifier",
+            help="Leave out the classifier tests (scikit-learn).",
+            rich_help_panel=_B,
+        ),
+    ] = False,
 ) -> None:
     """Audit PROTOCOL: exact ε from its enumerated channel, and black-box lower bounds on ε
     from the distinguishing game (one report, and τ reports of one client). With --exec, audit
@@ -145,7 +173,6 @@ def audit_cmd(
     """
     import numpy as np
 
-    import longldp as ll
     from longldp import audit
 
     if seed is not None and seed < 0:
@@ -173,7 +200,7 @@ def audit_cmd(
             claim,
             tau,
             inputs,
-            classifier,
+            not no_classifier,
             seed,
             as_json,
         )
@@ -185,14 +212,7 @@ def audit_cmd(
     if control not in CONTROLS:
         raise ValueError(f"'--control' must be one of {', '.join(CONTROLS)}; got {control!r}.")
     patterns = ["one-value", "alternating"] if pattern == "both" else [pattern]
-    params: dict[str, Any] = {"k": k, **_parse_params(param or [])}
-    for name, value in (("eps", eps), ("eps_perm", eps_perm), ("eps_1", eps_1)):
-        if value is not None:
-            params[name] = value
-    fields = dataclasses.fields(ll.get_protocol_class(protocol))
-    if not any(f.name == "k" and f.init for f in fields):
-        del params["k"]  # a protocol without k (RAPPOR-boolean: one bit)
-    proto = ll.protocol(protocol, **params)
+    proto = _protocol(protocol, k, eps, eps_perm, eps_1, param)
     if control == "misencoded":
         proto = audit.misencoded_unary(proto)
     rng: Any = "secure" if secure else np.random.default_rng(seed)
@@ -227,6 +247,28 @@ def audit_cmd(
             )
     if report.violations:
         raise typer.Exit(1)
+
+
+def _protocol(
+    protocol: str,
+    k: int | None,
+    eps: float | None,
+    eps_perm: float | None,
+    eps_1: float | None,
+    param: list[str] | None,
+) -> Any:
+    """The protocol the options describe: k (default 8) unless the class takes none
+    (RAPPOR-boolean: one bit), the budget options, then the NAME=VALUE parameters."""
+    import longldp as ll
+
+    params: dict[str, Any] = {"k": 8 if k is None else k, **_parse_params(param or [])}
+    for name, value in (("eps", eps), ("eps_perm", eps_perm), ("eps_1", eps_1)):
+        if value is not None:
+            params[name] = value
+    fields = dataclasses.fields(ll.get_protocol_class(protocol))
+    if not any(f.name == "k" and f.init for f in fields):
+        del params["k"]  # a protocol without k (RAPPOR-boolean: one bit)
+    return ll.protocol(protocol, **params)
 
 
 def _check_audit_memory(
@@ -268,7 +310,7 @@ def _ints(text: str | None, name: str) -> list[int] | None:
 def _blackbox(
     protocol: str | None,
     command: str | None,
-    k: int,
+    k: int | None,
     eps: float | None,
     eps_perm: float | None,
     eps_1: float | None,
@@ -287,7 +329,6 @@ def _blackbox(
     """Black-box audits through audit_randomizer / audit_lifetime (docs/audit.md §7–§9)."""
     import numpy as np
 
-    import longldp as ll
     from longldp.audit import blackbox as bb
     from longldp.audit import claimed_epsilon, exec_client, randomizers
 
@@ -300,6 +341,10 @@ def _blackbox(
     if command is not None:
         if protocol is not None:
             raise ValueError("audit: give either a PROTOCOL or --exec, not both.")
+        if k is None:
+            raise ValueError(
+                "audit --exec: '--k' (the client's domain size: inputs 0 … k − 1) is required."
+            )
         if claim is None:
             raise ValueError("audit --exec: '--claim' (the ε the client claims) is required.")
         if tau < 1:
@@ -331,13 +376,7 @@ def _blackbox(
     else:
         if protocol is None:
             raise ValueError("audit --blackbox: give the PROTOCOL to audit.")
-        params: dict[str, Any] = {"k": k, **_parse_params(param or [])}
-        for name, value in (("eps", eps), ("eps_perm", eps_perm), ("eps_1", eps_1)):
-            if value is not None:
-                params[name] = value
-        if protocol.lower() == "rappor" and params.get("encoder") == "boolean":
-            params["k"] = 1
-        proto = ll.protocol(protocol, **params)
+        proto = _protocol(protocol, k, eps, eps_perm, eps_1, param)
         domain = randomizers.audit_domain(proto)
         one = proto.single_report_epsilon() if claim is None else claim
         results.append(

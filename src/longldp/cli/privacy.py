@@ -4,38 +4,12 @@ collection, per report, per memo, per epoch and for the whole collection (docs/m
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
 
-from longldp.cli._common import console
-
-
-def parse_value(raw: str) -> Any:
-    """A protocol parameter's value: int, float, bool or None when it looks like one."""
-    low = raw.strip().lower()
-    if low in ("true", "false"):
-        return low == "true"
-    if low == "none":
-        return None
-    for cast in (int, float):
-        try:
-            return cast(raw)
-        except ValueError:
-            continue
-    return raw
-
-
-def parse_params(items: list[str]) -> dict[str, Any]:
-    """``NAME=VALUE`` words into protocol parameters (``eps-perm`` is ``eps_perm``)."""
-    out: dict[str, Any] = {}
-    for item in items:
-        name, sep, raw = item.partition("=")
-        if not sep or not name.strip():
-            raise ValueError(f"protocol parameters must be NAME=VALUE (e.g. k=74); got {item!r}.")
-        out[name.strip().replace("-", "_")] = parse_value(raw)
-    return out
+from longldp.cli._common import console, parse_assignments
 
 
 def _fmt(x: float | None) -> str:
@@ -54,8 +28,9 @@ def privacy_cmd(
         int,
         typer.Option(
             "--n",
-            help="Devices in each epoch's shuffle whose values change at the same epochs as the "
-            "one protected (all of them when values never change).",
+            help="Devices in each epoch's shuffle whose memo keys change at the same epochs as "
+            "the one protected (all of them when values never change; the key is the value, or "
+            "for LOLOHA, dBitFlipPM and Bloom RAPPOR its hash, bucket or cohort filter).",
         ),
     ] = 1_000_000,
     epochs: Annotated[int, typer.Option(help="Epochs τ of the collection.")] = 100,
@@ -81,7 +56,7 @@ def privacy_cmd(
         raise ValueError(f"'--epochs' must be an integer >= 1; got {epochs}.")
     if not 1 <= memos <= epochs:
         raise ValueError(f"'--memos' must be an integer in [1, epochs = {epochs}]; got {memos}.")
-    proto = ll.protocol(protocol, **parse_params(params or []))
+    proto = ll.protocol(protocol, **parse_assignments(params or []))
     summary = central_summary(proto, n, epochs, delta, memos)
     if as_json:
         typer.echo(json.dumps(summary.as_dict(), indent=2))

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from longldp.cli._common import console, input_file, output_file
+from longldp.cli._common import FIGURE_SUFFIXES, console, input_file, output_file
 
 group = typer.Typer(help="RAPPOR: decode strings collected with RAPPOR.", no_args_is_help=True)
 
@@ -32,9 +32,10 @@ def decode_cmd(
     ),
     seed: Annotated[int, typer.Option(help="Seed of the CV folds / resampling.")] = 0,
     out: Annotated[Path | None, typer.Option(help="Write every candidate's row as JSON.")] = None,
-    plot: Annotated[Path | None, typer.Option(help="Plot the detected strings to this PNG.")] = (
-        None
-    ),
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Plot the detected strings to this file (.png, .pdf or .svg)."),
+    ] = None,
     limit: Annotated[int, typer.Option(help="Rows shown in the table.")] = 50,
     ngrams: Annotated[
         Path | None,
@@ -73,6 +74,8 @@ def decode_cmd(
             input_file(path, option)
     if out is not None:
         output_file(out, "--out", (".json",))
+    if plot is not None:
+        output_file(plot, "--plot", FIGURE_SUFFIXES)
     if limit < 1:
         raise ValueError(f"'--limit' must be an integer >= 1; got {limit}.")
     proto = files.read_params(params)

@@ -68,6 +68,15 @@ def serve_cmd(
     log_level: Annotated[
         str, typer.Option(help=f"uvicorn log level: {', '.join(LOG_LEVELS)}.")
     ] = "warning",
+    cors_origins: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--cors-origin",
+            metavar="ORIGIN",
+            help="Let pages of this origin (https://host[:port], or * for any) call the API "
+            "from a browser: CORS with preflight. Repeatable. Default: same origin only.",
+        ),
+    ] = None,
 ) -> None:
     """Collect reports from devices into SQLite or PostgreSQL; serve estimates and a dashboard.
 
@@ -76,7 +85,7 @@ def serve_cmd(
     try:
         from sqlalchemy.exc import SQLAlchemyError
 
-        from longldp.server import Limits, serve
+        from longldp.server import Limits, check_origins, serve
     except ImportError as exc:
         raise ValueError(
             f"the server needs the optional extra 'server' (pip install 'longldp[server]'): {exc}"
@@ -85,6 +94,7 @@ def serve_cmd(
         raise ValueError(
             f"'--log-level' must be one of {', '.join(LOG_LEVELS)}; got {log_level!r}."
         )
+    check_origins("serve", cors_origins or ())  # before the address and the database
     check_listen_address(host, port)
     check_sqlite_path(db)
     limits = Limits(
@@ -109,6 +119,7 @@ def serve_cmd(
             tls_cert=tls_cert,
             tls_key=tls_key,
             log_level=log_level.lower(),
+            cors_origins=tuple(cors_origins or ()),
         )
     except SQLAlchemyError as err:
         raise ValueError(f"--db {_shown_db(db)}: {_database_reason(err)}") from None

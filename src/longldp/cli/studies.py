@@ -17,6 +17,7 @@ from longldp.cli._common import (
     check_scheduler,
     client_memory,
     console,
+    existing,
     fail,
     input_file,
     output_folder,
@@ -240,8 +241,7 @@ def plot_cmd(
     def cols(text: str | None) -> tuple[str, ...] | None:
         return None if text is None else tuple(c.strip() for c in text.split(",") if c.strip())
 
-    if not results.exists():
-        raise ValueError(f"RESULTS: {str(results)!r} does not exist.")
+    existing(results, "RESULTS")
     if out is not None:
         output_folder(out, "--out")
     from longldp.experiments.plot import check_format

@@ -128,6 +128,29 @@ def integer(minimum: int) -> Check:
     return check
 
 
+def integer_or_list(minimum: int) -> Check:
+    """An integer >= ``minimum`` (one value), or a non-empty list of distinct such integers
+    (an axis of the grid), returned as an int or a tuple."""
+    allowed = f"an integer >= {minimum} or a non-empty list of distinct such integers"
+
+    def one(x: Any) -> bool:
+        return not isinstance(x, bool) and isinstance(x, numbers.Integral) and x >= minimum
+
+    def check(where: str, name: str, value: Any) -> int | tuple[int, ...]:
+        if one(value):
+            return int(value)
+        if (
+            not isinstance(value, list)
+            or not value
+            or not all(one(x) for x in value)
+            or len(set(value)) != len(value)
+        ):
+            raise fail(where, name, allowed, value)
+        return tuple(int(x) for x in value)
+
+    return check
+
+
 def number(lower: float | None = None, *, inclusive: bool = False) -> Check:
     """A finite real number (> ``lower``, or >= with ``inclusive``, when ``lower`` is given)."""
     if lower is None:

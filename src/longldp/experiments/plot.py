@@ -28,7 +28,6 @@ import contextlib
 import math
 import numbers
 import re
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -76,6 +75,24 @@ FORMATS = ("png", "pdf", "svg")
 DPI_RANGE = (20, 1200)
 _MARKERS = "osD^v<>ph*"
 _LINESTYLES = ("-", "--", "-.", ":")
+
+
+def wrap_phrases(text: str, width: int) -> str:
+    """``text`` on lines of at most ``width`` characters, broken only between phrases.
+
+    A figure's title reads "study: y vs x (a = 1, b = 2); mean and 95% band over r
+    repetitions"; a line may end only after "; " or ", " (inside parentheses too), so that
+    "ε∞ (of the memoized answer)" or "b = 2" never wraps in the middle. A single phrase longer
+    than ``width`` keeps its own line whole.
+    """
+    pieces = re.split(r"(?<=[;,]) ", text)
+    lines: list[str] = []
+    for piece in pieces:
+        if lines and len(lines[-1]) + 1 + len(piece) <= width:
+            lines[-1] += " " + piece
+        else:
+            lines.append(piece)
+    return "\n".join(lines)
 
 
 def band(
@@ -416,7 +433,7 @@ def plot_results(
         title = f"{study}: " if study else ""
         title += f"{_LABELS.get(y, y)} vs {_LABELS.get(x, x)}" + (f" ({what})" if what else "")
         title += f"; mean and 95% {interval} over {reps} repetition{'s' if reps != 1 else ''}"
-        fig.suptitle(textwrap.fill(title, width=int(width * 12)), fontsize=10)
+        fig.suptitle(wrap_phrases(title, int(width * 12)), fontsize=10)
         name = "_".join([y, *(f"{c}-{_fmt(v)}" for c, v in shown)])
         path = out_dir / f"{_slug(name)}.{fmt}"
         fig.savefig(path, format=fmt, dpi=dpi)

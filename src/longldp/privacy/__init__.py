@@ -24,6 +24,8 @@ References
         USENIX Security 2017 (GRR, SUE, OUE, BLH, OLH).
 [ERL14] Erlingsson et al., "RAPPOR", CCS 2014 (L-SUE).
 [DIN17] Ding et al., "Collecting telemetry data privately", NeurIPS 2017 (dBitFlipPM).
+[ASZ19] Acharya, Sun, Zhang, "Hadamard response: estimating distributions privately,
+        efficiently, and with little communication", AISTATS 2019 (HR).
 [002]   Marreiras Neto, Duarte Neto, Costa Filho, Machado, "Locally differentially private
         applications with longitudinal data" (docs/math.md §15), eqs. 3, 6, 7.
 """
@@ -47,11 +49,30 @@ _eps_pair = check.chain_budgets
 
 #: Largest ε (ε, ε∞) any protocol accepts; larger budgets raise ``ValueError``. At ε = 30 the
 #: smallest probability a client samples (GRR over two symbols: 1/(e^30 + 1) ≈ 9.4e-14) is still
-#: about 850 steps of a 53-bit uniform draw, so the stored float64 parameters define the channel
-#: the sampler realizes. Beyond ε ≈ 37 such a keep probability rounds to exactly 1 (the client
-#: would report its true value, ε = ∞), and e^ε overflows at ε ≈ 710. Budgets this large give no
-#: meaningful privacy anyway (docs/math.md, "Budgets a protocol accepts").
+#: about 850 steps of a 53-bit uniform draw, and every probability a sampler draws with is
+#: stored on that grid (:func:`drawn`), so the stored parameters are the channel the sampler
+#: realizes. Beyond ε ≈ 37 such a keep probability rounds to exactly 1 (the client would report
+#: its true value, ε = ∞), and e^ε overflows at ε ≈ 710. Budgets this large give no meaningful
+#: privacy anyway (docs/math.md §16.1).
 EPS_MAX = check.EPS_MAX
+
+#: A sampler's uniform draw u has 53 random bits: u = w·2⁻⁵³ for an integer w in [0, 2⁵³).
+UNIFORM_GRID = 2.0**53
+
+
+def drawn(p: float) -> float:
+    """The probability that a sampler drawing ``u < p`` realizes: ⌈p·2⁵³⌉/2⁵³.
+
+    Every client draws a Bernoulli as u < p with u = w·2⁻⁵³ (NumPy's ``Generator.random`` and
+    the clients' byte sources alike, docs/client-spec.md §2.2), so Pr[u < p] = ⌈p·2⁵³⌉/2⁵³
+    exactly, not p. Each probability a sampler compares with is stored as this value (exact in
+    float64: a scaling by a power of two and a ceiling), so the channel, the claims and the
+    estimator read the very probability the sampler realizes, and its complement 1 − p is exact
+    in float64 too (both are multiples of 2⁻⁵³ in [0, 1]). The reports do not change: u < p
+    and u < ⌈p·2⁵³⌉/2⁵³ agree for every u on the grid. One float expression per probability
+    (docs/math.md §16.1).
+    """
+    return math.ceil(p * UNIFORM_GRID) / UNIFORM_GRID
 
 #: Largest hash range g of the local-hashing protocols: the hash maps 32 mixed bits to [0, g)
 #: by a multiply-shift (:func:`longldp.protocols.lh.mix_hash`), exact for g ≤ 2³².
@@ -67,23 +88,23 @@ def grr_probabilities(eps: float, k: int) -> tuple[float, float]:
     """GRR: p = e^ε/(e^ε+k−1), q = 1/(e^ε+k−1) ([WAN17] §4.1)."""
     eps = check.budget("GRR", "eps", eps)
     k = check.integer("GRR", "k", k, minimum=2)
-    p = 1.0 / (1.0 + (k - 1) * math.exp(-eps))
-    # q from the stored p: GRR's sampler moves to another symbol with probability 1 − p, so this
-    # is the channel it realizes (1 − p is exact in float64 for p ≥ 1/2).
+    p = drawn(1.0 / (1.0 + (k - 1) * math.exp(-eps)))
+    # q from the stored p: GRR's sampler moves to another symbol with probability 1 − p (exact,
+    # p is on the sampler's grid), then to each of the k − 1 others uniformly.
     return p, (1.0 - p) / (k - 1)
 
 
 def sue_probabilities(eps: float) -> tuple[float, float]:
     """Symmetric UE (basic one-time RAPPOR): p = e^{ε/2}/(e^{ε/2}+1), q = 1 − p ([WAN17] §4.2)."""
     eps = check.budget("SUE", "eps", eps)
-    p = 1.0 / (1.0 + math.exp(-eps / 2))
+    p = drawn(1.0 / (1.0 + math.exp(-eps / 2)))
     return p, 1.0 - p
 
 
 def oue_probabilities(eps: float) -> tuple[float, float]:
     """Optimized UE: p = 1/2, q = 1/(e^ε+1) ([WAN17] §4.2, eq. 11)."""
     eps = check.budget("OUE", "eps", eps)
-    return 0.5, 1.0 / (math.exp(eps) + 1.0)
+    return 0.5, drawn(1.0 / (math.exp(eps) + 1.0))
 
 
 def olh_optimal_g(eps: float) -> int:
@@ -105,11 +126,15 @@ def olh_unit_variance(g: int, eps: float) -> float:
 def subset_probabilities(eps: float, k: int, omega: int) -> tuple[float, float, float]:
     """(P1, P0, 1 − P1) of subset selection: a report is a size-ω subset of [k] that holds the
     value with probability P1 = ω·e^ε/(ω·e^ε + k − ω); a value not held is in it with
-    P0 = (ω − P1)/(k − 1) ([WAN16] §4; [YE18] eq. 7; docs/math.md §2.5). 1 − P1 is computed as
-    (k − ω)/(ω·e^ε + k − ω), not by subtraction, so it stays exact near P1 = 1."""
+    P0 = (ω − P1)/(k − 1) ([WAN16] §4; [YE18] eq. 7; docs/math.md §2.5).
+
+    P1 is stored as its sampler draws it (:func:`drawn`) and 1 − P1 is that value's exact
+    complement, the probability the sampler leaves v out. (A closed form (k − ω)/(ω·e^ε + k − ω)
+    for 1 − P1, once used here, is a second expression of the same probability: at k = 6,
+    ε = 30 it put the claim at 30.00000000003 while the sampler realized 30.0000709.)"""
     a = omega * math.exp(eps)
-    p1, n1 = a / (a + k - omega), (k - omega) / (a + k - omega)
-    return p1, (omega - p1) / (k - 1), n1
+    p1 = drawn(a / (a + k - omega))
+    return p1, (omega - p1) / (k - 1), 1.0 - p1
 
 
 def subset_epsilon(p1: float, not_p1: float, k: int, omega: int) -> float:
@@ -130,6 +155,28 @@ def subset_size(eps: float, k: int) -> int:
         return float(_vstar_unit(p1, p0))
 
     return integer_argmin(unit, k / (math.exp(eps) + 1.0), lo=1, hi=k - 1)
+
+
+def hadamard_response_size(k: int) -> int:
+    """K = 2^⌈log₂(k + 1)⌉, the smallest power of two above k: the outputs of Hadamard response
+    over [k] (column 0 of the Sylvester matrix, all ones, is skipped; [ASZ19] §3;
+    docs/math.md §2.6)."""
+    return 1 << int(k).bit_length()
+
+
+def hadamard_response_probabilities(eps: float) -> tuple[float, float]:
+    """(P1, P0) of Hadamard response at ε: a report lands in the half C_v of the outputs that
+    supports v with P1 = e^ε/(e^ε + 1) (the sampler's one threshold, 1/(1 + e^(−ε)) stored as
+    the draw realizes it, :func:`drawn`), and in C_u for u ≠ v with P0 = ½ exactly, since two
+    columns of a Sylvester matrix agree on half the rows ([ASZ19] §3; docs/math.md §2.6)."""
+    return drawn(1.0 / (1.0 + math.exp(-eps))), 0.5
+
+
+def hadamard_response_epsilon(p1: float) -> float:
+    """ε of one Hadamard-response report from its sampler's threshold: an output in C_v but
+    not in C_u has probability 2·P1/K under v and 2·(1 − P1)/K under u, and no ratio is larger:
+    ln(P1/(1 − P1)) (docs/math.md §2.6)."""
+    return math.log(p1 / (1.0 - p1))
 
 
 def integer_argmin(f: Callable[[int], float], start: float, lo: int = 2, hi: int = G_MAX) -> int:
@@ -171,13 +218,14 @@ def lgrr_p2(k: int, eps_perm: float, eps_1: float, calibration: str = "exact") -
     calibration = check.choice("L-GRR", "calibration", calibration, LGRR_CALIBRATIONS)
     # Written with expm1 and without differences of nearly equal terms, so that tiny and
     # large budgets keep full precision (a − b = b·(e^{ε∞−ε1} − 1), ab − 1 = e^{ε∞+ε1} − 1).
+    # Stored as the sampler draws it (:func:`drawn`): the keep probability of round 2.
     if calibration == "paper":
         num = math.expm1(eps_perm + eps_1)
-        return num / ((k - 1) * math.exp(eps_1) * math.expm1(eps_perm - eps_1) + num)
+        return drawn(num / ((k - 1) * math.exp(eps_1) * math.expm1(eps_perm - eps_1) + num))
     # (p_s − q1)/(p1 − q1) with p_s, p1 GRR's keep probabilities at ε1, ε∞ and q1 = 1/(a+k−1):
     # = [b(a − 1) + (k − 1)(b − 1)] / [(b + k − 1)(a − 1)].
     num = math.exp(eps_1) * math.expm1(eps_perm) + (k - 1) * math.expm1(eps_1)
-    return num / ((math.exp(eps_1) + k - 1) * math.expm1(eps_perm))
+    return drawn(num / ((math.exp(eps_1) + k - 1) * math.expm1(eps_perm)))
 
 
 def lsue_p2(eps_perm: float, eps_1: float) -> float:
@@ -187,13 +235,13 @@ def lsue_p2(eps_perm: float, eps_1: float) -> float:
     solves to the closed form ([ERL14] §3; [002] eq. 6 solved for p2 + q2 = 1).
     """
     eps_perm, eps_1 = _eps_pair("L-SUE", eps_perm, eps_1)
-    return 0.5 * (1.0 + math.tanh(eps_1 / 4) / math.tanh(eps_perm / 4))
+    return drawn(0.5 * (1.0 + math.tanh(eps_1 / 4) / math.tanh(eps_perm / 4)))
 
 
 def losue_p2(eps_perm: float, eps_1: float) -> float:
     """L-OSUE: OUE(ε∞) then symmetric round 2, p2 = (a·b − 1)/((b + 1)(a − 1)) ([ARC22] eq. 15)."""
     eps_perm, eps_1 = _eps_pair("L-OSUE", eps_perm, eps_1)
-    return math.expm1(eps_perm + eps_1) / ((math.exp(eps_1) + 1) * math.expm1(eps_perm))
+    return drawn(math.expm1(eps_perm + eps_1) / ((math.exp(eps_1) + 1) * math.expm1(eps_perm)))
 
 
 def _ue_q2_for_half_p2(owner: str, p1: float, q1: float, eps_perm: float, eps_1: float) -> float:
@@ -224,7 +272,7 @@ def _ue_q2_for_half_p2(owner: str, p1: float, q1: float, eps_perm: float, eps_1:
     valid = [x for x in (t / c2, c0 / t) if 0 <= x < 0.5]
     if len(valid) != 1:  # pragma: no cover - excluded by the eps_max check above
         raise ValueError(f"{owner}: no valid q2 for eps_perm={eps_perm}, eps_1={eps_1}.")
-    return valid[0]
+    return drawn(valid[0])  # as the sampler draws it
 
 
 def loue_q2(eps_perm: float, eps_1: float) -> float:
@@ -355,7 +403,14 @@ def rappor_eps_1(p: float, q: float, f: float, h: int) -> float:
     return h * abs(math.log(qs * (1 - ps) / (ps * (1 - qs))))
 
 
-def rappor_bits_epsilon(hi: float, lo: float, only_first: int, only_second: int) -> float:
+def rappor_bits_epsilon(
+    hi: float,
+    lo: float,
+    only_first: int,
+    only_second: int,
+    not_hi: float | None = None,
+    not_lo: float | None = None,
+) -> float:
     """ε of one report of independent bits, each 1 w.p. ``hi`` when its input bit is set and
     ``lo`` when not, for two inputs whose encodings differ in ``only_first`` bits set by the first
     input only and ``only_second`` set by the second only (docs/math.md §11).
@@ -364,15 +419,18 @@ def rappor_bits_epsilon(hi: float, lo: float, only_first: int, only_second: int)
     to the log-ratio, one set by the second only d = max(ln(lo/hi), ln((1−lo)/(1−hi))); the
     worst output picks both: ε = max(x·u + y·d, y·u + x·d). For x = y (Bloom filters with
     x = y = h, one-hot with 1) that is x·|ln[hi(1−lo)/(lo(1−hi))]|, [ERL14] Theorem 2's form
-    (:func:`rappor_eps_1`); boolean RAPPOR has x = 1, y = 0.
+    (:func:`rappor_eps_1`); boolean RAPPOR has x = 1, y = 0. ``not_hi``, ``not_lo``: 1 − hi and
+    1 − lo when known more accurately than by subtraction (:func:`chain_nonsupport`).
     """
     x, y = int(only_first), int(only_second)
-    if lo <= 0 or hi <= 0 or lo >= 1 or hi >= 1:
+    not_hi = 1 - hi if not_hi is None else not_hi
+    not_lo = 1 - lo if not_lo is None else not_lo
+    if min(hi, lo, not_hi, not_lo) <= 0:
         return math.inf
     if x == y:
-        return x * abs(math.log(hi * (1 - lo) / (lo * (1 - hi))))
-    u = max(math.log(hi / lo), math.log((1 - hi) / (1 - lo)))
-    d = max(math.log(lo / hi), math.log((1 - lo) / (1 - hi)))
+        return x * abs(math.log(hi * not_lo / (lo * not_hi)))
+    u = max(math.log(hi / lo), math.log(not_hi / not_lo))
+    d = max(math.log(lo / hi), math.log(not_lo / not_hi))
     return max(x * u + y * d, y * u + x * d)
 
 

@@ -16,7 +16,7 @@ accounting) can read it without importing a protocol class. The rules:
 - ``"per-change"``: a mechanism that spends ``eps_change`` each time the user's value changes
   (and ``eps_report`` per report in between, often 0).
 
-The last two are declared here so that the families of changing data (docs/design.md §2) fill
+The last two are declared here so that the families of changing data fill
 them in; :meth:`Accounting.spent` computes the first two and refuses the others with the name
 of the ledger to use.
 """

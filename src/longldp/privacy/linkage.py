@@ -60,6 +60,18 @@ class Persistent(enum.StrEnum):
         """Whether the field is sent in the clear with every report (all but the memo)."""
         return self is not Persistent.MEMO
 
+    @property
+    def record_field(self) -> str | None:
+        """The report record's field that carries it (``hash_id``: a seed or a row index,
+        ``cohort``, ``buckets``), by which an analyst groups a device's reports; None for the
+        memo, which no report carries."""
+        return {
+            "hash seed": "hash_id",
+            "Hadamard row": "hash_id",
+            "cohort": "cohort",
+            "bucket map": "buckets",
+        }.get(self.value)
+
 
 @dataclass(frozen=True)
 class Linkage:
@@ -90,6 +102,11 @@ class Linkage:
     def linked_by(self) -> tuple[Persistent, ...]:
         """The persistent fields every report carries, which link a device's reports."""
         return tuple(f for f in Persistent if f in self.persists and f.in_reports)
+
+    @property
+    def record_fields(self) -> tuple[str, ...]:
+        """The report record's fields that carry :attr:`linked_by` (each once, in order)."""
+        return tuple(dict.fromkeys(f.record_field for f in self.linked_by if f.record_field))
 
     @property
     def linkable(self) -> bool:

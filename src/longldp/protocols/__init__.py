@@ -1,25 +1,27 @@
-"""Frequency oracles: one frozen dataclass per protocol, reachable by name.
+"""Protocols: one frozen dataclass per mechanism, reachable by name (docs/design.md §2).
 
 >>> import longldp as ll
 >>> proto = ll.protocol("L-OSUE", k=74, eps_perm=2.0, eps_1=0.8)
 >>> ll.protocols()[0].name, ll.protocols()[0].wire_id
 ('GRR', 1)
 
-This package is also callable: ``longldp.protocols()`` lists the registry (see
-:func:`list_protocols`).
+``ll.protocols()`` (the top-level package's callable view of this one) lists the registry
+(:func:`list_protocols`). Protocols of other installed packages join the registry through the
+entry-point group ``longldp.protocols`` when this package is imported
+(:func:`~longldp.protocols._registry.load_entry_points`, docs/design.md §8); ``__all__`` names
+this package's API and every registered protocol class.
 """
+
+# The names below are re-exported through an ``__all__`` computed from the registry (at the end),
+# which a linter cannot read: hence no unused-import check in this file.
+# ruff: noqa: F401
 
 from __future__ import annotations
 
-import sys
-import types
-
-from longldp.protocols import wire
+from longldp.protocols import _registry, wire
 from longldp.protocols._memo import MemoStore, PopulationMemo
 from longldp.protocols._registry import (
     ALIASES,
-    NAMES,
-    PROTOCOL_CLASSES,
     REGISTRY,
     ProtocolInfo,
     aggregator_from_state,
@@ -32,20 +34,8 @@ from longldp.protocols._rng import HmacRandom, SecureRandom
 from longldp.protocols.base import Aggregator, Estimate, FrequencyOracle, OneShot
 from longldp.protocols.client import Client, DerivedRound1, DrawnRound1, Round1Source
 from longldp.protocols.codec import ReportCodec
-from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.estimator import Estimator, SupportEstimator
-from longldp.protocols.grr import GRR, LGRR
-from longldp.protocols.hadamard import LSH, SH
-from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
 from longldp.protocols.mechanism import Mechanism, PopulationStep
-from longldp.protocols.rappor import (
-    RAPPOR,
-    RapporBoolean,
-    RapporBooleanOneTime,
-    RapporOneHot,
-    RapporOneHotOneTime,
-    RapporOneTime,
-)
 from longldp.protocols.report_kinds import (
     BitReports,
     ContinuousReport,
@@ -55,8 +45,6 @@ from longldp.protocols.report_kinds import (
     ReportKind,
     SymbolReports,
 )
-from longldp.protocols.sketch.mechanisms import CMS, HCMS, LCMS, LHCMS, PCS, SHE, THE
-from longldp.protocols.subset import SubsetSelection
 from longldp.protocols.traits import (
     Categorical,
     Domain,
@@ -66,49 +54,18 @@ from longldp.protocols.traits import (
     Rounds,
     Strings,
 )
-from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
-
-class _CallableModule(types.ModuleType):
-    def __call__(self) -> list[ProtocolInfo]:
-        return list_protocols()
-
-
-sys.modules[__name__].__class__ = _CallableModule
-
-__all__ = [
+#: The package's API besides the protocol classes (which follow the registry, below).
+API = [
     "ALIASES",
-    "BLH",
-    "CMS",
-    "GRR",
-    "HCMS",
-    "LCMS",
-    "LGRR",
-    "LHCMS",
-    "LOSUE",
-    "LOUE",
-    "LSH",
-    "LSOUE",
-    "LSUE",
     "NAMES",
-    "OLH",
-    "OLOLOHA",
-    "OUE",
-    "PCS",
     "PROTOCOL_CLASSES",
-    "RAPPOR",
     "REGISTRY",
-    "SH",
-    "SHE",
-    "SUE",
-    "THE",
     "Aggregator",
-    "BiLOLOHA",
     "BitReports",
     "Categorical",
     "Client",
     "ContinuousReport",
-    "DBitFlipPM",
     "DerivedRound1",
     "Domain",
     "DrawnRound1",
@@ -128,18 +85,12 @@ __all__ = [
     "PopulationMemo",
     "PopulationStep",
     "ProtocolInfo",
-    "RapporBoolean",
-    "RapporBooleanOneTime",
-    "RapporOneHot",
-    "RapporOneHotOneTime",
-    "RapporOneTime",
     "ReportCodec",
     "ReportKind",
     "Round1Source",
     "Rounds",
     "SecureRandom",
     "Strings",
-    "SubsetSelection",
     "SupportEstimator",
     "SymbolReports",
     "aggregator_from_state",
@@ -149,3 +100,17 @@ __all__ = [
     "protocol_from_spec",
     "wire",
 ]
+
+# Protocols of other packages (entry points); then every registered class is a name of this
+# package (``from longldp.protocols import GRR``), and ``__all__`` follows the registry.
+_registry.load_entry_points()
+NAMES = _registry.NAMES
+PROTOCOL_CLASSES = _registry.PROTOCOL_CLASSES
+for _cls in PROTOCOL_CLASSES:
+    if globals().setdefault(_cls.__name__, _cls) is not _cls:
+        raise RuntimeError(
+            f"protocol registry: {_cls.name}'s class name {_cls.__name__!r} is already a name of "
+            "longldp.protocols; rename the class."
+        )
+__all__ = sorted({*API, *(cls.__name__ for cls in PROTOCOL_CLASSES)})
+del _cls

@@ -26,6 +26,7 @@ from longldp.protocols.dbitflip import DBitFlipPM
 from longldp.protocols.estimator import Estimator
 from longldp.protocols.grr import GRR, LGRR
 from longldp.protocols.hadamard import LSH, SH
+from longldp.protocols.hr import HR
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
 from longldp.protocols.mechanism import Mechanism
 from longldp.protocols.rappor import (
@@ -42,8 +43,14 @@ from longldp.protocols.subset import SubsetSelection
 from longldp.protocols.traits import Estimand, Rounds
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
 
-#: Every protocol, in the order ``ll.protocols()`` lists them (one-shot first).
-PROTOCOL_CLASSES: tuple[type[FrequencyOracle], ...] = (
+#: Entry-point group through which other packages register protocols (docs/design.md §8).
+ENTRY_POINT_GROUP = "longldp.protocols"
+#: Wire ids of protocols registered from outside this package; this package's are below 128, so
+#: that a protocol added here never takes an id a third-party package already uses.
+OUTSIDE_WIRE_IDS = range(128, 256)
+
+#: This package's protocols, in the order ``ll.protocols()`` lists them (one-shot first).
+BUILTIN_CLASSES: tuple[type[FrequencyOracle], ...] = (
     GRR,
     SUE,
     OUE,
@@ -51,6 +58,7 @@ PROTOCOL_CLASSES: tuple[type[FrequencyOracle], ...] = (
     OLH,
     SH,
     SubsetSelection,
+    HR,
     LGRR,
     LSUE,
     LOUE,
@@ -75,31 +83,48 @@ PROTOCOL_CLASSES: tuple[type[FrequencyOracle], ...] = (
     LHCMS,
 )
 
+#: Every registered protocol: this package's, then those of other packages' entry points (in
+#: the order they are found), as ``ll.protocols()`` lists them.
+PROTOCOL_CLASSES: tuple[type[FrequencyOracle], ...] = BUILTIN_CLASSES
 #: Lower-case name → class.
-REGISTRY: dict[str, type[FrequencyOracle]] = {cls.name.lower(): cls for cls in PROTOCOL_CLASSES}
+REGISTRY: dict[str, type[FrequencyOracle]] = {}
 #: Lower-case alias → lower-case registry name.
-ALIASES: dict[str, str] = {
-    alias.lower(): cls.name.lower() for cls in PROTOCOL_CLASSES for alias in cls.aliases
-}
+ALIASES: dict[str, str] = {}
 #: Protocol name → one-byte wire id (docs/wire-format.md §1), fixed forever.
-PROTOCOL_IDS: dict[str, int] = {cls.name: cls.wire_id for cls in PROTOCOL_CLASSES}
+PROTOCOL_IDS: dict[str, int] = {}
 #: Names of every registered protocol, in registry order.
-NAMES: tuple[str, ...] = tuple(cls.name for cls in PROTOCOL_CLASSES)
+NAMES: tuple[str, ...] = ()
+#: Name → where a protocol registered from outside comes from (its entry point).
+SOURCES: dict[str, str] = {}
 
 
-def _check_table() -> None:
+def _index(classes: tuple[type[FrequencyOracle], ...]) -> None:
+    """Rebuild the lookups from ``classes`` (in place, so that every module holding them sees
+    the registered protocols)."""
+    global PROTOCOL_CLASSES, NAMES
+    PROTOCOL_CLASSES = classes
+    NAMES = tuple(cls.name for cls in classes)
+    REGISTRY.clear()
+    REGISTRY.update({cls.name.lower(): cls for cls in classes})
+    ALIASES.clear()
+    ALIASES.update({alias.lower(): cls.name.lower() for cls in classes for alias in cls.aliases})
+    PROTOCOL_IDS.clear()
+    PROTOCOL_IDS.update({cls.name: cls.wire_id for cls in classes})
+
+
+def _check_table(classes: tuple[type[FrequencyOracle], ...]) -> None:
     """Unique names and aliases (case-insensitive), unique wire ids, every trait declared, and
     no protocol class with a wire id left out of the table."""
-    keys = [cls.name.lower() for cls in PROTOCOL_CLASSES] + list(ALIASES)
+    keys = [cls.name.lower() for cls in classes]
+    keys += [alias.lower() for cls in classes for alias in cls.aliases]
     dup = sorted({k for k in keys if keys.count(k) > 1})
     if dup:
         raise RuntimeError(f"protocol registry: names or aliases used twice: {', '.join(dup)}.")
-    ids = [cls.wire_id for cls in PROTOCOL_CLASSES]
+    ids = [cls.wire_id for cls in classes]
     if len(set(ids)) != len(ids):
         raise RuntimeError(f"protocol registry: wire ids used twice: {sorted(ids)}.")
-    for cls in PROTOCOL_CLASSES:
+    for cls in classes:
         check_class(cls)
-        _check_linkage(cls)
         if not cls.test_params:
             raise RuntimeError(f"protocol registry: {cls.name} has no test parameters.")
         unknown = set(cls.budget_params) - set(_init_parameters(cls))
@@ -107,7 +132,7 @@ def _check_table() -> None:
             raise RuntimeError(
                 f"protocol registry: {cls.name}.budget_params names non-parameters {unknown}."
             )
-    stray = set(_codec.WIRE_NAMES.values()) - set(NAMES)
+    stray = set(_codec.WIRE_NAMES.values()) - {cls.name for cls in classes}
     if stray:
         raise RuntimeError(
             f"protocol registry: {', '.join(sorted(stray))} claim a wire id but are not in "
@@ -158,6 +183,7 @@ def check_class(cls: type) -> None:
         )
     if not dataclasses.is_dataclass(cls):
         raise RuntimeError(f"protocol registry: {name} must be a (frozen) dataclass.")
+    _check_linkage(cls)
     for trait, kind in TRAITS.items():
         value = getattr(cls, trait, None)
         if value is None or not isinstance(value, kind) or isinstance(value, bool) != (
@@ -181,10 +207,10 @@ class ProtocolInfo:
     wire_id: int
     report_kind: str
     budget_params: tuple[str, ...]
+    linkage: str
     estimand: str = Estimand.FREQUENCIES.value
     rounds: str = Rounds.ONE_SHOT.value
     domain: str = "categorical"
-    linkage: str = ""
 
 
 def get_protocol_class(name: str) -> type[FrequencyOracle]:
@@ -260,10 +286,10 @@ def list_protocols() -> list[ProtocolInfo]:
             cls.wire_id,
             str(cls.report_kind),
             cls.budget_params,
+            cls.linkage.describe(),
             str(cls.estimand),
             str(cls.rounds),
             cls.input_domain.kind,
-            cls.linkage.describe(),
         )
         for cls in PROTOCOL_CLASSES
     ]
@@ -281,4 +307,53 @@ def _required_parameters(cls: type) -> tuple[str, ...]:
     )
 
 
-_check_table()
+def register(classes: Any, source: str) -> list[type[FrequencyOracle]]:
+    """Add protocol classes registered from outside this package (one class, or a list or
+    tuple of them: what an entry point of :data:`ENTRY_POINT_GROUP` loads).
+
+    Each goes through every check of this package's table (:func:`check_class`, unique names,
+    aliases and wire ids, test parameters, budget parameters) and must take a wire id of
+    :data:`OUTSIDE_WIRE_IDS`; ``RuntimeError`` naming ``source`` otherwise.
+    """
+    group = list(classes) if isinstance(classes, (list, tuple)) else [classes]
+    for cls in group:
+        if not isinstance(cls, type) or not issubclass(cls, Mechanism):
+            raise RuntimeError(f"protocol registry: {source} gives {cls!r}, not a protocol class.")
+        if cls.wire_id not in OUTSIDE_WIRE_IDS:
+            raise RuntimeError(
+                f"protocol registry: {cls.name} ({source}) takes wire id {cls.wire_id}; a "
+                f"protocol from outside longldp takes one of {OUTSIDE_WIRE_IDS.start}–"
+                f"{OUTSIDE_WIRE_IDS.stop - 1} (below are longldp's own)."
+            )
+    table = (*PROTOCOL_CLASSES, *(cls for cls in group if cls not in PROTOCOL_CLASSES))
+    try:
+        _check_table(table)
+    except RuntimeError as err:
+        raise RuntimeError(f"{err} (registering {source})") from None
+    _index(table)
+    for cls in group:
+        SOURCES[cls.name] = source
+    return group
+
+
+def load_entry_points() -> list[type[FrequencyOracle]]:
+    """Register the protocols of every installed package's :data:`ENTRY_POINT_GROUP` entry
+    points (``name = "package.module:ProtocolClass"``, docs/design.md §8); called once when
+    :mod:`longldp.protocols` is imported. A broken entry point raises ``RuntimeError`` naming
+    it, never a silently shorter registry."""
+    from importlib.metadata import entry_points
+
+    added: list[type[FrequencyOracle]] = []
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
+        dist = getattr(ep.dist, "name", "?")
+        source = f"entry point {ep.name!r} = {ep.value!r} of {dist}"
+        try:
+            obj = ep.load()
+        except Exception as err:  # a broken package: say which one
+            raise RuntimeError(f"protocol registry: cannot load {source}: {err}") from err
+        added += register(obj, source)
+    return added
+
+
+_check_table(BUILTIN_CLASSES)
+_index(BUILTIN_CLASSES)

@@ -41,6 +41,7 @@ from longldp.protocols.base import (
     set_derived,
     uint_to_bytes,
 )
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.report_kinds import ExactChannel
 
 
@@ -106,6 +107,24 @@ class DBitFlipPM(FrequencyOracle):
     aliases: ClassVar[tuple[str, ...]] = ("dBitFlip",)
     longitudinal: ClassVar[bool] = True
     wire_id: ClassVar[int] = 13
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="dbitflip",
+        chain="p1 = D(1/(1 + e^(−a/2))), q1 = 1 − p1",
+        round2="1, 0",
+        eps_1="ρ(min(d, 2)·ln(p1/q1))",
+        eps_perm="the same",
+        state=(
+            "d < b: b floats; the sampled buckets are the indices of the d smallest (ties: lower "
+            "index first), ascending; d = b: 0…b−1, no draw"
+        ),
+        memo_key="bucket ⌊v·b/k⌋",
+        round1="d floats u_i: bit_i = (sampled_i = key) if u_i < p1, else its negation",
+        draws2="none (the report is the memo)",
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 20, "eps_perm": 2.0, "b": 10, "d": 3}, (0, 1, 19, 0)),
+        VectorCase({"k": 8, "eps_perm": 1.0, "b": 4, "d": 4}, (7, 6, 0), suffix="all"),
+    )
     report_kind: ClassVar[ReportKind] = SAMPLED_BITS
     #: One round: ε∞ alone sets it (one report costs min(d, 2)·ε∞/2).
     budget_params: ClassVar[tuple[str, ...]] = ("eps_perm",)
@@ -122,7 +141,7 @@ class DBitFlipPM(FrequencyOracle):
         b = k if self.b is None else check.integer(self.name, "b", self.b, minimum=2, maximum=k)
         set_derived(self, b=b)
         check.integer(self.name, "d", self.d, minimum=1, maximum=b)
-        p = 1.0 / (1.0 + math.exp(-eps / 2))
+        p = privacy.drawn(1.0 / (1.0 + math.exp(-eps / 2)))  # as the sampler draws it
         set_derived(self, p1=p, q1=1.0 - p)
 
     @property

@@ -9,6 +9,7 @@ math §3.2 (calibrations).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -31,10 +32,32 @@ from longldp.protocols.base import (
     set_derived,
     uint_to_bytes,
 )
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.report_kinds import SymbolReports
 
 #: The report kind of GRR-type oracles: one symbol of [0, k).
 SYMBOL = SymbolReports()
+
+
+#: GRR's rows of docs/client-spec.md (its JavaScript family is grr.js).
+ONE_SHOT_CLIENT = ClientSpec(
+    family="grr",
+    chain="p1 = D(1/(1 + (k−1)·e^(−ε))), q1 = (1 − p1)/(k − 1)",
+    round2="1, 0",
+    eps_1="ρ(ln(P1/P0))",
+    eps_perm="ρ(ln(p1/q1))",
+    state="none",
+    memo_key="v",
+    round1="y = GRR(v, k, p1)",
+    draws2="none (one-shot)",
+)
+#: L-GRR's rows: GRR at ε∞ memoized, GRR at p2 per report.
+CHAIN_CLIENT = dataclasses.replace(
+    ONE_SHOT_CLIENT,
+    chain="GRR over k at a",
+    round2="p2 = D(P_cal(k, a, b)), q2 = (1 − p2)/(k − 1)",
+    draws2="GRR(y, k, p2)",
+)
 
 
 class _SymbolReports(FrequencyOracle):
@@ -94,6 +117,10 @@ class GRR(OneShot, _SymbolReports):
     #: Nothing persists: every report is a fresh draw.
     linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 1
+    client_spec: ClassVar[ClientSpec | None] = ONE_SHOT_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 10, "eps": 1.0}, (3, 3, 9, 0)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
     def __post_init__(self) -> None:
@@ -135,6 +162,17 @@ class LGRR(_SymbolReports):
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     longitudinal: ClassVar[bool] = True
     wire_id: ClassVar[int] = 6
+    client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 10, "eps_perm": 2.0, "eps_1": 1.0}, (3, 3, 7, 3, 0, 7)),
+        VectorCase(
+            {"k": 10, "eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"},
+            (1, 2, 1, 3, 1, 4, 2),
+            suffix="paper-max",
+            collection="vectors-é",
+            max_epsilon=4.5,
+        ),
+    )
     budget_params: ClassVar[tuple[str, ...]] = ("eps_perm", "eps_1")
     test_params: ClassVar[tuple[dict, ...]] = (
         {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "exact"},

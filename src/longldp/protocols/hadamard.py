@@ -26,6 +26,7 @@ References: [WAN17] §4.4; [ARC23]; Bassily and Smith, STOC 2015; docs/math.md.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -35,9 +36,11 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp import privacy
 from longldp.privacy.linkage import Linkage, Persistent
+from longldp.protocols import lh
 from longldp.protocols._memo import PopulationMemo
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.base import OneShot, ReportKind, bytes_to_uint, min_bytes, uint_to_bytes
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.lh import _LOLOHA, REPORT_DTYPE, HashedReports, _LocalHashing, _set_chain
 from longldp.protocols.report_kinds import HashFamily
 
@@ -82,6 +85,23 @@ def fwht(x: ArrayLike) -> NDArray:
         a = np.stack([top, bottom], axis=-2).reshape(*lead, m)
         h *= 2
     return a
+
+
+#: SH's and L-SH's rows of docs/client-spec.md: the hashing rows with the Hadamard rows as the
+#: family (their JavaScript family is lh.js).
+SH_CLIENT = dataclasses.replace(
+    lh.ONE_SHOT_CLIENT,
+    chain="GRR over 2 at ε",
+    state="row j: an integer in [0, 2^⌈log₂k⌉)",
+    memo_key="popcount(j AND v) mod 2",
+    round1="y = GRR(key, 2, p1)",
+)
+LSH_CLIENT = dataclasses.replace(
+    SH_CLIENT,
+    chain="GRR over g at a",
+    round2=lh.CHAIN_CLIENT.round2,
+    draws2="GRR(y, 2, p2)",
+)
 
 
 class HadamardReports(HashedReports):
@@ -193,6 +213,10 @@ class SH(OneShot, _Hadamard):
     #: The device's row, kept for life and sent in every report.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HADAMARD_ROW)
     wire_id: ClassVar[int] = 15
+    client_spec: ClassVar[ClientSpec | None] = SH_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 20, "eps": 1.0}, (19, 0, 5)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
     g: int = field(init=False)
     m: int = field(init=False)
@@ -221,6 +245,16 @@ class LSH(_Hadamard, _LOLOHA):
     name: ClassVar[str] = "L-SH"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HADAMARD_ROW, Persistent.MEMO)
     wire_id: ClassVar[int] = 16
+    client_spec: ClassVar[ClientSpec | None] = LSH_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 20, "eps_perm": 2.0, "eps_1": 1.0}, (3, 4, 3)),
+        # A one-bit memo per value: the case above keeps its memos under a wrong round-1
+        # derivation with probability about 1/8; twelve memo keys at ε1 = 0.25 do not
+        # (tests/test_client_vectors.py checks it).
+        VectorCase(
+            {"k": 40, "eps_perm": 1.0, "eps_1": 0.25}, (*range(12), 0), suffix="memos"
+        ),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
     m: int = field(init=False)
 

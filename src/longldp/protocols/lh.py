@@ -24,6 +24,7 @@ References: [WAN17] §4.4 (BLH, OLH); [ARC23] (LOLOHA); docs/math.md §2.3–§2
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from longldp.protocols.base import (
     set_derived,
     uint_to_bytes,
 )
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.report_kinds import ExactChannel, HashFamily, hash_channel
 
 _GAMMA = np.uint64(0x9E3779B97F4A7C15)
@@ -81,6 +83,30 @@ def mix_hash(seed: NDArray, x: NDArray, g: int) -> NDArray[np.int64]:
         z *= np.uint64(g)
         z >>= np.uint64(32)
     return z.astype(np.int64)
+
+
+#: BLH's and OLH's rows of docs/client-spec.md (their JavaScript family is lh.js).
+ONE_SHOT_CLIENT = ClientSpec(
+    family="lh",
+    chain="GRR over g buckets at ε (BLH: g = 2; OLH: g = G_OLH(ε))",
+    round2="1, 0",
+    eps_1="ρ(ln(P1(g − 1)/N1))",
+    eps_perm="ρ(ln(p1/q1))",
+    state="hash id: an integer in [0, 2⁶³) (no pool) or [0, m) (`hash_pool` = m)",
+    memo_key=(
+        "H_s(v) over g buckets (wire-format §3), s = the hash id, or pool seed[id] (appendix A)"
+    ),
+    round1="y = GRR(key, g, p1)",
+    draws2="none (one-shot)",
+    derived=("g",),
+)
+#: LOLOHA's rows: L-GRR over the g buckets.
+CHAIN_CLIENT = dataclasses.replace(
+    ONE_SHOT_CLIENT,
+    chain="GRR over g at a",
+    round2="p2 = D(P_cal(g, a, b)), q2 = (1 − p2)/(g − 1)",
+    draws2="GRR(y, g, p2)",
+)
 
 
 class HashedReports(ReportKind):
@@ -327,6 +353,10 @@ class BLH(_OneShotLH):
     #: The device's hash seed (or pool index), kept for life and sent in every report.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED)
     wire_id: ClassVar[int] = 4
+    client_spec: ClassVar[ClientSpec | None] = ONE_SHOT_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 50, "eps": 1.0}, (7, 7, 49)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
     def __post_init__(self) -> None:
@@ -342,6 +372,13 @@ class OLH(_OneShotLH):
     #: The device's hash seed (or pool index), kept for life and sent in every report.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED)
     wire_id: ClassVar[int] = 5
+    client_spec: ClassVar[ClientSpec | None] = ONE_SHOT_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 50, "eps": 3.0}, (1, 2, 1)),
+        VectorCase(
+            {"k": 50, "eps": 3.0, "hash_pool": 16, "pool_seed": 3}, (4, 4, 30), suffix="pool"
+        ),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 1.0},)
 
     def __post_init__(self) -> None:
@@ -423,6 +460,10 @@ class BiLOLOHA(_LOLOHA):
     name: ClassVar[str] = "BiLOLOHA"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED, Persistent.MEMO)
     wire_id: ClassVar[int] = 11
+    client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 100, "eps_perm": 2.0, "eps_1": 1.0}, (10, 11, 12, 10)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
 
     def __post_init__(self) -> None:
@@ -436,6 +477,38 @@ class OLOLOHA(_LOLOHA):
     name: ClassVar[str] = "OLOLOHA"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.HASH_SEED, Persistent.MEMO)
     wire_id: ClassVar[int] = 12
+    client_spec: ClassVar[ClientSpec | None] = CHAIN_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 1000, "eps_perm": 3.0, "eps_1": 1.5}, (999, 0, 999, 500)),
+        VectorCase(
+            {
+                "k": 1000,
+                "eps_perm": 4.0,
+                "eps_1": 2.0,
+                "calibration": "paper",
+                "hash_pool": 256,
+                "pool_seed": 12345678901,
+            },
+            (1, 2, 3, 1),
+            suffix="paper-pool",
+        ),
+        # The case above keeps its memos when round 1's derivation is wrong (few memo keys,
+        # each kept faithfully with a high probability); with g = 25 buckets, most of them
+        # memo keys, and round 1 keeping w.p. 0.86, a wrong HMAC context changes some memo
+        # (tests/test_client_vectors.py checks it).
+        VectorCase(
+            {
+                "k": 1000,
+                "eps_perm": 5.0,
+                "eps_1": 3.5,
+                "calibration": "paper",
+                "hash_pool": 64,
+                "pool_seed": 2026,
+            },
+            (*range(60), 0),
+            suffix="paper-pool-memos",
+        ),
+    )
     test_params: ClassVar[tuple[dict, ...]] = (
         {"eps_perm": 2.0, "eps_1": 1.0},
         {"eps_perm": 2.0, "eps_1": 1.0, "calibration": "paper"},

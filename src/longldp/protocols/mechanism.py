@@ -19,11 +19,11 @@ hooks of its role:
 Traits (class variables) every registered mechanism declares or inherits (docs/design.md
 §2.2): ``name``, ``aliases``, ``wire_id``, ``report_kind`` (a
 :class:`~longldp.protocols.report_kinds.ReportKind`), ``budget_params``, ``test_params``,
-``longitudinal``, ``rounds`` (:class:`~longldp.protocols.traits.Rounds`), ``estimand``
+``longitudinal``, ``rounds`` (:class:`~longldp.protocols.traits.Rounds`), ``linkage``
+(:class:`~longldp.privacy.linkage.Linkage`), ``estimand``
 (the estimator role's), ``domain`` (an instance property: a
 :class:`~longldp.protocols.traits.Domain`), ``accounting`` (a
-:class:`~longldp.privacy.accounting.Accounting`), ``plan_keys`` and ``linkage`` (a
-:class:`~longldp.privacy.linkage.Linkage`, declared by each registered class itself).
+:class:`~longldp.privacy.accounting.Accounting`) and ``plan_keys``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from longldp.protocols import _codec
 from longldp.protocols._memo import DenseMemoStore, MemoStore, PopulationMemo, make_memo_store
 from longldp.protocols._rng import RandomSource, as_random_source
 from longldp.protocols.client import Client, Round1Source
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.report_kinds import ReportKind
 from longldp.protocols.traits import Categorical, Domain, Estimand, Rounds
 
@@ -94,8 +95,9 @@ class Mechanism(ABC):
     #: Appended to a budget error, e.g. which protocol takes the budget that was given.
     budget_note: ClassVar[str] = ""
     test_params: ClassVar[tuple[dict[str, Any], ...]]
-    #: What persists per device and rides in its reports (docs/math.md §17.4): each registered
-    #: class declares its own (the registry checks it), and the shuffle routes follow from it.
+    #: What persists per device and rides in its reports (hash seed, Hadamard row, cohort,
+    #: bucket map, memo), from which the shuffle routes are chosen (docs/math.md §17.4);
+    #: every registered class declares its own.
     linkage: ClassVar[Linkage]
     #: The type of the input domain (its instance is :attr:`domain`): what the engines and the
     #: listings read at class level (``input_domain.codes``, ``input_domain.kind``).
@@ -111,6 +113,11 @@ class Mechanism(ABC):
     #: What a device of a planned mechanism needs from the server before each epoch or round
     #: (the keys of its plan); empty when nothing is planned.
     plan_keys: ClassVar[tuple[str, ...]] = ()
+    #: How devices of other languages run it (docs/client-spec.md's tables, the JavaScript
+    #: family module); None: no device client outside Python (:mod:`.clientspec`).
+    client_spec: ClassVar[ClientSpec | None] = None
+    #: The device test vectors' cases of this protocol (docs/client-spec.md §9).
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = ()
     k: int
     p1: float
     q1: float

@@ -280,10 +280,9 @@ class EnumeratedReports(ReportKind):
 
 
 class ContinuousReport(ReportKind):
-    """Base of continuous reports (a float; numeric mechanisms, docs/design.md §2): no exact
-    channel and no finite output space, so the audit refuses the exact check and bins the
-    reports for its black-box game (:meth:`bin_edges`). A numeric family subclasses it with its
-    codec."""
+    """Base of continuous reports (a float, the numeric mechanisms): no exact channel and no finite
+    output space, so the audit refuses the exact check and bins the reports for its black-box
+    game (:meth:`bin_edges`). A numeric family subclasses it with its codec."""
 
     discrete: ClassVar[bool] = False
     statistic: ClassVar[str] = "symbols"

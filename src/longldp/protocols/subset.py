@@ -40,6 +40,7 @@ from longldp.protocols.base import (
     row_slices,
     set_derived,
 )
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.report_kinds import EnumeratedReports
 
 
@@ -83,6 +84,31 @@ class SubsetSelection(OneShot, FrequencyOracle):
     linkage: ClassVar[Linkage] = Linkage()
     aliases: ClassVar[tuple[str, ...]] = ("subset-selection",)
     wire_id: ClassVar[int] = 22
+    client_spec: ClassVar[ClientSpec | None] = ClientSpec(
+        family="ss",
+        chain=(
+            "with A = ω·e^ε: p1 = D(A/(A + k − ω)), q1 = (ω − p1)/(k − 1); also n1 = 1 − p1 "
+            "(exact)"
+        ),
+        round2="1, 0",
+        eps_1="ρ(ln(p1·(k − ω)/(n1·ω)))",
+        eps_perm="the same",
+        state="none",
+        memo_key="v",
+        round1=(
+            "one float u′: v is held if u′ < p1; then k floats u_i with u_v replaced by 2; Y = "
+            "the ω − 1 indices of smallest u, plus v if held, else the index of the ω-th "
+            "smallest; the report is Y as k bits. Equal u (probability below k²·2⁻⁵⁴) are ordered "
+            "by index here, whereas NumPy's `argpartition` in the Python client leaves their "
+            "order unspecified"
+        ),
+        draws2="none (one-shot)",
+        derived=("omega",),
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 10, "eps": 1.0}, (3, 3, 9, 0)),
+        VectorCase({"k": 20, "eps": 0.5, "omega": 7}, (19, 0, 7), suffix="omega"),
+    )
     report_kind: ClassVar[ReportKind] = SUBSETS
     #: At ε = 0.5 the V*-optimal ω is 2 for k = 6 (1, GRR, at k ≤ 3).
     test_params: ClassVar[tuple[dict, ...]] = ({"eps": 0.5},)

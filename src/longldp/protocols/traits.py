@@ -108,7 +108,7 @@ class Strings(Domain):
 
 @dataclass(frozen=True)
 class Interval(Domain):
-    """Reals in [lo, hi] (numeric mechanisms, docs/design.md §2).
+    """Reals in [lo, hi] (the numeric mechanisms).
 
     NaN and ±inf are always refused. A value outside [lo, hi] is refused unless ``clip`` is
     True; then it is clipped and :meth:`clip_values` says how many were (the caller reports it:
@@ -170,8 +170,8 @@ class Interval(Domain):
 
 @dataclass(frozen=True)
 class ItemSpace(Domain):
-    """An open domain: strings or bytes (``bits`` None) or b-bit unsigned integers (docs/design.md
-    §2), too large to list; the estimate is for queried items, never a full vector."""
+    """An open domain: strings or bytes (``bits`` None) or b-bit unsigned integers, too large to
+    list (the open-domain mechanisms); the estimate is for queried items, never a full vector."""
 
     bits: int | None = None
     kind: ClassVar[str] = "items"

@@ -12,6 +12,7 @@ L-SOUE); docs/math.md §3.3.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -31,10 +32,45 @@ from longldp.protocols.base import (
     row_slices,
     set_derived,
 )
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.report_kinds import BitReports
 
 #: The report kind of the unary encodings: k independent bits.
 BITS = BitReports()
+
+
+#: SUE's rows of docs/client-spec.md; the other unary encodings differ in their chain (their
+#: JavaScript family is ue.js).
+SUE_CLIENT = ClientSpec(
+    family="ue",
+    chain="p1 = D(1/(1 + e^(−ε/2))), q1 = 1 − p1",
+    round2="1, 0",
+    eps_1="ρ(ln(P1·N0/(P0·N1)))",
+    eps_perm="ρ(ln(p1(1 − q1)/(q1(1 − p1))))",
+    state="none",
+    memo_key="v",
+    round1="k floats u_i: bit_i = u_i < q1; then one float u: bit_v = u < p1",
+    draws2="none (one-shot)",
+)
+OUE_CLIENT = dataclasses.replace(SUE_CLIENT, chain="p1 = 0.5, q1 = D(1/(e^ε + 1))")
+#: Round 2 of the unary-encoding chains, per memo bit.
+_UE_ROUND2 = (
+    "k floats u_i: if p2 = 1 − q2 exactly, bit_i = memo_i XOR (u_i < q2), else bit_i = "
+    "u_i < (memo_i ? p2 : q2)"
+)
+LSUE_CLIENT = dataclasses.replace(
+    SUE_CLIENT,
+    chain="SUE at a",
+    round2="p2 = D(0.5·(1 + tanh(b/4)/tanh(a/4))), q2 = 1 − p2",
+    draws2=_UE_ROUND2,
+)
+LOSUE_CLIENT = dataclasses.replace(
+    LSUE_CLIENT, chain="OUE at a", round2="p2 = D(expm1(a + b)/((e^b + 1)·expm1(a))), q2 = 1 − p2"
+)
+LOUE_CLIENT = dataclasses.replace(
+    LSUE_CLIENT, chain="OUE at a", round2="p2 = 0.5, q2 = D(Q(p1, q1, b))"
+)
+LSOUE_CLIENT = dataclasses.replace(LOUE_CLIENT, chain="SUE at a")
 
 
 class _UnaryEncoding(FrequencyOracle):
@@ -67,10 +103,11 @@ class _UnaryEncoding(FrequencyOracle):
         return out
 
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
-        """Bit i of the report is 1 w.p. p2 if the memo bit is set, else q2. With p2 + q2 = 1
-        (L-SUE, L-OSUE) that is the memo XOR flips of probability q2, on packed bytes."""
+        """Bit i of the report is 1 w.p. p2 if the memo bit is set, else q2. With p2 = 1 − q2
+        exactly (L-SUE, L-OSUE; both on the sampler's grid, so the complement is exact) that is
+        the memo XOR flips of probability q2, on packed bytes."""
         out = np.empty_like(payload)
-        symmetric = abs(self.p2 + self.q2 - 1.0) < 1e-15
+        symmetric = self.p2 == 1.0 - self.q2
         for rows in row_slices(payload.shape[0], self.k):
             u = rng.random((rows.stop - rows.start, self.k))
             if symmetric:
@@ -140,6 +177,10 @@ class SUE(_OneShotUE):
     name: ClassVar[str] = "SUE"
     linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 2
+    client_spec: ClassVar[ClientSpec | None] = SUE_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 12, "eps": 2.0}, (0, 11, 11)),
+    )
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -153,6 +194,10 @@ class OUE(_OneShotUE):
     name: ClassVar[str] = "OUE"
     linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 3
+    client_spec: ClassVar[ClientSpec | None] = OUE_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 12, "eps": 1.5}, (5, 5, 2)),
+    )
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -180,6 +225,10 @@ class LSUE(_UEChain):
     name: ClassVar[str] = "L-SUE"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 7
+    client_spec: ClassVar[ClientSpec | None] = LSUE_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 16, "eps_perm": 3.0, "eps_1": 1.0}, (2, 2, 15)),
+    )
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -197,6 +246,10 @@ class LOSUE(_UEChain):
     name: ClassVar[str] = "L-OSUE"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 10
+    client_spec: ClassVar[ClientSpec | None] = LOSUE_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 100, "eps_perm": 2.0, "eps_1": 0.8}, (42, 42, 99, 0, 42)),
+    )
 
     def __post_init__(self) -> None:
         self._validate_common()
@@ -214,6 +267,10 @@ class LOUE(_UEChain):
     name: ClassVar[str] = "L-OUE"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 8
+    client_spec: ClassVar[ClientSpec | None] = LOUE_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 16, "eps_perm": 2.0, "eps_1": 0.5}, (0, 9, 0)),
+    )
 
     @classmethod
     def max_alpha(cls, eps_perm: float) -> float:
@@ -233,6 +290,10 @@ class LSOUE(_UEChain):
     name: ClassVar[str] = "L-SOUE"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 9
+    client_spec: ClassVar[ClientSpec | None] = LSOUE_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 16, "eps_perm": 2.0, "eps_1": 0.5}, (8, 8, 1)),
+    )
 
     @classmethod
     def max_alpha(cls, eps_perm: float) -> float:

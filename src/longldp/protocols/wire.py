@@ -4,12 +4,13 @@ A plain codec. A *report* is a 12-byte header followed by the protocol's fixed-w
 
     magic "LL" (2) | version u8 = 1 | protocol id u8 | parameter fingerprint (8) | body
 
-(:meth:`ReportCodec.encode_reports` / :meth:`~ReportCodec.decode_reports`; the header,
-the checks and the bisection for a bad body are :mod:`longldp.protocols._codec`, re-exported
-here). The fingerprint is the first 8 bytes of SHA-256 over the canonical JSON encoding of the
-protocol's :meth:`~ReportCodec.spec` (its name and every constructor parameter), so an
-aggregator refuses reports of another protocol, of other parameters, of another length or of
-an unknown version instead of returning wrong estimates. The protocol id is the class trait
+(:meth:`~longldp.protocols.codec.ReportCodec.encode_reports` /
+:meth:`~longldp.protocols.codec.ReportCodec.decode_reports`; the header, the checks and the
+bisection for a bad body are :mod:`longldp.protocols._codec`, re-exported here). The
+fingerprint is the first 8 bytes of SHA-256 over the canonical JSON encoding of the protocol's
+:meth:`~longldp.protocols.codec.ReportCodec.spec` (its name and every constructor parameter),
+so an aggregator refuses reports of another protocol, of other parameters, of another length
+or of an unknown version instead of returning wrong estimates. The protocol id is the class trait
 ``wire_id``; :data:`PROTOCOL_IDS` is read from the registry.
 
 An *upload record* is ``report id (16) | epoch u32 big-endian (4) | report``; a binary batch is

@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import secrets
 import sys
 from typing import Any
@@ -29,20 +30,61 @@ ADMIN_TOKEN_ENV = "LONGLDP_ADMIN_TOKEN"
 SERVER_CONFIG_ENV = "LONGLDP_SERVER_CONFIG"
 
 
-def build_app(db: str, admin_token: str, limits: Limits | None = None):  # type: ignore[no-untyped-def]
-    """Migrate the database at ``db`` (path or URL) and return the FastAPI application."""
+def build_app(  # type: ignore[no-untyped-def]
+    db: str, admin_token: str, limits: Limits | None = None, *, cors_origins: Any = ()
+):
+    """Migrate the database at ``db`` (path or URL) and return the FastAPI application.
+
+    ``cors_origins``: the browser origins allowed to call the API from their pages (CORS with
+    preflight, `check_origins`); none by default (same origin only, docs/server.md).
+    """
     from longldp.server.app import create_app
 
+    origins = check_origins("build_app", cors_origins)
     engine = make_engine(db)
     migrate(engine)
-    return create_app(Service(engine, admin_token, limits))
+    return create_app(Service(engine, admin_token, limits), cors_origins=origins)
 
 
 def app_from_environment():  # type: ignore[no-untyped-def]
-    """The application of one worker process of ``serve(workers=N)``: database and limits
-    from ``$LONGLDP_SERVER_CONFIG`` (JSON), admin token from ``$LONGLDP_ADMIN_TOKEN``."""
+    """The application of one worker process of ``serve(workers=N)``: database, limits and
+    allowed origins from ``$LONGLDP_SERVER_CONFIG`` (JSON), admin token from
+    ``$LONGLDP_ADMIN_TOKEN``."""
     config = json.loads(os.environ[SERVER_CONFIG_ENV])
-    return build_app(config["db"], os.environ[ADMIN_TOKEN_ENV], Limits(**config["limits"]))
+    return build_app(
+        config["db"],
+        os.environ[ADMIN_TOKEN_ENV],
+        Limits(**config["limits"]),
+        cors_origins=tuple(config.get("cors_origins", ())),
+    )
+
+
+#: An allowed origin: scheme, host and optional port, nothing after (what a browser sends).
+_ORIGIN = re.compile(r"^(?i:https?)://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$")
+
+
+def check_origins(owner: str, origins: Any) -> tuple[str, ...]:
+    """The allowed browser origins, each ``http(s)://host[:port]`` (as a browser's ``Origin``
+    header reads: no path, no trailing slash) or ``*`` (any page); a `ValueError` otherwise.
+
+    ``*`` lets any web page call the API with a token it holds; the tokens are bearer tokens in
+    a header (no cookies), so the server sends no credentials mode. List the sites instead
+    when they are known.
+    """
+    if isinstance(origins, str):
+        origins = (origins,)
+    out: list[str] = []
+    for origin in origins or ():
+        text = origin.strip() if isinstance(origin, str) else origin
+        if not isinstance(text, str) or not (text == "*" or _ORIGIN.match(text)):
+            raise ValueError(
+                f"{owner}: 'cors_origins' must be origins like https://app.example.org or "
+                f"http://127.0.0.1:8080 (scheme, host and port; no path, no trailing slash), "
+                f"or *; got {origin!r}."
+            )
+        scheme, _, rest = text.partition("://")
+        out.append("*" if text == "*" else f"{scheme.lower()}://{rest.lower()}")
+    return tuple(dict.fromkeys(out))
 
 
 def serve(
@@ -59,6 +101,7 @@ def serve(
     tls_cert: str | None = None,
     tls_key: str | None = None,
     log_level: str = "warning",
+    cors_origins: Any = (),
 ) -> None:
     """Run the server with uvicorn until interrupted (``longldp serve``).
 
@@ -69,6 +112,7 @@ def serve(
     how long a connection may take to send its headers and its body, and stay idle between
     requests (:mod:`longldp.server.timeouts`). ``tls_cert`` and ``tls_key`` (PEM files) serve
     HTTPS directly; behind a TLS-terminating reverse proxy, leave them unset.
+    ``cors_origins`` lists the browser origins whose pages may call the API (`check_origins`).
     """
     import uvicorn
 
@@ -86,6 +130,7 @@ def serve(
     if generated:
         admin_token = "ll_admin_" + secrets.token_urlsafe(32)
     limits = limits or Limits()
+    origins = check_origins("serve", cors_origins)
     options: dict[str, Any] = {
         "host": host,
         "port": port,
@@ -99,7 +144,7 @@ def serve(
     }
     # The database is opened (and migrated) before the token is shown: a bad --db fails alone.
     if workers == 1:
-        config = uvicorn.Config(build_app(db, admin_token, limits), **options)
+        config = uvicorn.Config(build_app(db, admin_token, limits, cors_origins=origins), **options)
     else:
         engine = make_engine(db)
         migrate(engine)  # once, before the workers start
@@ -108,7 +153,9 @@ def serve(
         print(f"admin token (shown once): {admin_token}", file=sys.stderr, flush=True)
     if workers > 1:
         os.environ[ADMIN_TOKEN_ENV] = admin_token
-        os.environ[SERVER_CONFIG_ENV] = json.dumps({"db": db, "limits": dataclasses.asdict(limits)})
+        os.environ[SERVER_CONFIG_ENV] = json.dumps(
+            {"db": db, "limits": dataclasses.asdict(limits), "cors_origins": list(origins)}
+        )
         config = uvicorn.Config(
             "longldp.server:app_from_environment", factory=True, workers=workers, **options
         )
@@ -148,6 +195,7 @@ __all__ = [
     "Service",
     "app_from_environment",
     "build_app",
+    "check_origins",
     "estimate_payload",
     "make_engine",
     "migrate",

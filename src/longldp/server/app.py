@@ -147,8 +147,21 @@ def _bearer(request: Request) -> str | None:
     return token.strip()
 
 
-def create_app(service: Service) -> FastAPI:
-    """The FastAPI application serving ``service`` (its database already migrated)."""
+#: Request headers a cross-origin page may send (the clients send these two), and response
+#: headers its script may read (the uploader honours Retry-After).
+CORS_REQUEST_HEADERS = ("Authorization", "Content-Type")
+CORS_EXPOSED_HEADERS = ("Retry-After",)
+#: Seconds a browser may cache a preflight answer.
+CORS_MAX_AGE = 600
+
+
+def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastAPI:
+    """The FastAPI application serving ``service`` (its database already migrated).
+
+    With ``cors_origins`` (checked by `longldp.server.check_origins`), pages of those origins
+    may call the API: Starlette's CORS middleware answers preflight requests and adds
+    ``Access-Control-Allow-Origin`` to the answers (docs/server.md, "Pages on another origin").
+    """
     app = FastAPI(
         title="longldp collection server",
         version=longldp.__version__,
@@ -158,6 +171,17 @@ def create_app(service: Service) -> FastAPI:
         redoc_url=None,
     )
     app.state.service = service
+    if cors_origins:
+        from starlette.middleware.cors import CORSMiddleware
+
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(cors_origins),
+            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+            allow_headers=list(CORS_REQUEST_HEADERS),
+            expose_headers=list(CORS_EXPOSED_HEADERS),
+            max_age=CORS_MAX_AGE,
+        )
 
     @app.exception_handler(ClientError)
     async def _client_error(_request: Request, exc: ClientError) -> JSONResponse:

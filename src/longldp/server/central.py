@@ -33,7 +33,9 @@ LITTLE_AMPLIFICATION = 0.01
 #: Said beside every figure: what the memo budget and the shuffled figures protect.
 PATTERN_NOTE = (
     "The whole-collection figures assume devices whose values change at the same epochs (one "
-    "memo each here: values that do not change). The memo budget min(t·ε1, d·ε∞) bounds what "
+    "memo each here: values that do not change); for LOLOHA, dBitFlipPM and Bloom RAPPOR, whose "
+    "memo key (hashed value, sampled bucket, cohort filter) depends on the device, devices "
+    "whose memo keys change at the same epochs. The memo budget min(t·ε1, d·ε∞) bounds what "
     "a device's reports reveal about its values given the epochs at which they change, not "
     "those epochs; a device whose value changes is hidden only among the devices that change "
     "at the same epochs (docs/math.md §4 and §17.6). Between any two trajectories a device's "

@@ -20,7 +20,7 @@ from longldp.simulate.engines import (
     check_engine,
     engines_for,
 )
-from longldp.simulate.population import Population, ReportingGroup, SpentByUser
+from longldp.simulate.population import Epoch, Population, ReportingGroup, SpentByUser
 from longldp.simulate.simulation import Simulation, simulate
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "ENGINES",
     "PER_USER",
     "REPORTS",
+    "Epoch",
     "Population",
     "ReportingGroup",
     "Simulation",

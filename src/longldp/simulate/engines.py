@@ -16,7 +16,8 @@
   independently, so the memos' correlation across time is lost and the variance of any
   average over time is understated. For users whose values never change the time average of
   τ estimates has variance V1 + (Vtot − V1)/τ under the exact engines but Vtot/τ here, a
-  factor 1 + (τ − 1)·V1/Vtot too small (:meth:`SupportEstimator.time_average_variance`;
+  factor 1 + (τ − 1)·V1/Vtot too small
+  (:meth:`~longldp.protocols.estimator.SupportEstimator.time_average_variance`;
   docs/math.md §1.4 and §16.3). Measured at n = 20,000, k = 74, τ = 50, ε∞ = 2, ε1 = 0.8
   (``benchmarks/time_average_variance.py``): 3× (L-GRR) to 8× (UE chains), 10–13× (LOLOHA)
   and 50× (dBitFlipPM), only 1.03× for L-GRR with the "paper" calibration. Use it for

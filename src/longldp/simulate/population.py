@@ -27,7 +27,8 @@ spends the ε it declares.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,15 @@ from longldp.simulate.engines import COUNT_LEVEL, PER_USER, check_applies, check
 #: Per user (or per user and group): ``reports``, ``memos`` and ``epsilon`` arrays; a key is
 #: None when unknown (a chain under the count-level engine).
 SpentByUser = dict[str, NDArray | None]
+
+
+@dataclass(frozen=True)
+class Epoch:
+    """One timestamp of a reporting group (:meth:`ReportingGroup.epochs`): its support counts,
+    and the report records when the engine materializes them (``"reports"``; else None)."""
+
+    support: NDArray
+    records: NDArray | None
 
 
 class ReportingGroup:
@@ -127,6 +137,45 @@ class ReportingGroup:
             return proto.perturb_support(vals, memo, rng)
         return proto.support_counts(proto.perturb(vals, memo, rng))
 
+    def epochs(
+        self, rng: Any, values: ArrayLike | None = None, counts: ArrayLike | None = None
+    ) -> Iterator[Epoch]:
+        """The group's timestamps one after the other, lazily: an :class:`Epoch` each.
+
+        ``values`` (τ, n): each member's value at each timestamp (every engine); ``counts``
+        (τ, k): their histograms instead (count-level engine only: the other engines simulate
+        users one by one). Count level: the τ timestamps are drawn in one ``sample_support``
+        call when the first is asked for; per-user: one ``perturb_support`` per timestamp;
+        reports: one ``perturb`` per timestamp, whose records the epoch carries. Whatever the
+        caller draws between two steps (fake users, say) comes after the group's draws of the
+        step, as in a real collection.
+        """
+        owner = self.population.owner
+        if (values is None) == (counts is None):
+            raise ValueError(f"{owner}: give exactly one of 'values' (τ × n) or 'counts' (τ × k).")
+        if counts is not None and self.engine != COUNT_LEVEL:
+            raise ValueError(
+                f"{owner}: engine {self.engine!r} simulates users one by one and needs "
+                "'values'; 'counts' suffice only for engine 'count-level'."
+            )
+        proto = self._protocol(None, None)
+        if self.engine == COUNT_LEVEL:
+            if counts is None:
+                vals = np.asarray(values)
+                size = proto.domain_size
+                counts = np.stack([np.bincount(np.asarray(v), minlength=size) for v in vals])
+            for row in self.sample_counts(np.atleast_2d(counts), rng):
+                yield Epoch(row, None)
+            return
+        for v in np.asarray(values):
+            if self.engine == PER_USER:
+                yield Epoch(self.support(v, rng), None)
+                continue
+            self.reports += 1
+            assert self.memo is not None
+            records = proto.perturb(v, self.memo, rng)
+            yield Epoch(proto.support_counts(records), records)
+
     def sample_counts(self, counts: ArrayLike, rng: Any) -> NDArray:
         """Count-level engine: support counts of many timestamps from their true counts.
 
@@ -208,6 +257,12 @@ class Population:
         self.n = check.integer(owner, "n", n, minimum=1)
         self.engine = check_engine(owner, engine)
         self.groups: list[ReportingGroup] = []
+
+    @property
+    def simulates_clients(self) -> bool:
+        """Whether users are simulated one by one, as clients with memos (the per-user and
+        reports engines), rather than as counts (count level)."""
+        return self.engine != COUNT_LEVEL
 
     @classmethod
     def of(

@@ -2,7 +2,7 @@
 // device has its own IndexedDB-backed state and non-extractable secret, reports through
 // DeviceClient and uploads through Uploader to the page's origin (which proxies /v1/ to a real
 // `longldp serve`).
-import { DeviceClient, IndexedDBStore, Uploader } from "../../src/index.js";
+import { DeviceClient, IndexedDBStore, MemoryStore, Uploader, fetchSpec } from "../../src/index.js";
 
 const stores = new Map();
 const store = (i) => {
@@ -67,4 +67,21 @@ export async function refusals({ k }) {
     }
   }
   return { errors: out, unchanged: before === (await store(0).load()) };
+}
+
+/**
+ * A page on another origin than the server (tests/test_js_client.py, CORS): fetch the spec and
+ * upload `values` (one device, epoch e = index) straight to `baseUrl`. Resolves to the
+ * uploader's result, or to the error a blocked request gives ({error: "TypeError: …"}).
+ */
+export async function crossOrigin({ baseUrl, collection, token, values }) {
+  try {
+    const spec = await fetchSpec(baseUrl, collection, token);
+    const c = await DeviceClient.open({ store: new MemoryStore(), spec, collection });
+    for (const [e, v] of values.entries()) await c.report(v, e);
+    const up = new Uploader({ baseUrl, collection, token, maxAttempts: 2, baseDelay: 0.01, maxDelay: 0.05 });
+    return await up.flush(c);
+  } catch (err) {
+    return { error: `${err.name}: ${err.message}` };
+  }
 }

@@ -180,7 +180,8 @@ def longitudinal(
 ) -> dict:
     """The same clients report τ times (§5.2 parameters and population); at each collection a
     share ``change`` of them draw a new value. Per collection: BH decoding; per client: the
-    spent budget against min(t·ε1, d·ε∞) (d distinct PRRs)."""
+    spent budget of its accounting, min(t·ε1, d·ε∞) with d distinct PRRs (``proto.accounting``,
+    the one rule of docs/math.md §4), against τ fresh reports' τ·ε1."""
     proto = RAPPOR(k=128, h=2, m=16, f=0.5, p=0.5, q=0.75)
     cands, w = paper_population(n)
     idx = candidate_map(cands, proto.h, proto.k, proto.m)
@@ -209,7 +210,8 @@ def longitudinal(
         )
     spent = proto.spent_budget(memo)
     d = spent["memos"]
-    bound = np.minimum(spent["reports"] * proto.eps_1, d * proto.eps_perm)
+    accounting = proto.accounting  # per memo: min(t·ε1, d·ε∞)
+    fresh = accounting.worst_case(tau)  # τ reports that memoize nothing: τ·ε1
     hist = np.bincount(d)
     return {
         "per_collection": per_t,
@@ -218,8 +220,8 @@ def longitudinal(
         "distinct_prrs_histogram": hist.tolist(),
         "spent_max": float(spent["epsilon"].max()),
         "spent_mean": float(spent["epsilon"].mean()),
-        "bound_holds": bool(np.all(spent["epsilon"] <= bound + 1e-9)),
-        "share_capped_by_prr": float(np.mean(d * proto.eps_perm < tau * proto.eps_1)),
+        "bound_holds": bool(np.all(spent["epsilon"] <= fresh * (1 + 1e-12))),
+        "share_capped_by_prr": float(np.mean(accounting.spent(tau, d) < fresh)),
         "tau_eps_1": tau * proto.eps_1,
         "composition_check": privacy.spent_budget(tau, 1, proto.eps_1, proto.eps_perm).epsilon,
     }

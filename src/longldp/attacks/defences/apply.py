@@ -67,12 +67,17 @@ def defend(
     alpha: float = memo.ALPHA,
     suspected: NDArray[np.int64] | None = None,
     tests: str = "one-value",
+    detect_fpr: float | None = None,
+    min_share: float | None = None,
 ) -> Defended:
     """Run ``defence`` on both sides of ``run``.
 
     ``suspected`` are the items a recovery defence models as targets (default: the attack's
     true targets, an upper bound on what recovery can do; ``detect+recover`` uses the detected
     reports instead). ``tests`` chooses the memo-consistency tests (docs/attacks.md §7.1).
+    Itemset detection tests pairs at ``alpha`` and flags a report from the threshold derived
+    at the budget ``detect_fpr`` of honest devices (default ``alpha``), or at a fixed
+    ``min_share`` of an itemset when given (docs/attacks.md §8.2).
     """
     proto = run.proto
     defence = check_defence(proto, defence)
@@ -114,12 +119,13 @@ def defend(
         before = memo.defended_estimates(proto, v_hon, honest.epoch, honest.records, epochs)
         fake_dev = v_all.devices >= run.n
         return Defended(before, after, T, _rates(v_all.flagged, fake_dev, v_all.stated_fpr()))
-    key = ("detect", alpha)
+    key = ("detect", alpha, detect_fpr, min_share)
     if key not in run.extra:  # detect and detect+recover share one detection per run
+        options = {"alpha": alpha, "fpr": detect_fpr, "min_share": min_share}
         run.extra[key] = (
-            detection.detect_over_epochs(proto, log.device, log.epoch, log.records, alpha=alpha)[0],
+            detection.detect_over_epochs(proto, log.device, log.epoch, log.records, **options)[0],
             detection.detect_over_epochs(
-                proto, honest.device, honest.epoch, honest.records, alpha=alpha
+                proto, honest.device, honest.epoch, honest.records, **options
             )[0],
         )
     flag_all, flag_hon = run.extra[key]

@@ -22,6 +22,11 @@ Study keys of this kind (besides ``name``, ``kind``, ``seed``, ``repetitions``):
     values = "stable"                     # users keep their value, or "permuted" (math §6.1)
     memo_tests = "one-value"              # or "replay" (docs/attacks.md §7.1)
     hash_trials = 100                     # S of MGA against per-user hashing
+    detect_fpr = 0.01                     # itemset detection's budget of honest devices (§8.2)
+
+``targets`` and ``hash_trials`` take one integer or a list: a list is an axis of the grid
+(``targets = [3, 10]``, ``hash_trials = [100, 1000]``, after the variant axis), one integer a
+fixed parameter (so a study written with one value keeps its cells' random streams).
     datasets = [{name = "zipf", n = 1000000, k = 100}, {name = "adult", attributes = ["age"]}]
     protocols = [{name = "GRR"}, {name = "L-GRR"}, ...]    # one-shot or longitudinal
 
@@ -34,7 +39,8 @@ or the engine) gives rows with ``status = "skipped"`` and the reason.
 Random streams (`longldp.experiments.seeding`): synthetic data ``(0, d)``; the permutations of
 attribute a of dataset d in repetition r ``(1, d, a, r)`` (``values = "permuted"``); the targets
 ``(3, d, a, r)``, shared by every cell of that repetition; the cell's randomness
-``(2, d, a, r, p, e, l, b, x, v)``.
+``(2, d, a, r, p, e, l, b, x, v)``, followed by the indices of the ``targets`` and
+``hash_trials`` axes when they are lists (the targets' stream is the same for every r).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from longldp.experiments import seeding
 from longldp.experiments.datasets import attribute_codes, parse_dataset
 from longldp.experiments.kinds import base
 from longldp.experiments.kinds.base import Cell, GridSpec, ProtocolEntry, StudyKind
+from longldp.simulate import ENGINES
 
 __all__ = ["KIND", "AttacksSpec", "run_cell"]
 
@@ -71,25 +78,27 @@ class AttacksSpec(GridSpec):
     attacks: tuple[str, ...]
     variants: tuple[str, ...]
     defences: tuple[str, ...]
-    targets: int
+    targets: int | tuple[int, ...]
     values: str
     memo_tests: str
-    hash_trials: int
+    hash_trials: int | tuple[int, ...]
+    detect_fpr: float
 
 
 KEYS: tuple[sc.Key, ...] = (
     base.tau_key(20),
-    base.engine_key(atk.ENGINES, "count-level"),
+    base.engine_key(ENGINES, "count-level"),
     base.EPS_PERM,
     base.alpha_key(required=True),
     sc.Key("beta", sc.number_list(lower=0.0, upper=1.0, what="fake shares β"), required=True),
     sc.Key("attacks", sc.string_list(atk.ATTACKS), default=("MGA",)),
     sc.Key("variants", sc.string_list(atk.VARIANTS), default=("per-epoch",)),
     sc.Key("defences", sc.string_list(dfn.DEFENCES), default=("none",)),
-    sc.Key("targets", sc.integer(1), default=3),
+    sc.Key("targets", sc.integer_or_list(1), default=3),
     sc.Key("values", sc.choice(VALUES), default="stable"),
     sc.Key("memo_tests", sc.choice(MEMO_TESTS), default="one-value"),
-    sc.Key("hash_trials", sc.integer(1), default=atk.HASH_TRIALS),
+    sc.Key("hash_trials", sc.integer_or_list(1), default=atk.HASH_TRIALS),
+    sc.Key("detect_fpr", sc.number(0.0), default=0.01),
     base.entries_key("datasets"),
     base.entries_key("protocols"),
 )
@@ -102,16 +111,23 @@ def _protocol(where: str, table: Any) -> ProtocolEntry:
 def parse(values: dict[str, Any], where: str) -> AttacksSpec:
     """Turn the checked top-level values into an `AttacksSpec` (checks each entry)."""
     datasets, protocols = base.parse_grid(where, values, parse_dataset, "protocols", _protocol)
+    largest = max(_listed(values["targets"]))
     for d in datasets:
-        if min(d.domain_sizes) <= values["targets"]:
+        if min(d.domain_sizes) <= largest:
             raise sc.fail(
                 where, "targets", f"fewer than the smallest domain of {d.label!r}",
                 values["targets"],
             )  # fmt: skip
+    if not values["detect_fpr"] < 1.0:
+        raise sc.fail(where, "detect_fpr", "a number in (0, 1)", values["detect_fpr"])
     keys = ("beta", "attacks", "variants", "defences", "targets", "values", "memo_tests",
-            "hash_trials")  # fmt: skip
+            "hash_trials", "detect_fpr")  # fmt: skip
     chosen = {k: values[k] for k in keys}
     return AttacksSpec(protocols=protocols, **chosen, **base.grid_values(values, datasets))
+
+
+def _listed(value: int | tuple[int, ...]) -> tuple[int, ...]:
+    return value if isinstance(value, tuple) else (value,)
 
 
 def _build(entry: ProtocolEntry, k: int, eps_perm: float, eps_1: float | None) -> Any:
@@ -155,10 +171,11 @@ def cells(study: Any) -> list[Cell]:
             "rep": v["rep"],
             "engine": spec.engine,
             "defences": list(spec.defences),
-            "targets": spec.targets,
+            "targets": v.get("targets", spec.targets),
             "values": spec.values,
             "memo_tests": spec.memo_tests,
-            "hash_trials": spec.hash_trials,
+            "hash_trials": v.get("hash_trials", spec.hash_trials),
+            "detect_fpr": spec.detect_fpr,
             "data_key": [seeding.DATA, d],
             "permutation_key": [seeding.PERMUTATION, d, a, v["rep"]],
             "targets_key": [TARGETS, d, a, v["rep"]],
@@ -179,6 +196,9 @@ def cells(study: Any) -> list[Cell]:
         "attack": spec.attacks,
         "variant": spec.variants,
     }
+    for name in ("targets", "hash_trials"):  # a list is an axis; one value is not
+        if isinstance(getattr(spec, name), tuple):
+            axes[name] = getattr(spec, name)
     return base.grid(study, "attacks", axes, params)
 
 
@@ -214,6 +234,7 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
         "alpha": prm["alpha"], "eps_1": prm["eps_1"], "beta": prm["beta"],
         "attack": prm["attack"], "variant": prm["variant"], "engine": prm["engine"],
         "values": prm["values"], "r": prm["targets"], "rep": prm["rep"],
+        "hash_trials": prm["hash_trials"],
     }  # fmt: skip
     if prm["skip_reason"] is not None:
         return base.skipped_rows(row, "defence", prm["defences"], prm["skip_reason"])
@@ -254,7 +275,9 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
         t0 = time.perf_counter()
         try:
             dfn.check_defence(oracle, defence, prm["engine"])
-            defended = dfn.defend(run, defence, tests=prm["memo_tests"])
+            defended = dfn.defend(
+                run, defence, tests=prm["memo_tests"], detect_fpr=prm["detect_fpr"]
+            )
         except ValueError as err:
             rows += base.skipped_rows(row, "defence", [defence], str(err))
             continue
@@ -275,7 +298,8 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
 COLUMNS = base.columns(
     "dataset:str attribute:str k:int n:int tau:int protocol:str protocol_name:str "
     "longitudinal:bool options:str eps_perm:float alpha:float eps_1:float beta:float attack:str "
-    "variant:str engine:str values:str r:int rep:int targets:[int] m:int eps_report:float "
+    "variant:str engine:str values:str r:int rep:int hash_trials:int targets:[int] m:int "
+    "eps_report:float "
     "eps_total:float defence:str gain:float gain_first_epoch:float expected_gain:float "
     "mse_clean:float mse_attacked:float flagged_fake:float flagged_genuine:float"
 )

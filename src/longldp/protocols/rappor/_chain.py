@@ -22,6 +22,7 @@ big-bit-order, ⌈k/8⌉ bytes.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,11 +39,41 @@ from longldp.protocols.base import (
     packed_column_sums,
     row_slices,
 )
+from longldp.protocols.clientspec import ClientSpec
 from longldp.protocols.rappor._hashing import MAX_COHORTS
 from longldp.protocols.rappor.client import rappor_client
 from longldp.protocols.report_kinds import ExactChannel
 from longldp.protocols.traits import Estimand
 from longldp.protocols.ue import _UnaryEncoding
+
+#: docs/client-spec.md's rows of every RAPPOR encoder (their JavaScript family is rappor.js).
+CLIENT = ClientSpec(
+    family="rappor",
+    chain="q1 = D(f/2), p1 = 1 − q1",
+    round2="p2 = D(q), q2 = D(p)",
+    eps_1=(
+        "encodings differ in (x, y) bits (Bloom (h, h), one-hot (1, 1), boolean (1, 0)); "
+        "B(P1, P0, N1, N0) with B(h, l, n_h, n_l) = x·|ln(h·n_l/(l·n_h))| if x = y, else "
+        "max(x·U + y·V, y·U + x·V) with U = max(ln(h/l), ln(n_h/n_l)), V = max(ln(l/h), "
+        "ln(n_l/n_h)); ∞ if any of the four is 0; ρ of it"
+    ),
+    eps_perm="ρ(B(p1, q1, 1 − p1, 1 − q1))",
+    state="cohort: an integer in [0, m) when m > 1; 0 (no draw) when m = 1",
+    memo_key="the packed encoding E (§4.3)",
+    round1=(
+        "k floats u_i: bit_i = u_i < (E_i ? p1 : q1) (PRR; one-time: PRR and IRR in one draw, "
+        "(p1, q1) = (q*, p*))"
+    ),
+    draws2="UE round 2 (p2 = q, q2 = p)",
+)
+#: The one-time variants' rows: one report, PRR and IRR in one draw.
+ONE_TIME_CLIENT = dataclasses.replace(
+    CLIENT,
+    chain="D(q*), D(p*) with (q*, p*) = (P1, P0) of the chain (1 − f/2, f/2, q, p) (§3.3)",
+    round2="1, 0",
+    eps_perm="ε1",
+    draws2="none (one-shot)",
+)
 
 #: Memo keys of Bloom patterns: ids in a population's pattern table.
 PATTERN_KEY_RANGE = 1 << 31
@@ -84,9 +115,12 @@ class CohortBitsReports(ReportKind):
 
     def targets(self, proto: Any, reports: NDArray, values: Any) -> NDArray[np.bool_]:
         """The encoding of each value in each client's cohort: (n, V, k)."""
-        cohorts = np.asarray(np.asarray(reports)["cohort"], dtype=np.int64)
-        uniq, inv = np.unique(cohorts, return_inverse=True)
-        return self._masks(proto, values, uniq)[inv.ravel()]
+        cohorts = np.asarray(np.asarray(reports)["cohort"], dtype=np.int64).ravel()
+        # The cohorts present, and each report's index among them (cohorts are < m: no sort).
+        present = np.flatnonzero(np.bincount(cohorts, minlength=int(proto.m)))
+        index = np.zeros(int(proto.m), dtype=np.int64)
+        index[present] = np.arange(present.size)
+        return self._masks(proto, values, present)[index[cohorts]]
 
     def value_table(self, proto: Any) -> NDArray[np.bool_]:
         """The encodings of every audited input in every cohort: (m, V, k)."""
@@ -100,12 +134,14 @@ class CohortBitsReports(ReportKind):
     @staticmethod
     def _masks(proto: Any, values: Any, cohorts: NDArray[np.int64]) -> NDArray[np.bool_]:
         vals = list(values) if not isinstance(values, np.ndarray) else values
-        size = len(vals)
-        per = []
-        for c in cohorts.tolist():
-            packed = proto.encode(vals, np.full(size, c, dtype=np.int64))
-            per.append(np.unpackbits(packed, axis=1, count=proto.k).astype(bool))
-        return np.stack(per) if per else np.zeros((0, size, proto.k), dtype=bool)
+        size, count = len(vals), int(cohorts.size)
+        if count == 0 or size == 0:
+            return np.zeros((count, size, proto.k), dtype=bool)
+        # One encode call for every (cohort, value) pair, cohort-major.
+        every = np.tile(vals, count) if isinstance(vals, np.ndarray) else vals * count
+        packed = proto.encode(every, np.repeat(np.asarray(cohorts, dtype=np.int64), size))
+        bits = np.unpackbits(packed, axis=1, count=proto.k).astype(bool)
+        return bits.reshape(count, size, proto.k)
 
     def attack_kind(self, proto: Any) -> str:
         """Attackable as ``unary`` iff the estimate is a frequency vector, there is one cohort
@@ -189,11 +225,14 @@ class RapporChain(_UnaryEncoding):
         return f, p, q
 
     def _set_chain(self) -> None:
+        """(p1, q1, p2, q2) = (1 − f/2, f/2, q, p), each as its sampler draws it
+        (:func:`longldp.privacy.drawn`; p1 the exact complement of q1)."""
         f, p, q = self._check_rates()
-        object.__setattr__(self, "p1", 1 - f / 2)
-        object.__setattr__(self, "q1", f / 2)
-        object.__setattr__(self, "p2", q)
-        object.__setattr__(self, "q2", p)
+        q1 = privacy.drawn(f / 2)
+        object.__setattr__(self, "p1", 1.0 - q1)
+        object.__setattr__(self, "q1", q1)
+        object.__setattr__(self, "p2", privacy.drawn(q))
+        object.__setattr__(self, "q2", privacy.drawn(p))
 
     # ------------------------------------------------------------------ privacy
     @property
@@ -208,15 +247,20 @@ class RapporChain(_UnaryEncoding):
 
     def single_report_epsilon(self) -> float:
         """ε1 = h·ln[q*(1−p*)/(p*(1−q*))] ([ERL14] Theorem 2) for encodings that differ in h
-        bits each way; in general :func:`longldp.privacy.rappor_report_epsilon` of
-        ``differing_bits`` (boolean RAPPOR: one bit, one way)."""
-        eps = privacy.rappor_report_epsilon(self.p, self.q, self.f, self.differing_bits)
+        bits each way; in general :func:`longldp.privacy.rappor_bits_epsilon` of
+        ``differing_bits`` (boolean RAPPOR: one bit, one way), at (q*, p*) = (P1, P0) of the
+        stored chain, the probabilities its samplers draw with, and their complements summed
+        per round (:func:`longldp.privacy.chain_nonsupport`)."""
+        n1, n0 = privacy.chain_nonsupport(self.p1, self.q1, self.p2, self.q2)
+        eps = privacy.rappor_bits_epsilon(self.P1, self.P0, *self.differing_bits, n1, n0)
         return privacy.round_up(eps)
 
     def first_round_epsilon(self) -> float:
         """ε∞ = 2h·ln((1−f/2)/(f/2)) ([ERL14] Theorem 1); in general
-        :func:`longldp.privacy.rappor_prr_epsilon` of ``differing_bits``."""
-        return privacy.round_up(privacy.rappor_prr_epsilon(self.f, self.differing_bits))
+        :func:`longldp.privacy.rappor_bits_epsilon` of ``differing_bits`` at the PRR's stored
+        (p1, q1) (:func:`longldp.privacy.rappor_prr_epsilon` is the same from f)."""
+        eps = privacy.rappor_bits_epsilon(self.p1, self.q1, *self.differing_bits)
+        return privacy.round_up(eps)
 
     @property
     def effective(self) -> tuple[float, float]:
@@ -490,8 +534,8 @@ class OneTime:
     def _set_chain(self) -> None:
         f, p, q = self._check_rates(allow_f0=True)  # type: ignore[attr-defined]
         q_star, p_star = privacy.rappor_effective(p, q, f)
-        object.__setattr__(self, "p1", q_star)
-        object.__setattr__(self, "q1", p_star)
+        object.__setattr__(self, "p1", privacy.drawn(q_star))  # as the one draw realizes them
+        object.__setattr__(self, "q1", privacy.drawn(p_star))
         object.__setattr__(self, "p2", 1.0)
         object.__setattr__(self, "q2", 0.0)
 

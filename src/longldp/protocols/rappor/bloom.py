@@ -21,7 +21,8 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._rng import as_random_source
-from longldp.protocols.rappor._chain import CohortShares, OneTime
+from longldp.protocols.clientspec import ClientSpec, VectorCase
+from longldp.protocols.rappor._chain import CLIENT, ONE_TIME_CLIENT, CohortShares, OneTime
 from longldp.protocols.rappor._hashing import (
     as_bytes,
     bloom_indices,
@@ -62,6 +63,16 @@ class RAPPOR(CohortShares):
     #: m = 1 it links nothing, which the class-level trait does not distinguish), and memos.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT, Persistent.MEMO)
     wire_id: ClassVar[int] = 14
+    client_spec: ClassVar[ClientSpec | None] = CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase(
+            {"k": 16, "h": 2, "m": 4, "f": 0.5, "p": 0.25, "q": 0.75},
+            ("apple", "pear", "apple", "crème brûlée"),
+        ),
+        VectorCase(
+            {"k": 12, "h": 3, "f": 0.25, "p": 0.5, "q": 0.75}, ("a", "b", "a"), suffix="one-cohort"
+        ),
+    )
     input_domain: ClassVar[type[Strings]] = Strings
     test_params: ClassVar[tuple[dict, ...]] = (
         {"k": 8, "h": 2, "m": 2, "f": 0.5, "p": 0.25, "q": 0.75},
@@ -213,6 +224,12 @@ class RapporOneTime(OneTime, RAPPOR):
     name: ClassVar[str] = "RAPPOR-one-time"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT)
     wire_id: ClassVar[int] = 19
+    client_spec: ClassVar[ClientSpec | None] = ONE_TIME_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase(
+            {"k": 16, "h": 2, "m": 4, "f": 0.0, "p": 0.25, "q": 0.75}, ("apple", "pear")
+        ),
+    )
     test_params: ClassVar[tuple[dict, ...]] = (
         {"k": 8, "h": 2, "m": 2, "f": 0.0, "p": 0.25, "q": 0.75},
     )

@@ -10,7 +10,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp.privacy.linkage import Linkage, Persistent
-from longldp.protocols.rappor._chain import CohortShares, OneTime
+from longldp.protocols.clientspec import ClientSpec, VectorCase
+from longldp.protocols.rappor._chain import CLIENT, ONE_TIME_CLIENT, CohortShares, OneTime
 from longldp.protocols.traits import Categorical
 
 
@@ -32,6 +33,10 @@ class RapporBoolean(CohortShares):
     name: ClassVar[str] = "RAPPOR-boolean"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT, Persistent.MEMO)
     wire_id: ClassVar[int] = 18
+    client_spec: ClassVar[ClientSpec | None] = CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"m": 3, "f": 0.5, "p": 0.25, "q": 0.75}, (1, 0, 1, 1)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"m": 2, "f": 0.5, "p": 0.25, "q": 0.75},)
 
     def __post_init__(self) -> None:
@@ -82,4 +87,8 @@ class RapporBooleanOneTime(OneTime, RapporBoolean):
     name: ClassVar[str] = "RAPPOR-boolean-one-time"
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.COHORT)
     wire_id: ClassVar[int] = 21
+    client_spec: ClassVar[ClientSpec | None] = ONE_TIME_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"f": 0.0, "p": 0.25, "q": 0.75}, (0, 1)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"m": 2, "f": 0.0, "p": 0.25, "q": 0.75},)

@@ -16,7 +16,8 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp.privacy.linkage import Linkage, Persistent
 from longldp.protocols._rng import RandomSource
-from longldp.protocols.rappor._chain import OneTime, RapporChain
+from longldp.protocols.clientspec import ClientSpec, VectorCase
+from longldp.protocols.rappor._chain import CLIENT, ONE_TIME_CLIENT, OneTime, RapporChain
 from longldp.protocols.ue import _UnaryEncoding
 
 
@@ -38,6 +39,10 @@ class RapporOneHot(RapporChain):
     #: No cohorts (m = 1): reports carry nothing per device; a memo per value.
     linkage: ClassVar[Linkage] = Linkage.of(Persistent.MEMO)
     wire_id: ClassVar[int] = 17
+    client_spec: ClassVar[ClientSpec | None] = CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 10, "f": 0.5, "p": 0.25, "q": 0.75}, (2, 9, 2, 0)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"f": 0.5, "p": 0.25, "q": 0.75},)
 
     def __post_init__(self) -> None:
@@ -83,4 +88,8 @@ class RapporOneHotOneTime(OneTime, RapporOneHot):
     name: ClassVar[str] = "RAPPOR-onehot-one-time"
     linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 20
+    client_spec: ClassVar[ClientSpec | None] = ONE_TIME_CLIENT
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"k": 10, "f": 0.25, "p": 0.5, "q": 0.75}, (4, 4)),
+    )
     test_params: ClassVar[tuple[dict, ...]] = ({"f": 0.0, "p": 0.5, "q": 0.75},)

@@ -1,12 +1,12 @@
-"""Build the API reference (docs/api.md) from the docstrings, and check them.
+"""Check the docstrings of the public API: every public object has one, every cross-reference
+in them resolves.
 
-    python scripts/api_reference.py [--out docs/api.md]
+    python scripts/check_docstrings.py
 
 Walks every public module of ``longldp`` (no part of its name starts with ``_``; the command
-line ``longldp.cli`` is documented by ``longldp --help`` instead) and writes, per module, its
-summary and, for every public function and class (its ``__all__``, or else the functions and
-classes it defines), the signature and the docstring's first paragraph, with the public
-methods and properties of classes. It exits with status 1 and a list of problems when
+line ``longldp.cli`` is documented by ``longldp --help`` instead) and, for every public function
+and class (its ``__all__``, or else the functions and classes it defines) and the public
+methods and properties of classes, exits with status 1 and a list of problems when
 
 * a public module, function, class, method or property has no docstring (methods may
   inherit theirs; `KNOWN_UNDOCUMENTED` lists the methods of other owners' modules that had
@@ -15,9 +15,10 @@ methods and properties of classes. It exits with status 1 and a list of problems
   (``:func:`x```, ``:class:``, ``:meth:``, ``:mod:``, ``:attr:``, ``:data:``, ``:obj:``,
   ``:exc:``) or a backticked dotted name starting with ``longldp.``.
 
-``make test`` runs it before the test suite (``make docs`` alone), so the reference is rebuilt
-from the code every time and cannot drift from it; `tests/test_api_reference.py` runs the
-checks and shows that they catch a missing docstring and a broken reference.
+The API reference itself is the documentation site's "API reference" section, rendered from
+the same docstrings by mkdocstrings when the site is built (`scripts/mkdocs_hooks.py` takes its
+list of modules from `public_modules` here); `tests/test_docstrings.py` runs these checks and
+shows that they catch a missing docstring and a broken reference.
 """
 
 from __future__ import annotations
@@ -28,14 +29,10 @@ import inspect
 import pkgutil
 import re
 import sys
-import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any
-
-ROOT = Path(__file__).resolve().parents[1]
 
 #: Packages left out of the reference (documented elsewhere).
 EXCLUDED = ("longldp.cli",)
@@ -169,12 +166,6 @@ def _members(cls: type, qualname: str) -> Iterator[tuple[str, str, Any, str]]:
             yield name, "method", func, inspect.getdoc(getattr(cls, name)) or ""
 
 
-def _summary(doc: str) -> str:
-    """The first paragraph of a docstring, on one line."""
-    first = doc.strip().split("\n\n")[0]
-    return " ".join(first.split())
-
-
 def collect(modules: list[str]) -> tuple[list[Entry], list[str], list[tuple[str, str, Any]]]:
     """Entries of the modules, the names without a docstring, and every docstring with its
     context (qualified name, text, the module or class it belongs to) for the reference check."""
@@ -286,56 +277,19 @@ def build(modules: list[str] | None = None) -> Reference:
     return Reference(entries, missing, broken_references(texts, known), stale)
 
 
-def markdown(ref: Reference) -> str:
-    """The reference as one Markdown document."""
-    lines = [
-        "# API reference",
-        "",
-        "Generated from the docstrings by `scripts/api_reference.py` (run by `make test` and",
-        "`make docs`; do not edit by hand). One section per public module: its summary, then",
-        "every public function and class with its signature and the first paragraph of its",
-        "docstring, and the public methods and properties of each class. The full docstrings",
-        "(formulas, sources, `docs/math.md` sections) are in the code: `help(name)`.",
-        "",
-        "Modules:",
-        "",
-    ]
-    lines += [f"- [`{e.name}`](#{e.name.replace('.', '')})" for e in ref.entries]
-    for e in ref.entries:
-        lines += ["", f"## {e.name}", "", _summary(e.doc), ""]
-        for item in e.members:
-            short = item.name.rsplit(".", 1)[1]
-            prefix = "class " if item.kind == "class" else ""
-            lines += [f"### `{prefix}{short}{item.signature}`", "", _summary(item.doc), ""]
-            for m in item.members:
-                mshort = m.name.rsplit(".", 1)[1]
-                text = _summary(m.doc) or "(no docstring)"
-                label = f"`{mshort}`" if m.kind == "property" else f"`{mshort}{m.signature}`"
-                kind = " (property)" if m.kind == "property" else ""
-                wrapped = textwrap.shorten(text, 400, placeholder=" …")
-                lines.append(f"- {label}{kind}: {wrapped}")
-            if item.members:
-                lines.append("")
-    return "\n".join(line.rstrip() for line in lines).rstrip() + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, help="write the reference here (e.g. docs/api.md)")
-    args = parser.parse_args(argv)
+    parser.parse_args(argv)
     ref = build()
     if not ref.ok:
         for problem in ref.problems():
             print(problem, file=sys.stderr)
-        print(f"api_reference: {len(ref.problems())} problem(s)", file=sys.stderr)
+        print(f"check_docstrings: {len(ref.problems())} problem(s)", file=sys.stderr)
         return 1
-    text = markdown(ref)
-    if args.out is not None:
-        args.out.write_text(text, encoding="utf-8")
-        n = sum(1 + len(e.members) for e in ref.entries)
-        print(f"api_reference: {n} entries -> {args.out}")
+    n = sum(1 + len(e.members) for e in ref.entries)
+    print(f"check_docstrings: {n} public objects documented, every reference resolves")
     return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())
