@@ -70,15 +70,14 @@ def test_js_derives_every_registered_protocol_as_python():
     JS client accepts the spec and derives the same header (so the same canonical spec and
     fingerprint) and chain p1, q1, p2, q2 bit for bit; ε1 and ε∞ within 1e-15 relative (exp
     and log differ in the last bits between V8 and the C library). A protocol added to the
-    registry fails here until the JS client knows it. Open item spaces (domain kind "items":
-    the sketches) are left out until their rows join the generated JS parameter table (issue
-    28, Stage B); their family module clients/js/src/sketch.js is checked against Python by
-    tests/test_js_sketch.py meanwhile."""
+    registry fails here until the JS client knows it; a class that declares no device client
+    outside Python (``client_spec`` None: SHE, whose float reports the server refuses) is not in
+    the JS table, by its trait."""
     from registry_cases import build, triples
 
     protos = [
         build(cls, params, k)
-        for cls, params, _ in triples(lambda c: c.input_domain.kind != "items")
+        for cls, params, _ in triples(lambda c: c.client_spec is not None)
         for k in (6, 1000)
     ]
     specs = [p.spec() for p in protos]

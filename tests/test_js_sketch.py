@@ -1,7 +1,7 @@
-"""The JavaScript sketch family (clients/js/src/sketch.js) against the Python classes: the
-same parameters bit for bit, the same item keys and columns, and the same report bytes from
-the same HMAC byte stream (so the shared vectors can list the sketches once the generated JS
-registry does, issue 28 Stage B); JS refuses the items Python refuses."""
+"""The JavaScript sketch family (clients/js/src/sketch.js, built by protocolFromSpec from the
+generated registry) against the Python classes: the same parameters bit for bit, the same item
+keys, the same report bytes from the same HMAC byte stream for text and integer items (the
+shared vectors check whole device clients); JS refuses the items Python refuses."""
 
 from __future__ import annotations
 
@@ -29,14 +29,15 @@ ITEMS = ["", "a", "héllo", "日本語テキスト", "x" * 20, "tab\there"]
 SECRET = bytes(range(1, 33))
 
 SCRIPT = """
-import { sketchProtocol, textKey } from "./src/sketch.js";
+import { protocolFromSpec } from "./src/index.js";
+import { textKey } from "./src/sketch.js";
 import { hmacKey, HmacStream } from "./src/random.js";
 import { toHex } from "./src/bytes.js";
 const [specs, items, ints, secret] = JSON.parse(process.argv[1]);
 const key = await hmacKey(Uint8Array.from(secret));
 const out = [];
 for (const spec of specs) {
-  const o = sketchProtocol(spec);
+  const o = await protocolFromSpec(spec);
   const values = o.params.bits === null ? items : ints.map(BigInt);
   const bodies = [];
   for (const [i, v] of values.entries()) {
@@ -78,15 +79,15 @@ def test_js_sketches_match_python_bit_for_bit():
 
 
 REFUSE = """
-import { sketchProtocol } from "./src/sketch.js";
-const o = sketchProtocol({ name: "CMS", params: { m: 8, eps: 1, max_length: 4 } });
-const i = sketchProtocol({ name: "HCMS", params: { m: 8, eps: 1, bits: 16 } });
+import { protocolFromSpec } from "./src/index.js";
+const o = await protocolFromSpec({ name: "CMS", params: { m: 8, eps: 1, max_length: 4 } });
+const i = await protocolFromSpec({ name: "HCMS", params: { m: 8, eps: 1, bits: 16 } });
 const out = [];
 for (const [p, v] of [[o, "abcde"], [o, new Uint8Array([0xff])], [o, "a\\u0000"], [o, 3],
                       [i, 65536], [i, -1], [i, "x"]]) {
   try { p.check(v); out.push("accepted"); } catch (e) { out.push(e.message); }
 }
-try { sketchProtocol({ name: "HCMS", params: { m: 12, eps: 1 } }); }
+try { await protocolFromSpec({ name: "HCMS", params: { m: 12, eps: 1 } }); }
 catch (e) { out.push(e.message); }
 console.log(JSON.stringify(out));
 """

@@ -109,7 +109,7 @@ COMMON: dict[str, dict[str, Trait]] = {
     },
     "test_roundtrip_server": {"test_server_round_trip": counted},
     "test_roundtrip_archive": {"test_archive_round_trip": every},
-    "test_sampler_thresholds": {"test_claims_equal_what_the_sampler_realizes": every},
+    "test_sampler_thresholds": {"test_claims_equal_what_the_sampler_realizes": exact_channel},
     "test_shuffle_linkage": {
         "test_declared_linkage_covers_what_the_reports_carry": every,
         "test_routes_follow_the_linkage": every,

@@ -27,7 +27,7 @@ import pytest
 
 import longldp as ll
 from longldp import privacy
-from registry_cases import CLASSES
+from registry_cases import CLASSES, exact_channel, options
 
 GRID = 2**53
 #: Budgets from 15 up to the largest allowed (EPS_MAX = 30).
@@ -114,7 +114,7 @@ def realized_epsilons(proto: ll.FrequencyOracle) -> tuple[float, float]:
     """(ε of one report, ε of round 1) of the channel the sampler realizes."""
     t = thresholds(proto)
     kind = str(proto.report_kind)  # the kind's name (docs/design.md §2)
-    if kind in ("symbol", "hashed", "hadamard"):
+    if kind in ("symbol", "hashed", "hadamard", "sketch-hadamard", "memo-sketch-hadamard"):
         m = proto.k if kind == "symbol" else proto.g  # type: ignore[attr-defined]
         k1 = t["p1"]  # keep, else a uniform other symbol of m
         k2 = t.get("p2", Fraction(1))
@@ -147,9 +147,12 @@ def realized_epsilons(proto: ll.FrequencyOracle) -> tuple[float, float]:
 
 
 def high_budget_cases():
-    """Every registered class at each high ε (chains at α = ε1/ε∞ of ALPHAS when reachable;
-    RAPPOR's own (f, p, q) set to give ε∞ = ε and ε1 = α·ε for one bit, h = 1)."""
+    """Every registered class with an exact channel at each high ε (chains at α = ε1/ε∞ of
+    ALPHAS when reachable; RAPPOR's own (f, p, q) set to give ε∞ = ε and ε1 = α·ε for one
+    bit, h = 1)."""
     for cls in CLASSES:
+        if not exact_channel(cls):  # a continuous report has no channel to rebuild (SHE)
+            continue
         for eps in EPSILONS:
             for alpha in ALPHAS if "eps_1" in cls.budget_params or "f" in cls.budget_params else (
                 None,
@@ -161,7 +164,8 @@ def high_budget_cases():
 
 def build_high(cls: type, eps: float, alpha: float | None) -> ll.FrequencyOracle:
     takes = {f.name for f in dataclasses.fields(cls) if f.init}
-    params: dict = {"k": 3} if "k" in takes else {}
+    # k = 3, or the other parameters of its test parameters (a sketch's m and d)
+    params: dict = {"k": 3} if "k" in takes else options(cls, cls.test_params[0])
     if "f" in cls.budget_params:
         # PRR bit keeps w.p. 1 − f/2 with ln((1 − f/2)/(f/2)) = ε/2 (ε∞ = 2·that for h = 1);
         # IRR: p = 1/(e^x + 1), q = 1 − p.

@@ -9,12 +9,12 @@
 // collection's salt. Every draw is in the order of the Python samplers
 // (longldp.protocols.sketch), so one byte stream gives the same report in both languages.
 //
-// Until the generated registry table lists these protocols (issue 28, Stage B), an app builds
-// one with `sketchProtocol(spec)`; tests/test_js_sketch.py checks it against Python.
+// protocolFromSpec (src/protocols.js, the generated registry.js) builds them; the test vectors
+// and tests/test_js_sketch.py check them against Python.
 
 import { concat, minBytes, uintBE } from "./bytes.js";
 import { budget, chain, fail, int } from "./check.js";
-import { exp, floats, grrProbabilities, integers, lgrrP2, log, packBits, tanh } from "./common.js";
+import { drawn, exp, floats, grrProbabilities, integers, lgrrP2, log, packBits, tanh } from "./common.js";
 import { mixHash } from "./lh.js";
 import { seeds63 } from "./pool.js";
 
@@ -43,8 +43,8 @@ const MEMO = new Set(["L-CMS", "L-HCMS"]);
 /** THE's (p, q, 1 − p) at θ; its θ minimising V* on [½, 1) is the golden-section search of
  * privacy.sketch, rounded to 6 decimals. */
 function theProbabilities(eps, theta) {
-  const notP = 0.5 * exp((-(1 - theta) * eps) / 2);
-  return [1 - notP, 0.5 * exp((-theta * eps) / 2), notP];
+  const p = drawn(1 - 0.5 * exp((-(1 - theta) * eps) / 2));
+  return [p, drawn(0.5 * exp((-theta * eps) / 2)), 1 - p];
 }
 function theOptimalTheta(eps) {
   const v = (t) => {
@@ -82,8 +82,8 @@ export function derive(name, P) {
     chain(name, P);
     const [a, b] = [P.eps_perm, P.eps_1];
     if (kind === "cms") {
-      const p1 = 1 / (1 + exp(-a / 2));
-      const p2 = 0.5 * (1 + tanh(b / 4) / tanh(a / 4));
+      const p1 = drawn(1 / (1 + exp(-a / 2)));
+      const p2 = drawn(0.5 * (1 + tanh(b / 4) / tanh(a / 4)));
       return [p1, 1 - p1, p2, 1 - p2, more];
     }
     const [p1, q1] = grrProbabilities(a, 2);
@@ -92,7 +92,7 @@ export function derive(name, P) {
   }
   budget(name, "eps", P.eps);
   if (kind === "cms") {
-    const p = 1 / (1 + exp(P.eps / 2));
+    const p = drawn(1 / (1 + exp(P.eps / 2)));
     return [1 - p, p, 1, 0, more];
   }
   if (kind === "the") {
@@ -101,8 +101,8 @@ export function derive(name, P) {
     const [p, q, notP] = theProbabilities(P.eps, theta);
     return [p, q, 1, 0, { ...more, theta, notP }];
   }
-  const keep = 1 / (1 + exp(-P.eps));
-  return [keep, 1 - keep, 1, 0, more];
+  const keep = drawn(1 / (1 + exp(-P.eps)));
+  return [keep, kind === "pcs" ? 0.5 : 1 - keep, 1, 0, more]; // PCS: other coordinates ½
 }
 
 /** H_{s_row}(key) over m columns, and PCS's sign hash (±1). */
@@ -155,7 +155,7 @@ const sketch = {
   async round1(input, st, src) {
     const o = this;
     if (o.memoizes) {
-      if (o.kind === "hcms") return Number(input) ^ ((await floats(src, 1))[0] >= o.p1 ? 1 : 0);
+      if (o.kind === "hcms") return Number(input) ^ ((await floats(src, 1))[0] < o.p1 ? 0 : 1);
       const col = Number(input), u = await floats(src, o.m);
       return Uint8Array.from(u, (x, i) => (x < (i === col ? o.p1 : o.q1) ? 1 : 0));
     }
@@ -164,7 +164,7 @@ const sketch = {
     const col = column(o, key, row);
     if (o.kind === "hcms") {
       const [l] = await integers(src, 0, o.m, 1);
-      const flip = (await floats(src, 1))[0] >= o.p1 ? 1 : 0;
+      const flip = (await floats(src, 1))[0] < o.p1 ? 0 : 1;
       return { row, l, bit: parity(l, col) ^ flip };
     }
     const u = await floats(src, o.m);
@@ -179,7 +179,7 @@ const sketch = {
   /** Round 2 of a memo: each bit reported 1 w.p. p2 if set, q2 if not (L-CMS); the parity
    * kept w.p. p2 (L-HCMS). */
   async round2(memo, src) {
-    if (this.kind === "hcms") return memo ^ ((await floats(src, 1))[0] >= this.p2 ? 1 : 0);
+    if (this.kind === "hcms") return memo ^ ((await floats(src, 1))[0] < this.p2 ? 0 : 1);
     const u = await floats(src, this.m);
     return Uint8Array.from(u, (x, i) => (x < (memo[i] ? this.p2 : this.q2) ? 1 : 0));
   },
@@ -210,40 +210,3 @@ const sketch = {
 };
 
 export const methods = sketch;
-
-const DEFAULTS = { d: 16, salt: 0, bits: null, max_length: 64, theta: null };
-const PARAMS = {
-  CMS: ["m", "eps", "d", "salt", "bits", "max_length"],
-  HCMS: ["m", "eps", "d", "salt", "bits", "max_length"],
-  PCS: ["m", "eps", "d", "salt", "bits", "max_length"],
-  THE: ["m", "eps", "d", "salt", "bits", "max_length", "theta"],
-  "L-CMS": ["m", "eps_perm", "eps_1", "d", "salt", "bits", "max_length"],
-  "L-HCMS": ["m", "eps_perm", "eps_1", "d", "salt", "bits", "max_length"],
-};
-const IDS = { CMS: 60, HCMS: 61, PCS: 62, THE: 64, "L-CMS": 65, "L-HCMS": 66 };
-
-/**
- * A sketch protocol from its spec `{name, params}`, with the methods the device client uses
- * (check, key, keyBytes, state, round1, round2, body) and its ε1, ε∞ (rounded outward).
- */
-export function sketchProtocol(spec) {
-  const name = Object.keys(PARAMS).find((n) => n.toLowerCase() === String(spec?.name).toLowerCase());
-  if (!name) throw new RangeError(`sketch: 'name' must be one of ${Object.keys(PARAMS).join(", ")}; got ${show(spec?.name)}`);
-  const given = spec.params ?? {};
-  const unknown = Object.keys(given).filter((k) => !PARAMS[name].includes(k));
-  if (unknown.length) throw new RangeError(`${name}: unknown parameter(s) ${unknown.join(", ")}; allowed: ${PARAMS[name].join(", ")}`);
-  const P = {};
-  for (const key of PARAMS[name]) {
-    const v = key in given ? given[key] : DEFAULTS[key];
-    if (v === undefined) throw new RangeError(`${name}: missing parameter(s) ${key}`);
-    P[key] = v;
-  }
-  int(name, "salt", P.salt, 0, Number.MAX_SAFE_INTEGER);
-  const [p1, q1, p2, q2, more] = derive(name, P);
-  const proto = Object.assign(Object.create(sketch), { name, id: IDS[name], memoizes: MEMO.has(name), params: P, p1, q1, p2, q2, ...more });
-  const [e1, eInf] = proto.epsilons();
-  proto.eps1 = e1 + 1e-12 * Math.max(1, Math.abs(e1));
-  proto.epsInf = eInf + 1e-12 * Math.max(1, Math.abs(eInf));
-  return Object.freeze(proto);
-}
-

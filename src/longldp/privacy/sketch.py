@@ -64,13 +64,13 @@ def cms_flip_probability(eps: float) -> float:
     Two inputs' one-hot vectors differ in two coordinates, so a report's ε is 2·ln((1 − p)/p).
     """
     eps = check.budget("CMS", "eps", eps)
-    return 1.0 / (1.0 + math.exp(eps / 2))
+    return privacy.drawn(1.0 / (1.0 + math.exp(eps / 2)))  # as the sampler draws it
 
 
 def rr_keep_probability(eps: float, owner: str = "HCMS") -> float:
     """Binary randomized response: keep the bit with p = e^ε/(1 + e^ε) (HCMS, PCS)."""
     eps = check.budget(owner, "eps", eps)
-    return 1.0 / (1.0 + math.exp(-eps))
+    return privacy.drawn(1.0 / (1.0 + math.exp(-eps)))  # as the sampler draws it
 
 
 def she_scale(eps: float) -> float:
@@ -83,13 +83,14 @@ def the_probabilities(eps: float, theta: float) -> tuple[float, float, float]:
     """THE: (p, q, 1 − p) of the bit [x_i + Lap(2/ε) > θ] for x_i = 1 and x_i = 0 ([WAN17] §4.3).
 
     With b = 2/ε and L ~ Laplace(b): Pr[L > t] = ½e^{−t/b} for t ≥ 0 and 1 − ½e^{t/b} for
-    t < 0. For θ ∈ (0, 1): p = Pr[L > θ − 1] = 1 − ½e^{−(1 − θ)ε/2}, q = ½e^{−θε/2}; 1 − p is
-    returned as ½e^{−(1 − θ)ε/2} (exact, no subtraction).
+    t < 0. For θ ∈ (0, 1): p = Pr[L > θ − 1] = 1 − ½e^{−(1 − θ)ε/2}, q = ½e^{−θε/2}, each as the
+    sampler draws it (:func:`longldp.privacy.drawn`), and 1 − p (exact in float64).
     """
     eps = check.budget("THE", "eps", eps)
     theta = check.positive_float("THE", "theta", theta, upper=1.0)
-    not_p = 0.5 * math.exp(-(1.0 - theta) * eps / 2)
-    return 1.0 - not_p, 0.5 * math.exp(-theta * eps / 2), not_p
+    # As the sampler draws them (privacy.drawn): p and q multiples of 2⁻⁵³, so 1 − p is exact.
+    p = privacy.drawn(1.0 - 0.5 * math.exp(-(1.0 - theta) * eps / 2))
+    return p, privacy.drawn(0.5 * math.exp(-theta * eps / 2)), 1.0 - p
 
 
 def the_unit_variance(eps: float, theta: float) -> float:

@@ -41,6 +41,7 @@ from longldp.protocols._estimate import Estimate, normal_quantile
 from longldp.protocols._memo import DenseMemoStore, MemoStore, make_memo_store
 from longldp.protocols._rng import RandomSource, as_random_source
 from longldp.protocols.base import bytes_to_uint, min_bytes, uint_to_bytes
+from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.codec import ReportCodec
 from longldp.protocols.estimator import Aggregator, Estimator
 from longldp.protocols.hadamard import fwht, hadamard_parity
@@ -750,6 +751,33 @@ class _Sketch(Mechanism, SketchEstimator, ReportCodec):
 
 # ------------------------------------------------------------------------------- one-shot
 
+#: How devices of other languages run the sketches (docs/client-spec.md; the JavaScript family
+#: module clients/js/src/sketch.js). Shared cells: an item's key x (text: the SplitMix64
+#: fingerprint of its code points; integers: the value), row j's column c = H_{s_j}(x) with
+#: the seeds s = default_rng(SeedSequence([salt, 0x5CE7C4])).integers(0, 2⁶³, 2d).
+_ONE_SHOT_STATE = "none (the row is drawn with every report)"
+_ROW_STATE = "an integer J in [0, d) (the device's row)"
+
+
+def _sketch_spec(chain: str, eps: str, round1: str, **more: str) -> ClientSpec:
+    return ClientSpec(
+        family="sketch",
+        chain=chain,
+        round2=more.get("round2", "1, 0"),
+        eps_1=eps,
+        eps_perm=more.get("eps_perm", "the same"),
+        state=more.get("state", _ONE_SHOT_STATE),
+        memo_key=more.get("memo_key", "the item's key x"),
+        round1=round1,
+        draws2=more.get("draws2", "none (one-shot)"),
+    )
+
+
+_BITS_ROUND1 = (
+    "an integer J in [0, d), then m floats u_i: bit i = u_i < (i = c ? p1 : q1), c the "
+    "column of x in row J"
+)
+
 
 @dataclass(frozen=True)
 class CMS(_Sketch):
@@ -774,6 +802,13 @@ class CMS(_Sketch):
     p2: float = field(init=False, repr=False)
     q2: float = field(init=False, repr=False)
     name: ClassVar[str] = "CMS"
+    client_spec: ClassVar[ClientSpec | None] = _sketch_spec(
+        "q1 = D(1/(1 + e^(ε/2))), p1 = 1 − q1", "ρ(ln(p1(1 − q1)/(q1(1 − p1))))", _BITS_ROUND1
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"m": 16, "d": 4, "eps": 2.0, "salt": 3}, ("apple", "pear", "apple", "é")),
+        VectorCase({"m": 64, "d": 8, "eps": 1.0, "bits": 48}, (5, 2**47 + 3), suffix="bits"),
+    )
     wire_id: ClassVar[int] = 60
     report_kind: ClassVar[ReportKind] = SketchBitReports()
     budget_params: ClassVar[tuple[str, ...]] = ("eps",)
@@ -813,6 +848,15 @@ class THE(_Sketch):
     p2: float = field(init=False, repr=False)
     q2: float = field(init=False, repr=False)
     name: ClassVar[str] = "THE"
+    client_spec: ClassVar[ClientSpec | None] = _sketch_spec(
+        "θ (default: the V*-optimal one, golden-section search rounded to 6 decimals); "
+        "p1 = D(1 − ½e^(−(1 − θ)ε/2)), q1 = D(½e^(−θε/2))",
+        "ρ(ln(p1(1 − q1)/(q1(1 − p1)))) (below the nominal ε)",
+        _BITS_ROUND1,
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"m": 16, "d": 4, "eps": 3.0}, ("fig", "kiwi", "fig")),
+    )
     #: Thresholding after the noise: the exact ε of a report is below ``eps``.
     nominal_budget: ClassVar[bool] = True
     wire_id: ClassVar[int] = 64
@@ -853,6 +897,15 @@ class PCS(_Sketch):
     p2: float = field(init=False, repr=False)
     q2: float = field(init=False, repr=False)
     name: ClassVar[str] = "PCS"
+    client_spec: ClassVar[ClientSpec | None] = _sketch_spec(
+        "p1 = D(1/(1 + e^(−ε))), q1 = 0.5",
+        "ρ(ln(p1/(1 − p1)))",
+        "an integer J in [0, d), m floats u_i (bit i = u_i < 0.5), then a float u: bit c = "
+        "((u < p1) = (g_J(x) = +1)), g_J(x) = 1 − 2·H_{s_{d+J}}(x) over 2 buckets",
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"m": 12, "d": 3, "eps": 2.5, "salt": 5}, ("a", "b", "a")),
+    )
     wire_id: ClassVar[int] = 62
     report_kind: ClassVar[ReportKind] = SignedSketchReports()
     budget_params: ClassVar[tuple[str, ...]] = ("eps",)
@@ -863,7 +916,8 @@ class PCS(_Sketch):
         check.budget(self.name, "eps", self.eps)
         self._config(eps=self.eps)
         p, _ = self.cfg.round1
-        _set_chain(self, p, 1 - p, 1.0, 0.0)
+        # p1: the item's coordinate keeps its sign; q1: every other coordinate is 1 w.p. ½
+        _set_chain(self, p, 0.5, 1.0, 0.0)
 
 
 @dataclass(frozen=True)
@@ -955,6 +1009,12 @@ class _HadamardSketch(_Sketch):
 
     report_kind: ClassVar[ReportKind] = HadamardSketchReports()
 
+    @property
+    def g(self) -> int:
+        """2: given the row and the Hadamard row, a report is randomized response over the two
+        values of the parity (binary GRR, as L-SH's buckets)."""
+        return 2
+
     def sketch_state(self, support: ArrayLike) -> oracles.SketchState:
         s = np.asarray(support, dtype=np.int64)
         n_rows = s[:, 0]
@@ -1022,6 +1082,15 @@ class HCMS(_HadamardSketch):
     p2: float = field(init=False, repr=False)
     q2: float = field(init=False, repr=False)
     name: ClassVar[str] = "HCMS"
+    client_spec: ClassVar[ClientSpec | None] = _sketch_spec(
+        "p1 = D(1/(1 + e^(−ε))), q1 = 1 − p1",
+        "ρ(ln(p1/(1 − p1)))",
+        "integers J in [0, d) and l in [0, m), then a float u: bit = parity(l AND c) XOR "
+        "(u ≥ p1)",
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"m": 16, "d": 4, "eps": 1.5, "salt": 3}, ("alpha", "beta", "alpha")),
+    )
     wire_id: ClassVar[int] = 61
     budget_params: ClassVar[tuple[str, ...]] = ("eps",)
     #: Row and Hadamard row drawn afresh for every report: nothing persists.
@@ -1083,6 +1152,22 @@ class LCMS(_Memoized):
     p2: float = field(init=False, repr=False)
     q2: float = field(init=False, repr=False)
     name: ClassVar[str] = "L-CMS"
+    client_spec: ClassVar[ClientSpec | None] = _sketch_spec(
+        "p1 = D(1/(1 + e^(−ε∞/2))), q1 = 1 − p1",
+        "ρ(ln(P1(1 − P0)/(P0(1 − P1))))",
+        "m floats u_i: bit i = u_i < (i = c ? p1 : q1)",
+        round2="p2 = D(½(1 + tanh(ε1/4)/tanh(ε∞/4))), q2 = 1 − p2",
+        eps_perm="ρ(2 ln(p1/q1))",
+        state=_ROW_STATE,
+        memo_key="c, the column of x in row J",
+        draws2="m floats u_i: bit i = u_i < (memo_i ? p2 : q2)",
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase(
+            {"m": 16, "d": 4, "eps_perm": 3.0, "eps_1": 1.0, "salt": 7},
+            ("apple", "apple", "pear", "apple"),
+        ),
+    )
     wire_id: ClassVar[int] = 65
     report_kind: ClassVar[ReportKind] = MemoSketchBitReports()
     #: The row (a function of the public pool of d, sent in every report) and the memos.
@@ -1135,6 +1220,19 @@ class LHCMS(_Memoized, _HadamardSketch):
     p2: float = field(init=False, repr=False)
     q2: float = field(init=False, repr=False)
     name: ClassVar[str] = "L-HCMS"
+    client_spec: ClassVar[ClientSpec | None] = _sketch_spec(
+        "p1 = GRR(ε∞, 2), q1 = 1 − p1",
+        "ρ(ln(P1/(1 − P1)))",
+        "a float u: memo = parity(l AND c) XOR (u ≥ p1)",
+        round2="p2 = L-GRR's exact p2 at g = 2, q2 = 1 − p2",
+        eps_perm="ρ(ln(p1/q1))",
+        state="integers J in [0, d), then l in [0, m) (row and Hadamard row)",
+        memo_key="parity(l AND c), c the column of x in row J",
+        draws2="a float u: report = memo XOR (u ≥ p2)",
+    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
+        VectorCase({"m": 32, "d": 5, "eps_perm": 2.0, "eps_1": 0.5}, ("x", "y", "x", "x")),
+    )
     wire_id: ClassVar[int] = 66
     report_kind: ClassVar[ReportKind] = MemoHadamardSketchReports()
     #: The row, the Hadamard row (both sent in every report) and the memos.
@@ -1156,14 +1254,15 @@ class LHCMS(_Memoized, _HadamardSketch):
         return hadamard_parity(state["l"], self._columns_of(values, state))
 
     def _memo_store(self, n_users: int) -> MemoStore | DenseMemoStore:
-        return make_memo_store(n_users, 2, (), np.uint8)
+        return make_memo_store(n_users, 2, (), np.int64)  # the memo is a symbol, as L-SH's
 
     def _round1(self, keys: NDArray, state: dict, rng: RandomSource) -> NDArray:
-        k = np.asarray(keys, dtype=np.uint8)
-        return (k ^ (np.asarray(rng.random(k.shape)) >= self.p1)).astype(np.uint8)
+        k = np.asarray(keys, dtype=np.int64)
+        kept = rng.random(k.shape) < self.p1  # every Bernoulli drawn as u < p
+        return k ^ (~kept).astype(np.int64)
 
     def _round2(self, payload: NDArray, rng: RandomSource) -> NDArray:
-        return oracles.rerandomize_bit(payload, self.p2, rng)
+        return oracles.rerandomize_bit(payload, self.p2, rng).astype(np.int64)
 
     def _make_reports(self, payload: NDArray, state: dict) -> NDArray:
         return self._records(state["row"], l=state["l"], bit=payload)

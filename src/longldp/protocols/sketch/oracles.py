@@ -219,14 +219,15 @@ def hcms_report(
         else np.asarray(hadamard_rows, dtype=np.int64)
     )
     parity = hadamard_parity(l_rows, b)
-    flip = rng.random(b.size) >= keep
-    return l_rows, (parity ^ flip).astype(np.uint8)
+    kept = rng.random(b.size) < keep  # every Bernoulli drawn as u < p
+    return l_rows, (parity ^ ~kept).astype(np.uint8)
 
 
 def rerandomize_bit(memo: ArrayLike, p2: float, rng: RandomSource) -> NDArray[np.uint8]:
     """Round 2 of a memoized HCMS: keep the memo bit with p2 (binary L-GRR, math §12.2)."""
     mem = np.asarray(memo, dtype=np.uint8)
-    return (mem ^ (rng.random(mem.shape) >= p2)).astype(np.uint8)
+    kept = rng.random(mem.shape) < p2  # every Bernoulli drawn as u < p
+    return (mem ^ ~kept).astype(np.uint8)
 
 
 def pcs_bits(
