@@ -43,8 +43,9 @@ def test_the_js_table_has_every_parameter_and_default(tables):
     (an independent read of the dataclass fields against the generated JavaScript)."""
     js = tables.JS_REGISTRY.read_text(encoding="utf-8")
     for cls in tables.device_classes():
-        row = re.search(rf'^  "{re.escape(cls.name)}": \[(\d+), ([01]), "(\w+)", \{{(.*)\}}\],$',
-                        js, flags=re.M)
+        row = re.search(
+            rf'^  "{re.escape(cls.name)}": \[(\d+), ([01]), "(\w+)", \{{(.*)\}}\],$', js, flags=re.M
+        )
         assert row, cls.name
         assert int(row.group(1)) == cls.wire_id and row.group(3) == cls.client_spec.family
         assert (row.group(2) == "1") == cls.longitudinal

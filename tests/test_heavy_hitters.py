@@ -63,9 +63,7 @@ def test_pem_finds_every_item_above_its_stated_probability_on_zipf():
     _, freq = zipf_items(n, rng)
     opts = {"start": 5, "step": 5}
     heavy = [w for w, f in freq.items() if f > 0.02]
-    prob = hh.detection_probability(
-        n, [freq[w] for w in heavy], 6.0, CODEC.width, k=32, **opts
-    )
+    prob = hh.detection_probability(n, [freq[w] for w in heavy], 6.0, CODEC.width, k=32, **opts)
     sure = [w for w, p in zip(heavy, prob, strict=True) if p >= 0.9]
     assert len(sure) >= 3
     misses, expected = 0, 0.0
@@ -120,7 +118,7 @@ def test_row_store_equals_the_protocol_support():
             agg.add(rep)
             np.testing.assert_array_equal(store.support(), agg.support_counts)
         assert store.n == agg.n == 900
-    with pytest.raises(ValueError, match="RowStore: stores \\(row, bits\\) reports"):
+    with pytest.raises(ValueError, match="RowStore: stores \\(hash_id, bits\\) reports"):
         hh.RowStore(ll.protocol("HCMS", m=16, d=2, eps=1.0))
 
 

@@ -66,8 +66,9 @@ def test_js_sketches_match_python_bit_for_bit():
         where = json.dumps(spec)
         want = [proto.p1, proto.q1, proto.p2, proto.q2]
         assert js["p"] == want, where
-        for a, b in zip(js["eps"], (proto.single_report_epsilon(), proto.first_round_epsilon()),
-                        strict=True):
+        for a, b in zip(
+            js["eps"], (proto.single_report_epsilon(), proto.first_round_epsilon()), strict=True
+        ):
             assert abs(a - b) <= 1e-14 * b, (where, a, b)
         values = ITEMS if proto.bits is None else [np.uint64(v) for v in ints]
         for i, (value, body) in enumerate(zip(values, js["bodies"], strict=True)):

@@ -114,7 +114,7 @@ COMMON: dict[str, dict[str, Trait]] = {
         "test_declared_linkage_covers_what_the_reports_carry": every,
         "test_routes_follow_the_linkage": every,
         "test_every_central_claim_survives_the_linkage_attack": exact_channel,
-        "test_a_halved_claim_is_refuted_where_the_attack_has_power": every,
+        "test_a_halved_claim_is_refuted_where_the_attack_has_power": exact_channel,
         "test_linking_refutes_the_excluded_route": linkable,
     },
     "test_audit": {

@@ -114,7 +114,14 @@ def realized_epsilons(proto: ll.FrequencyOracle) -> tuple[float, float]:
     """(ε of one report, ε of round 1) of the channel the sampler realizes."""
     t = thresholds(proto)
     kind = str(proto.report_kind)  # the kind's name (docs/design.md §2)
-    if kind in ("symbol", "hashed", "hadamard", "sketch-hadamard", "memo-sketch-hadamard"):
+    if kind in (
+        "symbol",
+        "hashed",
+        "hadamard",
+        "sketch-hadamard",
+        "memo-sketch-hadamard",
+        "prefix-sketch",
+    ):
         m = proto.k if kind == "symbol" else proto.g  # type: ignore[attr-defined]
         k1 = t["p1"]  # keep, else a uniform other symbol of m
         k2 = t.get("p2", Fraction(1))
@@ -154,8 +161,8 @@ def high_budget_cases():
         if not exact_channel(cls):  # a continuous report has no channel to rebuild (SHE)
             continue
         for eps in EPSILONS:
-            for alpha in ALPHAS if "eps_1" in cls.budget_params or "f" in cls.budget_params else (
-                None,
+            for alpha in (
+                ALPHAS if "eps_1" in cls.budget_params or "f" in cls.budget_params else (None,)
             ):
                 if "eps_1" in cls.budget_params and alpha >= cls.max_alpha(eps):
                     continue

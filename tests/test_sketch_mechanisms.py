@@ -56,9 +56,8 @@ ENGINES = [
     for engine in ("reports", "count-level")
     # SHE's reports are m floats each: its count-level law stands in for them (checked against
     # real reports below).
-    if (engine == "reports" and name != "SHE") or (
-        engine == "count-level" and name in ("CMS", "PCS", "SHE", "THE")
-    )
+    if (engine == "reports" and name != "SHE")
+    or (engine == "count-level" and name in ("CMS", "PCS", "SHE", "THE"))
 ]
 
 
@@ -85,9 +84,9 @@ def test_dropping_the_collision_term_fails_the_variance_check():
     rng = np.random.default_rng(3)
     params = {"m": 8, "d": 2, "eps": 4.0}
     est = [
-        ll.protocol("CMS", salt=r, **params).query(
-            ll.protocol("CMS", salt=r, **params).sample_item_support(ITEMS, rng), N, QUERY
-        ).raw
+        ll.protocol("CMS", salt=r, **params)
+        .query(ll.protocol("CMS", salt=r, **params).sample_item_support(ITEMS, rng), N, QUERY)
+        .raw
         for r in range(REPS)
     ]
     proto = ll.protocol("CMS", **params)
@@ -131,7 +130,7 @@ def test_debiased_sketch_sums_to_the_query_and_its_cell_variance():
     for _ in range(300):
         (bits,) = oracles.perturb(proto.cfg, keys, rows, rng)
         rep = np.empty(N, dtype=proto.report_dtype)
-        rep["row"], rep["bits"] = rows, bits
+        rep["hash_id"], rep["bits"] = rows, bits
         cells.append(proto.support_counts(rep))
     cells = np.array(cells)
     est = np.array([proto.estimate(c, N) for c in cells])
@@ -150,7 +149,7 @@ def test_hcms_support_is_integer_and_recovers_the_hadamard_sums():
     support = proto.support_counts(rep)
     assert support.dtype == np.int64 and np.all(support[:, 1:] >= 0)
     assert np.all(support[:, 1:] <= support[:, :1])
-    kernel = oracles.aggregate_hcms(proto.cfg, rep["l"], rep["bit"], rep["row"])
+    kernel = oracles.aggregate_hcms(proto.cfg, rep["l"], rep["bit"], rep["hash_id"])
     np.testing.assert_array_equal(proto.sketch_state(support).table, kernel.table)
 
 

@@ -4,7 +4,7 @@
 
 import { budget, checkValue, fail, int, real, show } from "./check.js";
 import { PyFloat } from "./json.js";
-import { ALIASES, F, FAMILIES, I, OPT, OPTF, S, TABLE } from "./registry.js";
+import { ALIASES, F, FAMILIES, I, OPT, OPTF, OPTS, S, TABLE } from "./registry.js";
 
 /** Canonical protocol names (Python's registry, longldp.protocols.NAMES, with a device client). */
 export const PROTOCOL_NAMES = Object.keys(TABLE);
@@ -40,6 +40,7 @@ export async function protocolFromSpec(spec) {
     else if (type === I) int(name, key, v, key === "k" ? (family === "rappor" ? 1 : 2) : 0);
     else if (type === OPT && v !== null) int(name, key, v, 1);
     else if (type === OPTF && v !== null) real(name, key, v);
+    else if (type === OPTS && v !== null && typeof v !== "string") throw fail(name, key, "a string or null", v, TypeError);
     else if (type === S && typeof v !== "string") throw fail(name, key, "a string", v, TypeError);
     P[key] = v;
   }

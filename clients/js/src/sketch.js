@@ -187,7 +187,8 @@ const sketch = {
     const o = this;
     const rowBytes = minBytes(o.d - 1);
     if (o.memoizes) {
-      if (o.kind === "hcms") return concat(uintBE(st.row, rowBytes), uintBE(st.l, minBytes(o.m - 1)), uintBE(payload, 1));
+      // L-HCMS names one of the d·m functions by hash_id = J·m + l
+      if (o.kind === "hcms") return concat(uintBE(st.row * o.m + st.l, minBytes(o.d * o.m - 1)), uintBE(payload, 1));
       return concat(uintBE(st.row, rowBytes), packBits(payload));
     }
     if (o.kind === "hcms") return concat(uintBE(payload.row, rowBytes), uintBE(payload.l, minBytes(o.m - 1)), uintBE(payload.bit, 1));

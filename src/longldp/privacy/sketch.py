@@ -187,9 +187,7 @@ class SketchMoments:
         return self.v1 if self.kind == "she" else self.q * (1 - self.q)
 
 
-def row_shares(
-    mom: SketchMoments, stat: ArrayLike, n_rows: ArrayLike
-) -> NDArray[np.float64]:
+def row_shares(mom: SketchMoments, stat: ArrayLike, n_rows: ArrayLike) -> NDArray[np.float64]:
     """F̂[j, c] = (S[j, c]/n_j − q)/(P1 − q): each cell's share of its row's n_j users, unbiased
     given the rows (PCS: the signed share Σ g/n_j); 0 in an empty row (docs/math.md (21.12))."""
     s = np.asarray(stat, dtype=np.float64)
@@ -199,9 +197,7 @@ def row_shares(
     return np.where(nj > 0, out, 0.0)
 
 
-def cell_variance(
-    mom: SketchMoments, share: ArrayLike, n_rows: ArrayLike
-) -> NDArray[np.float64]:
+def cell_variance(mom: SketchMoments, share: ArrayLike, n_rows: ArrayLike) -> NDArray[np.float64]:
     """Var(S[j, c])/(P1 − P0)² given the rows: n_j·(F·v1 + (1 − F)·v_other)/(P1 − P0)², F the
     cell's share clipped to [0, 1] (|F| for PCS); what a cell of the debiased sketch E varies
     by, times n² (docs/math.md (21.12))."""
@@ -210,9 +206,7 @@ def cell_variance(
     return nj * (f * mom.v1 + (1 - f) * mom.v_other) / mom.gap**2
 
 
-def sum_f2_estimate(
-    mom: SketchMoments, stat: ArrayLike, n_rows: ArrayLike, n: int
-) -> float:
+def sum_f2_estimate(mom: SketchMoments, stat: ArrayLike, n_rows: ArrayLike, n: int) -> float:
     """Σ_y f_y² over every item, estimated from one sketch (docs/math.md (21.13)).
 
     Per row j (n_j ≥ 2): Q_j = Σ_c F̂²_jc − (v1 + (m − 1)·v_other)/(n_j (P1 − q)²) is unbiased for

@@ -39,6 +39,7 @@ from longldp.protocols.rappor import (
 )
 from longldp.protocols.report_kinds import ReportKind
 from longldp.protocols.sketch.mechanisms import CMS, HCMS, LCMS, LHCMS, PCS, SHE, THE
+from longldp.protocols.sketch.pem import PEM
 from longldp.protocols.subset import SubsetSelection
 from longldp.protocols.traits import Estimand, Rounds
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
@@ -81,6 +82,7 @@ BUILTIN_CLASSES: tuple[type[FrequencyOracle], ...] = (
     THE,
     LCMS,
     LHCMS,
+    PEM,
 )
 
 #: Every registered protocol: this package's, then those of other packages' entry points (in
@@ -186,8 +188,10 @@ def check_class(cls: type) -> None:
     _check_linkage(cls)
     for trait, kind in TRAITS.items():
         value = getattr(cls, trait, None)
-        if value is None or not isinstance(value, kind) or isinstance(value, bool) != (
-            kind is bool
+        if (
+            value is None
+            or not isinstance(value, kind)
+            or isinstance(value, bool) != (kind is bool)
         ):
             raise RuntimeError(
                 f"protocol registry: {name} does not declare {trait!r} "

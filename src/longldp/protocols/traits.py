@@ -78,8 +78,10 @@ class Categorical(Domain):
         return check.domain_values(owner, arr, self.n, name)
 
     def as_inputs(self, codes: ArrayLike) -> NDArray[np.int64]:
-        return np.asarray(codes, dtype=np.int64) % self.n if self.booleans else np.asarray(
-            codes, dtype=np.int64
+        return (
+            np.asarray(codes, dtype=np.int64) % self.n
+            if self.booleans
+            else np.asarray(codes, dtype=np.int64)
         )
 
 
@@ -124,8 +126,10 @@ class Interval(Domain):
         own = "Interval"
         for name in ("lo", "hi"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(
-                value
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
             ):
                 raise ValueError(f"{own}: '{name}' must be a finite number; got {value!r}.")
         if not self.lo < self.hi:
@@ -222,6 +226,9 @@ class Estimand(enum.StrEnum):
     DISTRIBUTION = "distribution"
     #: Frequencies of queried items of an open domain (no full vector exists).
     QUERIED_ITEMS = "queried-items"
+    #: The frequent items of an open domain themselves, found by the server's rounds from one
+    #: collection's reports (the estimator's ``discover``), with their frequencies.
+    DISCOVERED_ITEMS = "discovered-items"
 
     @property
     def frequency_vector(self) -> bool:

@@ -138,9 +138,7 @@ def encode(codec: Codec, items: Any) -> NDArray[np.uint64]:
 def _selection(k: int, width: int, select: str, alpha: float) -> kernels.Selection:
     k = check.integer("heavy_hitters", "k", k, minimum=1)
     if width < 63 and k > 1 << width:
-        raise ValueError(
-            f"heavy_hitters: 'k' must be <= the domain size 2^{width}; got {k}."
-        )
+        raise ValueError(f"heavy_hitters: 'k' must be <= the domain size 2^{width}; got {k}.")
     return kernels.Selection(select, alpha, k)
 
 
@@ -152,7 +150,13 @@ def _rounds(method: str, found: kernels.Discovery, eps_each: list[float]) -> tup
         what = "item" if last_item else ("fragment" if method == "sfp" else "prefix")
         out.append(
             Round(
-                i, what, log.bits, log.reports, eps_each[i], log.candidates, log.threshold,
+                i,
+                what,
+                log.bits,
+                log.reports,
+                eps_each[i],
+                log.candidates,
+                log.threshold,
                 log.kept,
             )
         )
@@ -284,21 +288,27 @@ def find_over_time(
     sel = _selection(k, codec.width, select, alpha)
     plan = kernels.pem_plan(codec.width, eps_1, select=sel, **options)
     gen = np.random.default_rng(rng)
-    out = kernels.discover_over_time(
-        plan, np.stack(rows), eps_perm, eps_1, gen, codec.valid_prefix
-    )
+    out = kernels.discover_over_time(plan, np.stack(rows), eps_perm, eps_1, gen, codec.valid_prefix)
     acc = privacy.Accounting.per_memo(eps_1, eps_perm)
     epochs = tuple(
-        _result("pem", codec, d, _rounds("pem", d, [eps_1] * len(d.rounds)), eps_1, rows[0].size,
-                level)
+        _result(
+            "pem", codec, d, _rounds("pem", d, [eps_1] * len(d.rounds)), eps_1, rows[0].size, level
+        )
         for d in out.epochs
     )
     return OverTime(epochs, out.spent, out.memos, acc)
 
 
 def detection_probability(
-    n: int, f: Any, eps: float, width: int, *, method: str = "pem", k: int = 16,
-    alpha: float = 0.05, **options: Any,
+    n: int,
+    f: Any,
+    eps: float,
+    width: int,
+    *,
+    method: str = "pem",
+    k: int = 16,
+    alpha: float = 0.05,
+    **options: Any,
 ) -> NDArray[np.float64]:
     """A lower bound on Pr[an item of frequency f is found] under threshold selection whose cap
     k does not bind (docs/math.md §21.6–§21.7)."""

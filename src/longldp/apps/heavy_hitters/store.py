@@ -25,15 +25,16 @@ class RowStore:
 
     Parameters
     ----------
-    proto : a registered sketch whose records have fields ``row`` and ``bits`` (CMS, THE,
+    proto : a registered sketch whose records have fields ``hash_id`` (the sketch row) and
+        ``bits`` (CMS, THE,
         PCS, L-CMS); ``ValueError`` otherwise.
     """
 
     def __init__(self, proto: Any):
         dtype = getattr(proto, "report_dtype", None)
-        if dtype is None or dtype.names != ("row", "bits"):
+        if dtype is None or dtype.names != ("hash_id", "bits"):
             raise ValueError(
-                f"RowStore: stores (row, bits) reports of a bit-vector sketch (CMS, THE, PCS, "
+                f"RowStore: stores (hash_id, bits) reports of a bit-vector sketch (CMS, THE, PCS, "
                 f"L-CMS); got {proto.name}."
             )
         self.proto = proto
@@ -52,7 +53,7 @@ class RowStore:
     def add(self, reports: Any) -> None:
         """Append a batch of report records (checked by the protocol), grouped by row."""
         rep = self.proto._check_reports(np.asarray(reports))
-        rows = rep["row"]
+        rows = rep["hash_id"]
         bits = np.ascontiguousarray(rep["bits"])
         d = len(self._buffers)
         order = np.argsort(rows.astype(np.uint16 if d <= 1 << 16 else np.int64), kind="stable")
@@ -65,7 +66,7 @@ class RowStore:
     def add_grouped(self, row: int, bits: NDArray[np.uint8]) -> None:
         """Append reports already known to be of one row (a server's per-row partition)."""
         rep = np.empty(len(bits), dtype=self.proto.report_dtype)
-        rep["row"], rep["bits"] = row, bits
+        rep["hash_id"], rep["bits"] = row, bits
         self.proto._check_reports(rep)
         self._append(int(row), np.ascontiguousarray(bits, dtype=np.uint8))
 

@@ -416,9 +416,7 @@ def discover(
         thr = plan.select.threshold(last.null_sd(n_last), max(1, tested))
         ok = est > thr
         kept, est = kept[ok], est[ok]
-        logs.append(
-            RoundLog(plan.width, n_last, tested, last.null_sd(n_last), thr, int(ok.sum()))
-        )
+        logs.append(RoundLog(plan.width, n_last, tested, last.null_sd(n_last), thr, int(ok.sum())))
     order = np.argsort(-est, kind="stable")
     return Discovery(kept[order], est[order], _se(last, n_last, est[order]), tuple(logs), plan.eps)
 

@@ -197,7 +197,9 @@ class _OneShotSketchKind(_SketchKind):
 
     def observe(self, proto: Any, reports: NDArray) -> NDArray[np.int64]:
         rep = np.asarray(reports)
-        return rep["row"].astype(np.int64) * self.payloads(proto) + self.payload_index(proto, rep)
+        return rep["hash_id"].astype(np.int64) * self.payloads(proto) + self.payload_index(
+            proto, rep
+        )
 
     def targets(self, proto: Any, reports: NDArray, values: Any) -> NDArray[np.int64]:
         """The channel row of each value (the symbol channel gives its law)."""
@@ -313,14 +315,15 @@ class MemoSketchBitReports(_SketchKind):
 
     def targets(self, proto: Any, reports: NDArray, values: Any) -> NDArray[np.bool_]:
         """(n, V, m): the bit each value sets in each device's row."""
-        rows = np.asarray(np.asarray(reports)["row"], dtype=np.int64)
+        rows = np.asarray(np.asarray(reports)["hash_id"], dtype=np.int64)
         cols = proto.item_columns(values)[:, rows].T  # (n, V)
         return cols[:, :, None] == np.arange(proto.m)[None, None, :]
 
 
 class MemoHadamardSketchReports(_SketchKind):
-    """(row J, Hadamard row l, bit) of L-HCMS: the device's J and l are fixed, so the bit is
-    binary L-GRR of the parity of (l, h_J(x)); the attacker counts the bit (two symbols)."""
+    """(hash_id = J·m + l, bit) of L-HCMS: the device's row J and Hadamard row l are fixed, so
+    the bit is binary L-GRR of the parity of (l, h_J(x)); the attacker counts the bit (two
+    symbols)."""
 
     name: ClassVar[str] = "memo-sketch-hadamard"
     statistic: ClassVar[str] = "symbols"
@@ -347,10 +350,9 @@ class MemoHadamardSketchReports(_SketchKind):
 
     def targets(self, proto: Any, reports: NDArray, values: Any) -> NDArray[np.int64]:
         """(n, V): the parity each value has for each device's (J, l)."""
-        rep = np.asarray(reports)
-        rows = np.asarray(rep["row"], dtype=np.int64)
+        rows, l_rows = proto._row_l(np.asarray(reports))
         cols = proto.item_columns(values)[:, rows].T  # (n, V)
-        return hadamard_parity(np.asarray(rep["l"], dtype=np.int64)[:, None], cols)
+        return hadamard_parity(l_rows[:, None], cols)
 
 
 class LaplaceSketchReports(ContinuousReport, _SketchKind):
@@ -679,18 +681,23 @@ class _Sketch(Mechanism, SketchEstimator, ReportCodec):
         return out
 
     # -- reports
+    @property
+    def _ids(self) -> int:
+        """Distinct values of a report's ``hash_id`` (the sketch row; L-HCMS: row·m + l)."""
+        return int(self.d)
+
     @functools.cached_property
     def _row_bytes(self) -> int:
-        return min_bytes(self.d - 1)
+        return min_bytes(self._ids - 1)
 
     @functools.cached_property
     def report_dtype(self) -> np.dtype:
         """The record of one report."""
-        return np.dtype([("row", "<i8"), ("bits", "u1", ((self.m + 7) // 8,))])
+        return np.dtype([("hash_id", "<i8"), ("bits", "u1", ((self.m + 7) // 8,))])
 
-    def _records(self, rows: NDArray, **fields: NDArray) -> NDArray:
-        out = np.empty(np.asarray(rows).size, dtype=self.report_dtype)
-        out["row"] = rows
+    def _records(self, hash_ids: NDArray, **fields: NDArray) -> NDArray:
+        out = np.empty(np.asarray(hash_ids).size, dtype=self.report_dtype)
+        out["hash_id"] = hash_ids
         for name, arr in fields.items():
             out[name] = arr
         return out
@@ -702,7 +709,7 @@ class _Sketch(Mechanism, SketchEstimator, ReportCodec):
                 f"{self.name}: 'reports' must be a 1-D array of dtype {self.report_dtype}; "
                 f"got {rep.dtype} {rep.shape}."
             )
-        check.domain_values(self.name, rep["row"], self.d, "reports['row']")
+        check.domain_values(self.name, rep["hash_id"], self._ids, "reports['hash_id']")
         return rep
 
     def _check_padding(self, bits: NDArray[np.uint8]) -> None:
@@ -716,7 +723,7 @@ class _Sketch(Mechanism, SketchEstimator, ReportCodec):
     def encode_bodies(self, records: NDArray) -> NDArray[np.uint8]:
         rep = self._check_reports(records)
         self._check_padding(rep["bits"])
-        return np.hstack([uint_to_bytes(rep["row"], self._row_bytes), rep["bits"]])
+        return np.hstack([uint_to_bytes(rep["hash_id"], self._row_bytes), rep["bits"]])
 
     def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray:
         w = self._row_bytes
@@ -729,7 +736,7 @@ class _Sketch(Mechanism, SketchEstimator, ReportCodec):
         sums of the kernels, reports grouped by row)."""
         rep = self._check_reports(reports)
         bits = np.ascontiguousarray(rep["bits"])
-        rows = rep["row"]
+        rows = rep["hash_id"]
         out = np.zeros((self.d, self.m + 1), dtype=np.int64)
         out[:, 0] = np.bincount(rows, minlength=self.d)
         out[:, 1:] = oracles.count_bits(bits, rows, self.d, self.m)
@@ -957,7 +964,7 @@ class SHE(_Sketch):
 
     @functools.cached_property
     def report_dtype(self) -> np.dtype:
-        return np.dtype([("row", "<i8"), ("values", "<f8", (self.m,))])
+        return np.dtype([("hash_id", "<i8"), ("values", "<f8", (self.m,))])
 
     def _one_shot(self, keys: NDArray[np.uint64], rows: NDArray, rng: RandomSource) -> NDArray:
         """The Laplace-noised one-hot (clipped to ±SHE_LIMIT), rounded stochastically to the
@@ -983,7 +990,9 @@ class SHE(_Sketch):
     def encode_bodies(self, records: NDArray) -> NDArray[np.uint8]:
         rep = self._check_reports(records)
         vals = np.ascontiguousarray(rep["values"].astype(">f8")).view(np.uint8)
-        return np.hstack([uint_to_bytes(rep["row"], self._row_bytes), vals.reshape(rep.size, -1)])
+        return np.hstack(
+            [uint_to_bytes(rep["hash_id"], self._row_bytes), vals.reshape(rep.size, -1)]
+        )
 
     def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray:
         w = self._row_bytes
@@ -996,8 +1005,8 @@ class SHE(_Sketch):
         """(d, m + 1): reports per row, then the Laplace sums per (row, column)."""
         rep = self._check_reports(reports)
         out = np.zeros((self.d, self.m + 1))
-        out[:, 0] = np.bincount(rep["row"], minlength=self.d)
-        np.add.at(out[:, 1:], rep["row"], rep["values"])
+        out[:, 0] = np.bincount(rep["hash_id"], minlength=self.d)
+        np.add.at(out[:, 1:], rep["hash_id"], rep["values"])
         return out
 
 
@@ -1023,7 +1032,7 @@ class _HadamardSketch(_Sketch):
 
     @functools.cached_property
     def report_dtype(self) -> np.dtype:
-        return np.dtype([("row", "<i8"), ("l", "<i8"), ("bit", "u1")])
+        return np.dtype([("hash_id", "<i8"), ("l", "<i8"), ("bit", "u1")])
 
     def _check_reports(self, reports: NDArray) -> NDArray:
         rep = super()._check_reports(reports)
@@ -1035,7 +1044,7 @@ class _HadamardSketch(_Sketch):
         rep = self._check_reports(records)
         return np.hstack(
             [
-                uint_to_bytes(rep["row"], self._row_bytes),
+                uint_to_bytes(rep["hash_id"], self._row_bytes),
                 uint_to_bytes(rep["l"], min_bytes(self.m - 1)),
                 rep["bit"].reshape(-1, 1),
             ]
@@ -1048,11 +1057,16 @@ class _HadamardSketch(_Sketch):
         )
         return self._check_reports(out)
 
+    def _row_l(self, rep: NDArray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        """(sketch row, Hadamard row) of each report."""
+        return np.asarray(rep["hash_id"], dtype=np.int64), np.asarray(rep["l"], dtype=np.int64)
+
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
         """(d, m + 1): reports per row, then S[j, c] (class docstring): one bincount of
         (row, l, bit) (the kernels' aggregate) and one fast Walsh–Hadamard transform per row."""
         rep = self._check_reports(reports)
-        state = oracles.aggregate_hcms(self.cfg, rep["l"], rep["bit"], rep["row"])
+        rows, l_rows = self._row_l(rep)
+        state = oracles.aggregate_hcms(self.cfg, l_rows, rep["bit"], rows)
         out = np.empty((self.d, self.m + 1), dtype=np.int64)
         out[:, 0] = state.n_rows
         out[:, 1:] = (state.n_rows[:, None] + fwht(state.table)) // 2
@@ -1085,8 +1099,7 @@ class HCMS(_HadamardSketch):
     client_spec: ClassVar[ClientSpec | None] = _sketch_spec(
         "p1 = D(1/(1 + e^(−ε))), q1 = 1 − p1",
         "ρ(ln(p1/(1 − p1)))",
-        "integers J in [0, d) and l in [0, m), then a float u: bit = parity(l AND c) XOR "
-        "(u ≥ p1)",
+        "integers J in [0, d) and l in [0, m), then a float u: bit = parity(l AND c) XOR (u ≥ p1)",
     )
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
         VectorCase({"m": 16, "d": 4, "eps": 1.5, "salt": 3}, ("alpha", "beta", "alpha")),
@@ -1235,7 +1248,7 @@ class LHCMS(_Memoized, _HadamardSketch):
     )
     wire_id: ClassVar[int] = 66
     report_kind: ClassVar[ReportKind] = MemoHadamardSketchReports()
-    #: The row, the Hadamard row (both sent in every report) and the memos.
+    #: The row and the Hadamard row (sent in every report as one hash_id, J·m + l) and the memos.
     linkage: ClassVar[Linkage] = Linkage.of(
         Persistent.HASH_SEED, Persistent.HADAMARD_ROW, Persistent.MEMO
     )
@@ -1253,6 +1266,35 @@ class LHCMS(_Memoized, _HadamardSketch):
     def _memo_key(self, values: NDArray, state: dict) -> NDArray:
         return hadamard_parity(state["l"], self._columns_of(values, state))
 
+    # A report names one of the d·m public functions (row J, Hadamard row l) by its hash_id
+    # J·m + l, the one field by which an analyst links a device's reports (docs/math.md §17.4).
+    @property
+    def _ids(self) -> int:
+        return int(self.d) * int(self.m)
+
+    @functools.cached_property
+    def report_dtype(self) -> np.dtype:
+        return np.dtype([("hash_id", "<i8"), ("bit", "u1")])
+
+    def _row_l(self, rep: NDArray) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+        ids = np.asarray(rep["hash_id"], dtype=np.int64)
+        return ids // self.m, ids % self.m
+
+    def _check_reports(self, reports: NDArray) -> NDArray:
+        rep = _Sketch._check_reports(self, reports)
+        check.domain_values(self.name, rep["bit"], 2, "reports['bit']")
+        return rep
+
+    def encode_bodies(self, records: NDArray) -> NDArray[np.uint8]:
+        rep = self._check_reports(records)
+        return np.hstack(
+            [uint_to_bytes(rep["hash_id"], self._row_bytes), rep["bit"].reshape(-1, 1)]
+        )
+
+    def decode_bodies(self, rows: NDArray[np.uint8]) -> NDArray:
+        w = self._row_bytes
+        return self._check_reports(self._records(bytes_to_uint(rows[:, :w]), bit=rows[:, w]))
+
     def _memo_store(self, n_users: int) -> MemoStore | DenseMemoStore:
         return make_memo_store(n_users, 2, (), np.int64)  # the memo is a symbol, as L-SH's
 
@@ -1265,7 +1307,7 @@ class LHCMS(_Memoized, _HadamardSketch):
         return oracles.rerandomize_bit(payload, self.p2, rng).astype(np.int64)
 
     def _make_reports(self, payload: NDArray, state: dict) -> NDArray:
-        return self._records(state["row"], l=state["l"], bit=payload)
+        return self._records(state["row"] * self.m + state["l"], bit=payload)
 
 
 def _set_chain(obj: object, p1: float, q1: float, p2: float, q2: float) -> None:
