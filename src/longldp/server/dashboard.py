@@ -216,7 +216,7 @@ def render_dashboard(
         if shown == total_epochs
         else f" The page shows the latest {shown} of them (the API pages through all)."
     )
-    return _PAGE.format(
+    page = _PAGE.format(
         name=esc(info["name"]),
         description=esc(info.get("description") or ""),
         protocol=esc(info["protocol"]["name"]),
@@ -235,6 +235,39 @@ def render_dashboard(
         latest=latest,
         data=blob,
         central=central_section(view.get("central")),
+    )
+    return page.replace(
+        '<script id="data"', discovered_section(view.get("discovered")) + '<script id="data"', 1
+    )
+
+
+def discovered_section(found: dict[str, Any] | None) -> str:
+    """The items a discovery protocol's rounds found in the latest epoch (PEM), with their
+    estimates, standard errors and 95% intervals, and each round's reports and candidates;
+    empty for other protocols."""
+    if found is None:
+        return ""
+    esc = html.escape
+    rows = "".join(
+        f'<tr><td class="item">{esc(str(r["item"]))}</td>'
+        f'<td class="num" data-estimate="{r["estimate"]!r}">{r["estimate"]:.4f}</td>'
+        f'<td class="num">{r["se"]:.4f}</td>'
+        f'<td class="num">[{r["lower"]:.4f}, {r["upper"]:.4f}]</td></tr>'
+        for r in found["items"]
+    )
+    rounds = "".join(
+        f'<tr><td>{i}</td><td class="num">{r["bits"]}</td><td class="num">{r["reports"]:,}</td>'
+        f'<td class="num">{r["candidates"]:,}</td><td class="num">{r["kept"]}</td></tr>'
+        for i, r in enumerate(found["rounds"])
+    )
+    return (
+        f"<h2>Discovered items, epoch {found['epoch']}</h2>\n"
+        f'<p class="muted">Found by the server\'s rounds (each report answers one round at '
+        f"ε = {found['epsilon']:.4g}); estimates are shares of the last round's reports.</p>\n"
+        '<table id="discovered"><tr><th>item</th><th>estimate</th><th>SE</th>'
+        f"<th>95% interval</th></tr>{rows}</table>\n"
+        '<table id="rounds"><tr><th>round</th><th>prefix bits</th><th>reports</th>'
+        f"<th>candidates</th><th>kept</th></tr>{rounds}</table>\n"
     )
 
 
