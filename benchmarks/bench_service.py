@@ -19,7 +19,14 @@ Measured in one run (docs/server.md, "Performance"; benchmarks/README.md):
    index cost a request's commit;
 6. a long collection in process (``--long-epochs`` epochs of ``--long-per-epoch`` reports
    stored, then batches of the next epoch): random 16-byte ids against the ids longldp's
-   clients make (the epoch, then 12 random bytes).
+   clients make (the epoch, then 12 random bytes);
+7. devices (``--devices`` 64 of them, each with its own credential, its own keep-alive
+   connection and its one report per request, all at once, for ``--device-seconds``): the
+   server's rate of one-report requests with group commit, against the same stack answering
+   ``POST …/reports/check`` (authenticates, reads and parses the same request, stores
+   nothing: the practical limit) and against the server of a baseline checkout
+   (``--baseline-ref``, default ``main``, checked out in a temporary git worktree: the code
+   before group commit), alternately in rounds, on SQLite and PostgreSQL.
 
 The machine load (``os.getloadavg``) is recorded with every number: on a shared machine the
 ratios, measured alternately in the same run, mean more than the absolute rates.
@@ -30,11 +37,14 @@ results in benchmarks/results/service.json.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import json
 import os
 import pstats
+import re
 import secrets
+import shutil
 import socket
 import statistics
 import subprocess
@@ -70,11 +80,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_server(db_url: str, port: int, *extra: str) -> subprocess.Popen:
+def start_server(
+    db_url: str, port: int, *extra: str, src: Path | None = None
+) -> subprocess.Popen:
+    """``longldp serve`` of this checkout (or of the ``src`` folder of another one)."""
     env = {
         **os.environ,
         "LONGLDP_ADMIN_TOKEN": ADMIN,
-        "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "PYTHONPATH": str(src or ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
     cmd = [sys.executable, "-m", "longldp", "serve", "--db", db_url, "--port", str(port), *extra]
     proc = subprocess.Popen(cmd, env=env)
@@ -469,6 +482,183 @@ def pg_load(
     return sum(done) / elapsed, load_at, cpu
 
 
+# ---------------------------------------------------------------------- devices
+def device_requests(
+    path: str, credential: str, bodies: list[bytes]
+) -> list[bytes]:
+    """Raw HTTP/1.1 requests (keep-alive) of one device, one report each."""
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {credential}\r\n"
+        f"Content-Type: {OCTET}\r\n"
+    ).encode()
+    return [head + b"Content-Length: %d\r\n\r\n" % len(b) + b for b in bodies]
+
+
+_LENGTH = re.compile(rb"content-length: *(\d+)", re.I)
+
+
+async def _device(port: int, requests: list[bytes], stop_at: float, done: list[int]) -> None:
+    """One device's connection: its requests one after the other until ``stop_at``; counts
+    the 200 answers, fails on any other."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        for req in requests:
+            if time.perf_counter() >= stop_at:
+                return
+            writer.write(req)
+            head = await reader.readuntil(b"\r\n\r\n")
+            match = _LENGTH.search(head)
+            body = await reader.readexactly(int(match.group(1)) if match else 0)
+            if not head.startswith(b"HTTP/1.1 200 "):
+                raise RuntimeError(f"{head[:60]!r} {body[:200]!r}")
+            done[0] += 1
+    finally:
+        writer.close()
+
+
+async def _devices_run(
+    port: int, per_device: list[list[bytes]], seconds: float
+) -> tuple[int, float]:
+    done = [0]
+    t0 = time.perf_counter()
+    await asyncio.gather(*(_device(port, reqs, t0 + seconds, done) for reqs in per_device))
+    return done[0], time.perf_counter() - t0
+
+
+def devices_rate(
+    db_url: str, args: argparse.Namespace, source: Reports, endpoint: str, src: Path | None
+) -> tuple[float, float, float]:
+    """(one-report requests per second, load, the server's CPU seconds per 1,000 requests) of
+    ``args.devices`` devices at once against a fresh server (of ``src``), posting to
+    ``…/reports`` or ``…/reports/check``. The CPU time per request depends little on what
+    else the shared machine runs; the rate does."""
+    port = free_port()
+    proc = start_server(db_url, port, src=src)
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as http:
+            r = http.post(
+                "/v1/collections",
+                json={"name": "dev", "protocol": SPEC, "reports_per_epoch": 1_000_000},
+                headers={"Authorization": f"Bearer {ADMIN}"},
+            )
+            assert r.status_code == 201, r.text
+            enroll = r.json()["enroll_token"]
+            creds = []
+            for _ in range(args.devices):
+                r = http.post("/v1/collections/dev/devices", headers=bearer_of(enroll))
+                assert r.status_code == 201, r.text
+                creds.append(r.json()["credential"])
+        per = args.device_requests
+        per_device = []
+        for cred in creds:
+            ids, wires = source.take(per)
+            bodies = [body([i], [w]) for i, w in zip(ids, wires, strict=True)]
+            per_device.append(device_requests(f"/v1/collections/dev/{endpoint}", cred, bodies))
+        at = load()
+        cpu0 = cpu_seconds(proc.pid)
+        done, elapsed = asyncio.run(_devices_run(port, per_device, args.device_seconds))
+        cpu = (cpu_seconds(proc.pid) - cpu0) * 1000 / max(1, done)
+        return done / elapsed, at, cpu
+    finally:
+        stop(proc)
+
+
+def bearer_of(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def baseline_checkout(ref: str) -> tuple[Path, str]:
+    """A temporary git worktree of ``ref`` (its src folder and commit)."""
+    folder = Path(tempfile.mkdtemp(prefix="longldp-baseline-")) / "src-tree"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(folder), ref],
+        check=True,
+        capture_output=True,
+    )
+    commit = subprocess.run(
+        ["git", "-C", str(folder), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    return folder, commit
+
+
+def devices_part(args: argparse.Namespace, source: Reports) -> dict:
+    """Group commit against the no-op endpoint and the baseline, alternately in rounds."""
+    from server_helpers import PgCluster, pg_bin
+
+    out: dict = {
+        "devices": args.devices,
+        "seconds": args.device_seconds,
+        "baseline_ref": args.baseline_ref,
+    }
+    folder, commit = baseline_checkout(args.baseline_ref) if args.baseline_ref else (None, None)
+    out["baseline_commit"] = commit
+    cluster = None
+    try:
+        backends = ["sqlite"] + (
+            [] if args.skip_pg or pg_bin() is None else ["postgresql"]
+        )
+        for backend in backends:
+            if backend == "postgresql":
+                cluster = PgCluster(durable=True)
+            runs = []
+            for rnd in range(args.rounds):
+                row: dict = {"round": rnd}
+                kinds = [("group", "reports", None), ("noop", "reports/check", None)]
+                if folder is not None:
+                    kinds.append(("baseline", "reports", folder / "src"))
+                for kind, endpoint, src in kinds:
+                    if backend == "sqlite":
+                        url = str(Path(tempfile.mkdtemp(prefix="longldp-bench-dev-")) / "d.db")
+                    else:
+                        assert cluster is not None
+                        url = cluster.new_database()
+                    rate, at, cpu = devices_rate(url, args, source, endpoint, src)
+                    row[f"{kind}_per_s"], row[f"{kind}_load"] = round(rate, 1), at
+                    row[f"{kind}_server_cpu_s_per_1000"] = round(cpu, 3)
+                row["group_over_noop"] = row["group_per_s"] / row["noop_per_s"]
+                if folder is not None:
+                    row["group_over_baseline"] = row["group_per_s"] / row["baseline_per_s"]
+                runs.append(row)
+                shown = [k for k, _, _ in kinds]
+                print(
+                    f"  {backend} round {rnd}: "
+                    + ", ".join(
+                        f"{k} {row[f'{k}_per_s']:,.0f}/s (load {row[f'{k}_load']}, server "
+                        f"{row[f'{k}_server_cpu_s_per_1000']} CPU s per 1,000)"
+                        for k in shown
+                    ),
+                    flush=True,
+                )
+            summary = {
+                "runs": runs,
+                "group_over_noop_median": statistics.median(r["group_over_noop"] for r in runs),
+                **{
+                    f"{k}_server_cpu_s_per_1000_median": statistics.median(
+                        r[f"{k}_server_cpu_s_per_1000"] for r in runs
+                    )
+                    for k in ("group", "noop", *(("baseline",) if folder is not None else ()))
+                },
+            }
+            if folder is not None:
+                summary["group_over_baseline_median"] = statistics.median(
+                    r["group_over_baseline"] for r in runs
+                )
+            out[backend] = summary
+            if cluster is not None:
+                cluster.destroy()
+                cluster = None
+    finally:
+        if cluster is not None:
+            cluster.destroy()
+        if folder is not None:
+            subprocess.run(
+                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(folder)],
+                capture_output=True,
+            )
+            shutil.rmtree(folder.parent, ignore_errors=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reports", type=int, default=100_000, help="reports per batched run")
@@ -480,6 +670,11 @@ def main() -> None:
     ap.add_argument("--pg-batches", type=int, default=60, help="batches prepared per client")
     ap.add_argument("--long-epochs", type=int, default=10, help="epochs of the long collection")
     ap.add_argument("--long-per-epoch", type=int, default=50_000, help="its reports per epoch")
+    ap.add_argument("--devices", type=int, default=64, help="devices sending at once")
+    ap.add_argument("--device-seconds", type=float, default=10.0, help="seconds per device run")
+    ap.add_argument("--device-requests", type=int, default=400, help="requests per device")
+    ap.add_argument("--baseline-ref", default="main", help="git ref of the baseline ('' none)")
+    ap.add_argument("--only-devices", action="store_true", help="only the devices part")
     ap.add_argument("--skip-pg", action="store_true")
     ap.add_argument("--skip-sqlite", action="store_true", help="only the PostgreSQL part")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "service.json")
@@ -488,6 +683,10 @@ def main() -> None:
     source = Reports(proto, 20_000, np.random.default_rng(2026))
     out: dict = {"protocol": SPEC, "reports": args.reports, "cpu_count": os.cpu_count()}
     out["load_at_start"] = load()
+    print(f"{args.devices} devices, one report per request: group commit, no-op, baseline")
+    out["devices"] = devices_part(args, source)
+    if args.only_devices:
+        args.skip_sqlite = args.skip_pg = True
     if not args.skip_sqlite:
         print("SQLite: batched ingest against raw inserts in one transaction")
         out["sqlite"] = sqlite_part(args, proto, source)
@@ -536,6 +735,8 @@ def main() -> None:
             f"({p['two_processes_median']:,.0f} vs {p['one_process_median']:,.0f} reports/s)"
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.only_devices and args.out.exists():  # keep the other parts' last results
+        out = {**json.loads(args.out.read_text()), "devices": out["devices"]}
     args.out.write_text(json.dumps(out, indent=2) + "\n")
 
 

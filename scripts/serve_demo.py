@@ -172,6 +172,12 @@ def main() -> None:
                     # Devices upload every few epochs and the two device processes do not
                     # keep pace: a window as long as the demo keeps late reports open.
                     "epoch_window": max(8, args.epochs),
+                    # The demo's devices all enroll within a minute or two: the collection
+                    # expects them and admits them at that rate (docs/server.md, "Sybil
+                    # bounds"; the server's default rate is 600 a minute).
+                    "expected_devices": args.devices,
+                    "max_devices": args.devices,
+                    "enroll_per_minute": max(600, args.devices),
                     "postprocess": "norm-sub",
                     "description": "Category of the most used app of the day (simulated devices).",
                 }

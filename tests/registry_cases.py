@@ -86,17 +86,47 @@ def two_round_chain(cls: type) -> bool:
 
 
 def exact_channel(cls: type) -> bool:
-    """Its reports are discrete, so their exact channel is enumerated; a continuous report (SHE's
-    Laplace floats) has none and is audited by the binned black-box game instead."""
-    return cls.report_kind.discrete
+    """Its report kind gives the exact channel: every kind but a density that is not piecewise
+    constant (SHE's and Laplace's floats: the audit bins them for its black-box game; Laplace's
+    claim is checked by tests/test_numeric_privacy.py)."""
+    return cls.report_kind.exact
 
 
-def counted(cls: type) -> bool:
-    """Its support is integer counts, what the collection server stores; a continuous report's
-    support is a sum of reals (SHE), which the server refuses to collect."""
-    return cls.report_kind.discrete
+def sampled_items(cls: type) -> bool:
+    """An exact channel over items (values or an open domain's items, not numbers): the
+    sampler-threshold test rebuilds its channel from the probabilities its sampler draws with
+    (a numeric mechanism's claims at high ε: tests/test_numeric_privacy.py)."""
+    return exact_channel(cls) and cls.input_domain.kind != "interval"
 
 
 def options(cls: type, params: dict[str, Any]) -> dict[str, Any]:
     """The test parameters other than the budget and k (calibration, hash_pool, d, …)."""
     return {k: v for k, v in params.items() if k not in cls.budget_params and k != "k"}
+
+
+def engine_frequencies(cls: type) -> bool:
+    """A frequency oracle the population engines run: its estimate is a frequency vector and
+    its rounds are not planned (a planned mechanism needs the server's plan at every epoch,
+    docs/design.md §2.5; it is simulated by its own kernels)."""
+    return cls.estimates_frequencies and not cls.rounds.planned
+
+
+def required_options(cls: type) -> dict[str, Any]:
+    """The constructor parameters a class requires besides k and its budget (a numeric
+    mechanism's declared range lo, hi), from its first test parameters."""
+    need = {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    } - {"k", *cls.budget_params}
+    return {p: v for p, v in cls.test_params[0].items() if p in need}
+
+
+def with_budget(name: str, k: int, **budget: Any) -> Any:
+    """``ll.protocol(name, ...)`` with this budget, k when the class takes one, and the other
+    parameters the class requires (:func:`required_options`)."""
+    cls = ll.get_protocol_class(name)
+    params = {**required_options(cls), **budget}
+    if takes_k(cls):
+        params["k"] = k
+    return ll.protocol(name, **params)

@@ -7,6 +7,7 @@ fails them under CI=true when the part is missing (tests/real_parts.py).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -123,10 +124,16 @@ class LiveServer:
     """``longldp serve`` in a subprocess on 127.0.0.1 (a real uvicorn)."""
 
     def __init__(
-        self, db: str, tmp_path: Path, port: int | None = None, args: tuple[str, ...] = ()
+        self,
+        db: str,
+        tmp_path: Path,
+        port: int | None = None,
+        args: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
     ):
         self.db = db
         self.args = tuple(args)
+        self.env = dict(env or {})
         self.port = port or free_port()
         scheme = "https" if "--tls-cert" in self.args else "http"
         self.base = f"{scheme}://127.0.0.1:{self.port}"
@@ -138,6 +145,7 @@ class LiveServer:
             **os.environ,
             "PYTHONPATH": str(ROOT / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
             "LONGLDP_ADMIN_TOKEN": ADMIN,
+            **self.env,
         }
         cmd = [
             sys.executable,
@@ -214,3 +222,68 @@ def audit(url: str, name: str) -> dict[int, int]:
         return out
     finally:
         engine.dispose()
+
+
+async def asgi_request(  # type: ignore[no-untyped-def]
+    app, method: str, path: str, token: str, body: bytes = b"", on_start=None
+) -> tuple[int, bytes]:
+    """(status, body) of one request sent straight into the ASGI application (no client, no
+    socket: what timing and concurrency tests need); ``on_start`` runs when the answer
+    starts. A body is sent as ``application/octet-stream``."""
+    headers = [(b"host", b"testserver"), (b"authorization", f"Bearer {token}".encode())]
+    if body:
+        headers += [
+            (b"content-type", b"application/octet-stream"),
+            (b"content-length", str(len(body)).encode()),
+        ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 5000),
+        "server": ("testserver", 80),
+    }
+    sent = [False]
+    status, chunks = [0], []
+
+    async def receive():  # type: ignore[no-untyped-def]
+        if sent[0]:  # the body was delivered: the client stays until the answer
+            await asyncio.sleep(3600)
+        sent[0] = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    async def send(message):  # type: ignore[no-untyped-def]
+        if message["type"] == "http.response.start":
+            status[0] = message["status"]
+            if on_start is not None:
+                on_start()
+        else:
+            chunks.append(message.get("body", b""))
+
+    await app(scope, receive, send)
+    return status[0], b"".join(chunks)
+
+
+#: The protocol most server tests collect with.
+LGRR_SPEC = {"name": "L-GRR", "params": {"k": 8, "eps_perm": 2.0, "eps_1": 1.0}}
+
+
+def create_shared(base: str, name: str, spec: dict | None = None, **extra) -> dict:  # type: ignore[type-arg]
+    """Create a shared-token collection on a live server (L-GRR, k = 8 unless ``spec``);
+    its description with its tokens."""
+    r = httpx.post(
+        f"{base}/v1/collections",
+        json={"name": name, "protocol": spec or LGRR_SPEC, "auth": "shared", **extra},
+        headers=bearer(ADMIN),
+        timeout=60,
+        verify=False,
+    )
+    assert r.status_code == 201, r.text
+    return r.json()

@@ -4,10 +4,13 @@ sequence of operations runs against REAL server processes (``longldp serve``, tw
 one database, SQLite or PostgreSQL), and after every step the database is checked against a
 model of what it must hold.
 
-Operations: upload fresh reports; replay an acknowledged batch; replay its bytes under fresh
+Operations: upload fresh reports (some for epochs outside the window: 422 for a past one,
+425 for one that opens later); replay an acknowledged batch; replay its bytes under fresh
 ids; reuse a stored id with other bytes (the device's own, or another device's); drop the
 response of a request (the client closes before reading it, then retries); kill -9 a server
-while batches are in flight (then retry them); concurrent uploaders; enroll a device; close an
+while batches are in flight (then retry them); concurrent uploaders; a burst of one-report
+requests, one per device (group commit); kill -9 between a group's commit and its answers (a
+third process pauses there); the operator moving the window; enroll a device; close an
 epoch; export an epoch; read an estimate; a second server process (every operation goes to
 one of two processes, and a killed one is replaced).
 
@@ -47,6 +50,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import longldp as ll
 from longldp.server import db
+from longldp.server._codec import support_dtype
+from longldp.server.group import FAULT_PAUSE_ENV
 from registry_cases import build, counted, triples
 from server_helpers import ADMIN, LiveServer, PgCluster, bearer, records
 
@@ -69,6 +74,9 @@ OPS = {
     "export": 4,
     "estimate": 4,
     "kill9": 0.5,
+    "burst": 6,
+    "group_kill9": 0.5,
+    "advance": 3,
 }
 MAX_EPOCHS_PER_REQUEST = 8
 OCTET = "application/octet-stream"
@@ -91,6 +99,7 @@ class ServerPool:
         self.servers: list[LiveServer] = []
         self.clients: dict[int, httpx.Client] = {}
         self._starting: list[tuple[LiveServer, threading.Thread]] = []
+        self._paused: LiveServer | None = None
         for _ in range(size):
             self.servers.append(LiveServer(url, tmp).start())
 
@@ -132,7 +141,24 @@ class ServerPool:
         thread.start()
         self._starting.append((fresh, thread))
 
+    def paused(self) -> LiveServer:
+        """A third server on the database whose committer pauses between a group's commit and
+        its answers (started on first use, again after each kill)."""
+        if self._paused is None:
+            self._paused = LiveServer(self.url, self.tmp, env={FAULT_PAUSE_ENV: "0.5"}).start()
+        return self._paused
+
+    def kill_paused(self) -> None:
+        srv, self._paused = self._paused, None
+        assert srv is not None
+        srv.kill9()
+        client = self.clients.pop(srv.port, None)
+        if client is not None:
+            client.close()
+
     def close(self) -> None:
+        if self._paused is not None:
+            self._paused.stop()
         for srv, thread in self._starting:
             thread.join()
             self.servers.append(srv)
@@ -171,15 +197,19 @@ class Model:
     stored: dict[tuple[int, bytes], tuple[int, bytes]] = field(default_factory=dict)
     closed: set[int] = field(default_factory=set)
     acked: list[Sent] = field(default_factory=list)
+    open_from: int = 0  # the operator's: no report moves it
 
     def newest(self) -> int | None:
         return max((e for e, _ in self.stored.values()), default=None)
 
     def open_range(self) -> tuple[int, int]:
-        newest = self.newest()
-        if newest is None:
-            return 0, 2**32 - 1
-        return max(0, newest - self.window + 1), newest + self.window
+        return self.open_from, self.open_from + self.window - 1
+
+    def open_epoch(self, rng: np.random.Generator) -> int | None:
+        """An open epoch that is not closed (None if every open one is)."""
+        low, high = self.open_range()
+        choices = [e for e in range(low, high + 1) if e not in self.closed]
+        return choices[int(rng.integers(len(choices)))] if choices else None
 
     def held(self, device: int, epoch: int) -> int:
         return sum(1 for (d, _), (e, _) in self.stored.items() if d == device and e == epoch)
@@ -203,8 +233,11 @@ class Model:
         if not fresh:  # all duplicates: acknowledged whatever happened since
             return 200, 0
         low, high = self.open_range()
-        if any(not low <= sent.epochs[i] <= high for i in fresh):
-            return 422, 0
+        for i in sorted(fresh):  # the first new item outside the window decides
+            if sent.epochs[i] > high:
+                return 425, 0  # opens later: the device keeps it
+            if sent.epochs[i] < low:
+                return 422, 0
         if any(sent.epochs[i] in self.closed for i in fresh):
             return 409, 0
         if self.quota is not None:
@@ -288,18 +321,12 @@ class Sequence:
         return [bytes(x) for x in self.rng.integers(0, 256, (n, 16), dtype=np.uint8)]
 
     def epochs(self, model: Model, n: int, *, stay_open: bool = True) -> list[int]:
-        newest = model.newest()
-        if newest is None:
-            base = int(self.rng.integers(0, 5))
-            choices = list(range(base, base + 3))
-        else:
-            low, high = model.open_range()
-            choices = list(range(max(low, newest - 2), min(high, newest + 2) + 1))
+        low, high = model.open_range()
+        choices = list(range(low, high + 1))
         if not stay_open and self.rng.random() < 0.5:  # some reports outside the window
-            low, high = model.open_range()
             outside = [
                 e
-                for e in (high + 1 + int(self.rng.integers(0, 3)), low - 1)
+                for e in (high + 1 + int(self.rng.integers(0, 3)), low - 1, 2**32 - 1)
                 if 0 <= e <= 2**32 - 1 and not low <= e <= high
             ]
             choices = outside or choices
@@ -442,9 +469,8 @@ class Sequence:
     def op_concurrent(self, model: Model) -> None:
         """Several uploaders at once, each its own device (or the shared token), in an epoch
         whose window cannot move meanwhile; plus replays of acknowledged batches."""
-        newest = model.newest()
-        epoch = int(self.rng.integers(0, 4)) if newest is None else newest
-        if epoch in model.closed:
+        epoch = model.open_epoch(self.rng)
+        if epoch is None:
             return self.op_upload(model)
         batches = []
         for d in sorted(model.devices):
@@ -520,9 +546,8 @@ class Sequence:
         if len(self.pool.ready()) < 2:
             return self.op_upload(model)
         victim = self.pool.pick(self.rng)
-        newest = model.newest()
-        epoch = int(self.rng.integers(0, 4)) if newest is None else newest
-        if epoch in model.closed:
+        epoch = model.open_epoch(self.rng)
+        if epoch is None:
             return self.op_upload(model)
         if model.shared:  # large batches, all in one epoch: the window cannot move under them
             batches = []
@@ -569,6 +594,109 @@ class Sequence:
         for status in answers.values():
             self.expect(status < 500, f"kill -9: an answer was {status}")
         self.resolve(model, batches, "kill -9")
+        return None
+
+    def one_report_each(self, model: Model) -> list[Sent]:
+        """One report from every device with room in one open epoch (what devices send in
+        device mode: one request each, grouped by the server into shared transactions)."""
+        epoch = model.open_epoch(self.rng)
+        if epoch is None or model.shared:
+            return []
+        return [
+            Sent(d, model.devices[d], self.ids(1), [epoch], self.wires(model, 1))
+            for d in sorted(model.devices)
+            if model.quota is None or model.held(d, epoch) < model.quota
+        ]
+
+    def op_burst(self, model: Model) -> None:
+        """Every device sends its one report at once, each in its own request, spread over
+        both processes: group commit; every answer is the model's."""
+        batches = self.one_report_each(model)
+        if not batches:
+            return self.op_upload(model)
+        self.say(f"burst: {len(batches)} one-report requests at once, epoch {batches[0].epochs}")
+        servers = [self.pool.pick(self.rng) for _ in batches]
+        answers = self.at_once(model, batches, servers)
+        for sent, (status, got) in zip(batches, answers, strict=True):
+            self.expect(
+                (status, got.get("new")) == (200, 1),
+                f"burst: {status} {got} (device {sent.device})",
+            )
+            model.accept(sent)
+        return None
+
+    def at_once(
+        self, model: Model, batches: list[Sent], servers: list[LiveServer]
+    ) -> list[tuple[int, dict]]:
+        """(status, JSON) of each batch, all posted at the same moment ((0, {}) when the
+        connection failed)."""
+        for srv in servers:
+            self.pool.client(srv)
+        answers: list[tuple[int, dict]] = [(0, {})] * len(batches)
+        barrier = threading.Barrier(len(batches))
+
+        def run(i: int) -> None:
+            http = self.pool.client(servers[i])
+            barrier.wait()
+            with contextlib.suppress(httpx.HTTPError):
+                r = http.post(
+                    f"/v1/collections/{model.name}/reports",
+                    content=batches[i].body(),
+                    headers={**bearer(batches[i].token), "Content-Type": OCTET},
+                )
+                answers[i] = (r.status_code, r.json())
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(len(batches))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return answers
+
+    def op_group_kill9(self, model: Model) -> None:
+        """kill -9 between a group's commit and its answers: every device sends one report
+        to the server that pauses there (LONGLDP_FAULT_GROUP_PAUSE); once the reports are in
+        the database, the process is killed before it answers. Nothing acknowledged is lost
+        (nothing was), every batch is stored whole or not at all, and the retries are counted
+        once (as duplicates of what the lost group stored)."""
+        batches = self.one_report_each(model)
+        if not batches:
+            return self.op_upload(model)
+        srv = self.pool.paused()
+        self.say(f"kill -9 after a group's commit: {len(batches)} one-report requests")
+        result: list[list[tuple[int, dict]]] = []
+        thread = threading.Thread(
+            target=lambda: result.append(self.at_once(model, batches, [srv] * len(batches)))
+        )
+        thread.start()
+        wanted = {(b.device, b.ids[0]) for b in batches if model.predict(b)[0] == 200}
+        deadline = time.monotonic() + 20
+        while wanted and time.monotonic() < deadline:
+            stored = self.checker.stored(model)
+            if any(k in stored for k in wanted):
+                break
+            time.sleep(0.005)
+        self.pool.kill_paused()
+        thread.join()
+        for status, got in result[0]:
+            self.expect(status < 500, f"group kill -9: an answer was {status} {got}")
+        self.resolve(model, batches, "kill -9 after the commit")
+        return None
+
+    def op_advance(self, model: Model) -> None:
+        """The operator moves the window forward (no report can)."""
+        start = model.open_from + int(self.rng.integers(1, 3))
+        srv = self.pool.pick(self.rng)
+        r = self.pool.client(srv).patch(
+            f"/v1/collections/{model.name}", json={"open_from": start}, headers=bearer(ADMIN)
+        )
+        self.say(f"advance the window to {start} -> {r.status_code}")
+        self.expect(r.status_code == 200, f"advance: {r.status_code} {r.text}")
+        model.open_from = start
+        self.expect(
+            r.json()["open_epochs"] == list(model.open_range()),
+            f"advance: open epochs {r.json()['open_epochs']} != {model.open_range()}",
+        )
         return None
 
     def op_enroll(self, model: Model) -> None:
@@ -660,6 +788,19 @@ class Sequence:
 
 
 # ---------------------------------------------------------------------- invariants
+def _same_support(have: np.ndarray, want: np.ndarray, n: int) -> bool:
+    """Counts equal exactly. A numeric mean's float sums [Σû, Σû²] (math (20.3)) equal up to
+    the rounding that adding ``n`` terms in another order makes (group commit and shards add
+    the same reports in an order of their own): n·2^-52 times the sum of magnitudes, which is
+    Σû² for the second cell and at most √(n·Σû²) for the first (Cauchy–Schwarz)."""
+    if have.dtype.kind != "f":
+        return bool(np.array_equal(have, want))
+    squares = float(np.max(np.abs(want)))
+    magnitude = squares + np.sqrt(max(n, 1) * squares)
+    bound = 2 * max(n, 1) * np.finfo(np.float64).eps * magnitude
+    return bool(np.all(np.abs(have - want) <= bound))
+
+
 class Checker:
     """Reads the database directly and checks it against a model."""
 
@@ -710,9 +851,10 @@ class Checker:
         # An epoch's counts are the sums over its count rows (shards); every row of a closed
         # epoch is flagged.
         summed: dict[int, tuple[int, np.ndarray, set[bool]]] = {}
+        kind = support_dtype(proto)  # int64 counts, or float64 sums of a numeric mean
         for e, n, support, closed in counts:
-            have = np.frombuffer(support, "<i8").reshape(proto.support_shape)
-            n0, s0, c0 = summed.get(int(e), (0, np.zeros(proto.support_shape, np.int64), set()))
+            have = np.frombuffer(support, kind).reshape(proto.support_shape)
+            n0, s0, c0 = summed.get(int(e), (0, np.zeros(proto.support_shape, kind), set()))
             summed[int(e)] = (n0 + int(n), s0 + have, c0 | {bool(closed)})
         for e, (n, have, closed) in summed.items():
             wires = by_epoch.get(e, [])
@@ -723,8 +865,8 @@ class Checker:
                 agg.add_bytes(wires)
                 want = np.asarray(agg.support_counts)
             else:
-                want = np.zeros(proto.support_shape, dtype=np.int64)
-            if not np.array_equal(have, want):
+                want = np.zeros(proto.support_shape, dtype=kind)
+            if not _same_support(have, want, len(wires)):
                 raise SimulationError(f"epoch {e}: support counts differ from a recount")
             if closed != {e in model.closed}:
                 raise SimulationError(f"epoch {e}: closed flags {closed} differ from the model")

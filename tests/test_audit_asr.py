@@ -21,9 +21,16 @@ from longldp.audit.asr import (
 )
 
 SETTING = {"eps": 1.0, "eps_perm": 2.0, "eps_1": 0.8, "d": 2, "h": 2, "m": 4}
-SETTING |= {"f": 0.5, "p": 0.5, "q": 0.75}
+SETTING |= {"f": 0.5, "p": 0.5, "q": 0.75, "lo": 0.0, "hi": 1.0}
+SETTING |= {"eps_window": 2.0, "w": 4}
+SETTING |= {"eps_total": 2.0, "max_votes": 2, "max_updates": 2, "eps_0": 1.0, "eps_node": 1.0}
+SETTING |= {"tau": 8}
 PRIOR = np.array([0.35, 0.25, 0.2, 0.12, 0.08])
-PROTOCOLS = registered_protocols(5, SETTING)
+#: The ASR's client holds one value and draws every report from the same law; a
+#: history-dependent mechanism's reports follow its past values (refused below; its lifetime is
+#: audited black-box in tests/test_streams_audit.py).
+PROTOCOLS = [p for p in registered_protocols(5, SETTING) if p.history is None]
+HISTORY = [p for p in registered_protocols(5, SETTING) if p.history is not None]
 IDS = [p.name for p in PROTOCOLS]
 
 
@@ -62,7 +69,7 @@ def test_chain_sum_equals_enumeration(m, j, tau):
 @pytest.mark.parametrize("tau", [1, 4])
 def test_exact_asr_inside_the_simulated_interval(proto, tau):
     for prior in (None, PRIOR):
-        k = proto.domain_size or proto.k  # boolean RAPPOR: 2 inputs
+        k = proto.domain.audit_size or proto.k  # boolean RAPPOR, an interval: 2 inputs
         pri = None if prior is None else prior[:k] / prior[:k].sum()
         exact = attacker_success(proto, tau, pri)
         sim = attacker_success(proto, tau, pri, method="simulated", trials=20_000, rng=tau)
@@ -115,6 +122,12 @@ def test_exact_is_refused_where_the_family_cannot_be_enumerated():
         attacker_success(ll.protocol("GRR", k=2, eps=1.0), prior=[0.5, 0.6])
     with pytest.raises(ValueError, match="method"):
         attacker_success(ll.protocol("GRR", k=2, eps=1.0), method="guess")
+
+
+@pytest.mark.parametrize("proto", HISTORY, ids=lambda p: p.name)
+def test_a_history_dependent_mechanism_is_refused_with_the_reason(proto):
+    with pytest.raises(ValueError, match=r"past values.*audit_lifetime"):
+        attacker_success(proto, 2)
 
 
 def test_registry_iteration_refuses_a_missing_parameter():

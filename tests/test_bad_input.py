@@ -30,6 +30,17 @@ BAD_BUDGET = {
         (0.0, r"'eps_1' must be"),
         (math.nan, r"'eps_1' must be"),
     ],
+    "eps_window": [
+        (0.0, r"'eps_window' must be a finite number > 0"),
+        (math.nan, r"'eps_window' must be a finite number > 0"),
+        (31.0, r"'eps_window' must be a finite number > 0 and <= 30"),
+    ],
+    "eps_total": [
+        (0.0, r"'eps_total' must be a finite number > 0"),
+        (math.inf, r"'eps_total' must be a finite number > 0"),
+    ],
+    "eps_0": [(-1.0, r"'eps_0' must be a finite number > 0"), ("1", r"'eps_0' must be")],
+    "eps_node": [(math.nan, r"'eps_node' must be a finite number > 0")],
     "f": [(1.0, r"'f' must be a number in \[0, 1\)"), (-0.1, r"'f' must be a number in")],
     "p": [(1.5, r"'p' must be a number in \[0, 1\]"), ("x", r"'p' must be")],
     "q": [(math.nan, r"'q' must be a number in \[0, 1\]")],
@@ -64,7 +75,9 @@ def test_k_is_checked(cls, params, k):
 )
 def test_unreachable_alpha(cls, params):
     alpha = (cls.max_alpha(1.0) + 1) / 2
-    with pytest.raises(ValueError, match=r"'eps_1' must be < .*alpha = eps_1/eps_perm <"):
+    # UE chains: the largest α round 2 reaches (math §3.3); PM/HM memos: ε1 < ε∞/2 (20.18)
+    why = r"alpha = eps_1/eps_perm <" if cls.estimates_frequencies else r"per-report ε of a"
+    with pytest.raises(ValueError, match=rf"'eps_1' must be .*{why}"):
         build(cls, {**params, "eps_perm": 1.0, "eps_1": alpha}, 5)
 
 
@@ -87,7 +100,16 @@ def test_inputs_outside_the_domain(cls, params):
     memo = proto.new_memo(3)
     rng = np.random.default_rng(0)
     size = proto.domain_size
-    if size is None:  # strings (Bloom RAPPOR, open item spaces): anything else is refused
+    if proto.domain.kind == "interval":  # reals of [lo, hi]: NaN, ±inf, outside, bools refused
+        lo, hi = proto.domain.lo, proto.domain.hi
+        with pytest.raises(ValueError, match=r"'values' must lie in \[.*\].*ask for clipping"):
+            proto.perturb(np.array([lo, hi + 1.0, hi]), memo, rng)
+        for bad in (np.nan, np.inf, -np.inf):
+            with pytest.raises(ValueError, match=r"'values' must be finite"):
+                proto.perturb(np.array([lo, bad, hi]), memo, rng)
+        with pytest.raises(ValueError, match=r"'values' must be real numbers.*bool"):
+            proto.perturb(np.array([True, False, True]), memo, rng)
+    elif size is None:  # strings (Bloom RAPPOR, open item spaces): anything else is refused
         with pytest.raises(ValueError, match="values must be str"):
             proto.perturb([1, 2, 3], memo, rng)
     if proto.domain.kind == "items" and size is None:  # text of a declared length (math §21.8)
@@ -112,7 +134,11 @@ def test_inputs_outside_the_domain(cls, params):
             proto.perturb(np.array([0.0, np.nan, 1.0]), memo, rng)
     assert memo.reports.sum() == 0  # nothing was half-done
     client = proto.client(rng)
-    for bad in (size if size is not None else 3, 2.0, None):
+    if proto.domain.kind == "interval":
+        bads = (proto.domain.hi + 1.0, np.nan, None, "1", True)
+    else:
+        bads = (size if size is not None else 3, 2.0, None)
+    for bad in bads:
         with pytest.raises(ValueError, match="'value'"):
             client.report(bad)
     assert client.spent_budget.reports == 0

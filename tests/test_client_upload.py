@@ -16,6 +16,8 @@ from longldp.client.upload import Uploader, fetch_protocol, parse_retry_after
 from longldp.protocols import wire
 
 PROTO = ll.protocol("L-GRR", k=8, eps_perm=2.0, eps_1=1.0)
+#: A stub answer whose body is cut short after its headers (the connection drops).
+CUT = "cut short"
 
 
 class Stub:
@@ -42,6 +44,13 @@ class Stub:
                 )
 
             def _answer(self, status, headers, body):
+                if body == CUT:  # headers promise 100 bytes; 10 come, then the connection ends
+                    self.send_response(status)
+                    self.send_header("Content-Length", "100")
+                    self.end_headers()
+                    self.wfile.write(b'{"receive')
+                    self.close_connection = True
+                    return
                 raw = json.dumps(body).encode()
                 self.send_response(status)
                 for k, v in headers.items():
@@ -195,3 +204,32 @@ def test_parse_retry_after_and_fetch_protocol(stub):
     assert fetch_protocol(s.url, "demo", "tok") == PROTO
     with pytest.raises(ValueError, match="'base_url' must be http"):
         Uploader("ftp://x", "demo", "tok")
+
+
+def test_an_answer_cut_short_is_no_answer(tmp_path, stub):
+    """A connection that drops after the headers (http.client.IncompleteRead), on a success
+    or on a refusal naming an item, is a transport error: back off, keep the queue, send the
+    same ids again (main: flush raised IncompleteRead)."""
+    s = stub((200, {}, CUT), (409, {}, CUT), (200, {}, {}))
+    client, ids = client_with(tmp_path, 3)
+    waits: list[float] = []
+    res = uploader(s.url, waits).flush(client)
+    assert waits == [0.5, 1.0]  # two backoffs, nothing dropped
+    assert (res.acknowledged, res.dropped, res.remaining) == (3, 0, 0)
+    assert [bytes(i) for i in s.records(2)[0]] == ids
+
+
+def test_a_report_for_an_epoch_not_open_yet_is_kept(tmp_path, stub):
+    """425 (the device's clock runs ahead of the collection's): the report it names stays
+    queued for a later flush and the others are sent (main: dropped as refused)."""
+    s = stub(
+        (425, {"Retry-After": "30"}, {"error": "item 1: epoch 3 is not open yet", "item": 1}),
+        (200, {}, {}),
+    )
+    client, ids = client_with(tmp_path, 3)
+    res = uploader(s.url, []).flush(client)
+    assert [bytes(i) for i in s.records(1)[0]] == [ids[0], ids[2]]
+    assert [q.id for q in DeviceClient(tmp_path / "s").queue] == [ids[1]]
+    assert (res.acknowledged, res.deferred, res.dropped, res.remaining) == (2, 1, 0, 1)
+    s2 = stub((200, {}, {}))
+    assert uploader(s2.url, []).flush(client).acknowledged == 1  # sent by the next flush

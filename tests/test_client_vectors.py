@@ -38,18 +38,16 @@ def test_committed_vectors_are_the_python_clients(fresh):
 
 
 def test_vectors_cover_every_registered_protocol_and_a_refusal(fresh):
-    """Every protocol of this package's registry whose reports the server collects declares its
-    device client (``client_spec``) and has a case (its ``vector_cases``), so a protocol added
-    to the registry fails here until it has vectors and the JS client implements it. A
-    continuous report (SHE's floats: ``report_kind.discrete`` False) is refused by the server
-    and has no device client outside Python."""
+    """Every protocol of this package's registry that devices run declares its device client
+    (``client_spec``) and has a case (its ``vector_cases``), so a protocol added to the registry
+    fails here until it has vectors and the JS client implements it. A mechanism given for
+    comparison only (its ``comparison_only`` reason: SHE) has no device client outside Python."""
     from longldp.protocols._registry import BUILTIN_CLASSES
-    from registry_cases import counted
 
-    devices = [cls for cls in BUILTIN_CLASSES if counted(cls)]
+    devices = [cls for cls in BUILTIN_CLASSES if cls.comparison_only is None]
     undeclared = [cls.name for cls in devices if cls.client_spec is None]
     assert not undeclared, f"{undeclared} declare no client_spec (docs/client-spec.md)"
-    assert all(cls.client_spec is None for cls in BUILTIN_CLASSES if not counted(cls))
+    assert all(cls.client_spec is None for cls in BUILTIN_CLASSES if cls.comparison_only)
     names = {c["spec"]["name"] for c in fresh["cases"]}
     missing = sorted({cls.name for cls in devices} - names)
     assert not missing, f"no client vector case for {missing}: declare the class's vector_cases"

@@ -12,7 +12,7 @@ import pytest
 
 from longldp.protocols._registry import BUILTIN_CLASSES
 from server_helpers import ROOT
-from test_docs_links import load_script
+from test_docstrings import load_script
 
 
 @pytest.fixture(scope="module")
@@ -39,14 +39,20 @@ def test_a_changed_registry_makes_them_stale(tables, monkeypatch):
 
 
 def test_the_js_table_has_every_parameter_and_default(tables):
-    """Every constructor parameter of every protocol with a device client, with its default
-    (an independent read of the dataclass fields against the generated JavaScript)."""
+    """Every constructor parameter of every protocol with a device client, with its default,
+    and a planned protocol's plan keys (an independent read of the dataclass fields and traits
+    against the generated JavaScript)."""
     js = tables.JS_REGISTRY.read_text(encoding="utf-8")
     for cls in tables.device_classes():
         row = re.search(
-            rf'^  "{re.escape(cls.name)}": \[(\d+), ([01]), "(\w+)", \{{(.*)\}}\],$', js, flags=re.M
+            rf'^  "{re.escape(cls.name)}": \[(\d+), ([01]), "(\w+)", \{{(.*)\}}(, \[(.*)\])?\],$',
+            js,
+            flags=re.M,
         )
         assert row, cls.name
+        # A planned protocol's row ends with its plan keys; no other row has them.
+        keys = None if row.group(5) is None else re.findall(r'"(\w+)"', row.group(6))
+        assert keys == (list(cls.plan_keys) if cls.rounds.planned else None), cls.name
         assert int(row.group(1)) == cls.wire_id and row.group(3) == cls.client_spec.family
         assert (row.group(2) == "1") == cls.longitudinal
         fields = [f for f in dataclasses.fields(cls) if f.init]

@@ -55,11 +55,10 @@ DERIVE = """
 import { protocolFromSpec } from "./src/index.js";
 import { header } from "./src/wire.js";
 const out = [];
-for (const spec of JSON.parse(process.argv[1])) {
+for (const [spec, names] of JSON.parse(process.argv[1])) {
   const o = await protocolFromSpec(spec);
   const h = Buffer.from(await header(o)).toString("hex");
-  const { p1, q1, p2, q2 } = o;
-  out.push({ header: h, p1, q1, p2, q2, eps_1: o.eps1, eps_perm: o.epsInf });
+  out.push({ header: h, values: names.map((n) => o[n]), eps_1: o.eps1, eps_perm: o.epsInf });
 }
 console.log(JSON.stringify(out));
 """
@@ -68,7 +67,8 @@ console.log(JSON.stringify(out));
 def test_js_derives_every_registered_protocol_as_python():
     """Every registered class at its test parameters (k = 6 and 1,000 where it takes k): the
     JS client accepts the spec and derives the same header (so the same canonical spec and
-    fingerprint) and chain p1, q1, p2, q2 bit for bit; ε1 and ε∞ within 1e-15 relative (exp
+    fingerprint) and the probabilities its ``client_spec`` declares (the chain's p1, q1, p2,
+    q2, or a numeric mechanism's constants) bit for bit; ε1 and ε∞ within 1e-15 relative (exp
     and log differ in the last bits between V8 and the C library). A protocol added to the
     registry fails here until the JS client knows it; a class that declares no device client
     outside Python (``client_spec`` None: SHE, whose float reports the server refuses) is not in
@@ -80,17 +80,13 @@ def test_js_derives_every_registered_protocol_as_python():
         for cls, params, _ in triples(lambda c: c.client_spec is not None)
         for k in (6, 1000)
     ]
-    specs = [p.spec() for p in protos]
-    got = json.loads(run_node(DERIVE, json.dumps(specs)))
+    asked = [[p.spec(), list(p.client_spec.probabilities)] for p in protos]
+    got = json.loads(run_node(DERIVE, json.dumps(asked)))
     for proto, js in zip(protos, got, strict=True):
         where = json.dumps(proto.spec())
         assert js["header"] == proto.wire_header.hex(), where
-        assert [js[x] for x in ("p1", "q1", "p2", "q2")] == [
-            proto.p1,
-            proto.q1,
-            proto.p2,
-            proto.q2,
-        ], where
+        names = proto.client_spec.probabilities
+        assert js["values"] == [getattr(proto, n) for n in names], (where, names)
         for name, py in (
             ("eps_1", proto.single_report_epsilon()),
             ("eps_perm", proto.first_round_epsilon()),
@@ -327,6 +323,34 @@ def test_chromium_page_on_another_origin_uploads_when_the_server_allows_it(tmp_p
         _close(allowed)
         _close(refused)
         srv.stop()
+
+
+@pytest.mark.browser
+def test_chromium_replays_the_device_vectors_byte_for_byte(tmp_path):
+    """The device test vectors (clients/js/test/vectors.json, docs/client-spec.md §9) replayed by
+    the JS client inside headless chromium (WebCrypto's HMAC, the page's module loader): every
+    upload record, every refusal (a w-event window, a budget cap) and every final state file
+    equal the Python client's, byte for byte. The planned (w-event) cases carry their plans."""
+    vectors = json.loads((JS / "test" / "vectors.json").read_text())
+    site = _site("http://127.0.0.1:9")  # no server is needed: the page only computes
+    try:
+        page = f"http://127.0.0.1:{site.server_address[1]}/test/browser/e2e.html"
+        with Chromium(CHROMIUM, tmp_path / "profile") as browser:
+            browser.navigate(page)
+            got = browser.evaluate(f"e2e.replay({json.dumps({'cases': vectors['cases']})})")
+    finally:
+        _close(site)
+    assert [g["name"] for g in got] == [c["name"] for c in vectors["cases"]]
+    planned = 0
+    for case, js in zip(vectors["cases"], got, strict=True):
+        expected = [
+            "refused: BudgetExceededError" if s.get("refused") else s["record"]
+            for s in case["steps"]
+        ]
+        assert js["records"] == expected, case["name"]
+        assert js["state_file"] == case["state_file"], case["name"]
+        planned += any("plan" in s for s in case["steps"])
+    assert planned >= 7  # every LDP-IDS method's case, with its plans
 
 
 # ------------------------------------------------------------------------------ black-box audit

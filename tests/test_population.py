@@ -57,8 +57,14 @@ def test_every_registered_protocol_runs_through_its_engines(cls, params):
     under the memo-keeping engines a chain holds one memo for a user whose value never changes
     and at most one per distinct value (counted here from the data), and her ε is the
     protocol's bound for (τ, memos); at count level a chain's budget is unknown and a one-shot
-    protocol's is τ·ε."""
+    protocol's is τ·ε; a history-dependent mechanism's users spent what the ledger charges
+    their trajectories (docs/math.md §19.6), reports by report."""
     proto = build(cls, params, 5)
+    if not engines_for(cls):  # planned rounds: each epoch needs the server's plan (design §2.5)
+        for engine in ENGINES:
+            with pytest.raises(ValueError, match="planned by the server"):
+                Population.of(proto, 40, engine)
+        return
     tau, n = 4, 40
     rng = np.random.default_rng(7)
     codes = rng.integers(0, proto.domain_size or 3, size=(tau, n))
@@ -79,6 +85,12 @@ def test_every_registered_protocol_runs_through_its_engines(cls, params):
             assert spent["memos"] is None and spent["epsilon"] is None
             continue
         memos = spent["memos"]
+        if cls.history is not None:  # history-dependent: what the ledger charges, by route
+            state = pop.groups[0].memo.state  # the levels or items the population drew
+            expected = ll.privacy.ledger(proto, codes.T, state=state).spent
+            assert np.all(memos == 0) and np.allclose(spent["epsilon"], expected, rtol=1e-12)
+            assert np.any(spent["epsilon"] > 0)
+            continue
         if proto.longitudinal:  # a memo per distinct memo key: a value, or its hash or bucket
             assert np.all(memos[: n // 2] == 1)
             assert np.all((memos >= 1) & (memos <= distinct))

@@ -16,9 +16,16 @@ import pytest
 from _pytest.mark.structures import ParameterSet
 
 import longldp as ll
-from longldp.protocols import Mechanism
+from longldp.protocols.mechanism import Mechanism
 from protocol_table import PROTOCOLS
-from registry_cases import CLASSES, counted, exact_channel, one_shot_eps, takes_k, two_round_chain
+from registry_cases import (
+    CLASSES,
+    engine_frequencies,
+    one_shot_eps,
+    sampled_items,
+    takes_k,
+    two_round_chain,
+)
 
 Trait = Callable[[type], bool]
 
@@ -41,9 +48,27 @@ def linkable(cls: type) -> bool:
     return cls.linkage.linkable
 
 
+def no_history(cls: type) -> bool:
+    """Its reports depend on each epoch's value alone (no ``history`` trait): the shuffle
+    routes of math §17.4 are proven for these, and central_summary refuses the others."""
+    return cls.history is None
+
+
+def history(cls: type) -> bool:
+    """A history-dependent mechanism (its ``history`` trait, docs/design.md §2.5)."""
+    return cls.history is not None
+
+
 def eps_budget(cls: type) -> bool:
     """Its budget is given as ε or ε∞, ε1 (not parameters of its own)."""
     return set(cls.budget_params) <= {"eps", "eps_perm", "eps_1"}
+
+
+def exact_channel(cls: type) -> bool:
+    """Its report kind gives an exact channel: every kind but a density that is not piecewise
+    constant (Laplace: its claim, the density ratio's supremum, is checked by
+    tests/test_numeric_privacy.py)."""
+    return cls.report_kind.exact
 
 
 #: test module → test function → the classes it must cover (a trait of the class).
@@ -83,7 +108,8 @@ COMMON: dict[str, dict[str, Trait]] = {
         ),
     },
     "test_parameters": {
-        "test_vstar_is_variance_at_zero": every,
+        # V* is a frequency oracle's figure; a mean's worst case: tests/test_numeric_*.py
+        "test_vstar_is_variance_at_zero": frequencies,
         "test_chain_eps_round_trips": two_round_chain,
         "test_one_shot_protocol_eps_round_trips": one_shot_eps,
     },
@@ -96,7 +122,7 @@ COMMON: dict[str, dict[str, Trait]] = {
         "test_estimate_interval_covers_the_truth_at_its_level": frequencies,
     },
     "test_engines_agree": {"test_support_mean_and_variance_agree": frequencies},
-    "test_simulate": {"test_engines_give_the_same_distribution_of_estimates": frequencies},
+    "test_simulate": {"test_engines_give_the_same_distribution_of_estimates": engine_frequencies},
     "test_population": {"test_every_registered_protocol_runs_through_its_engines": every},
     "test_time_average_variance": {
         "test_time_average_variance_is_v1_plus_rest_over_tau": (
@@ -104,18 +130,22 @@ COMMON: dict[str, dict[str, Trait]] = {
         ),
     },
     "test_server_protocols": {
-        "test_footprint_is_within_the_budget_and_bounds_what_is_allocated": counted,
-        "test_every_registered_protocol_is_collected_and_served": counted,
+        "test_footprint_is_within_the_budget_and_bounds_what_is_allocated": every,
+        "test_every_registered_protocol_is_collected_and_served": every,
     },
-    "test_roundtrip_server": {"test_server_round_trip": counted},
+    "test_roundtrip_server": {"test_server_round_trip": every},
     "test_roundtrip_archive": {"test_archive_round_trip": every},
-    "test_sampler_thresholds": {"test_claims_equal_what_the_sampler_realizes": exact_channel},
+    # Its channel rebuild reads the stored probabilities of an exact channel over items; the
+    # numeric mechanisms draw positions too, and their claims against what their samplers
+    # realize at high ε are checked by tests/test_numeric_privacy.py.
+    "test_sampler_thresholds": {"test_claims_equal_what_the_sampler_realizes": sampled_items},
     "test_shuffle_linkage": {
         "test_declared_linkage_covers_what_the_reports_carry": every,
-        "test_routes_follow_the_linkage": every,
-        "test_every_central_claim_survives_the_linkage_attack": exact_channel,
-        "test_a_halved_claim_is_refuted_where_the_attack_has_power": exact_channel,
-        "test_linking_refutes_the_excluded_route": linkable,
+        "test_routes_follow_the_linkage": no_history,
+        "test_every_central_claim_survives_the_linkage_attack": no_history,
+        "test_a_halved_claim_is_refuted_where_the_attack_has_power": no_history,
+        "test_linking_refutes_the_excluded_route": lambda cls: linkable(cls) and no_history(cls),
+        "test_a_history_dependent_mechanism_gets_no_central_figure": history,
     },
     "test_audit": {
         "test_exact_lifetime_within_claims_and_saturates": frequencies,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from longldp.archive import ArchiveWriter, aggregate_archive
@@ -26,17 +25,18 @@ from roundtrip_helpers import (
     archive_arrays,
     device_batches,
     estimate_shape,
+    same,
 )
 
 
 def write_archives(proto, batches: dict[int, bytes], folder: Path) -> list[Path]:  # type: ignore[no-untyped-def]
     """Each epoch's upload batch split over two archive files (first and second half)."""
-    halves = (slice(0, N_DEVICES // 2), slice(N_DEVICES // 2, N_DEVICES))
-    paths = [folder / f"part-{i}.parquet" for i in range(len(halves))]
+    paths = [folder / f"part-{i}.parquet" for i in range(2)]
     split = {e: wire.split_records(proto, data) for e, data in batches.items()}
-    for path, half in zip(paths, halves, strict=True):
+    for i, path in enumerate(paths):
         with ArchiveWriter(path, proto, collection="roundtrip") as writer:
             for ids, epochs, rows in split.values():
+                half = slice(0, len(ids) // 2) if i == 0 else slice(len(ids) // 2, len(ids))
                 writer.write(epochs[half], ids[half], rows[half])
     return paths
 
@@ -53,16 +53,17 @@ def test_archive_round_trip(cls, params, tmp_path: Path) -> None:
     for counts in (whole, sliced):
         assert counts.protocol.spec() == proto.spec()
         assert sorted(counts.by_epoch) == list(EPOCHS)
-        assert counts.reports == N_DEVICES * len(EPOCHS)
+        # Every device at every epoch, or (history-dependent) those that sent a report.
+        assert counts.reports == sum(len(records[e]) for e in EPOCHS) >= N_DEVICES
         rows = counts.estimates()
         for epoch in EPOCHS:
             agg = proto.aggregator()
             agg.add(records[epoch])
             archived = counts.by_epoch[epoch]
-            assert archived.n == N_DEVICES
-            np.testing.assert_array_equal(archived.support_counts, agg.support_counts)
+            assert archived.n == len(records[epoch])
+            same(archived.support_counts, agg.support_counts)
             expected = agg.estimate_with_se()
             got = archive_arrays(rows, epoch, shape)
             for name in FIELDS:
                 assert getattr(expected, name).shape == shape, name
-                np.testing.assert_array_equal(got[name], getattr(expected, name), err_msg=name)
+                same(got[name], getattr(expected, name), err_msg=name)

@@ -27,7 +27,7 @@ import pytest
 
 import longldp as ll
 from longldp import privacy
-from registry_cases import CLASSES, exact_channel, options
+from registry_cases import CLASSES, options, sampled_items
 
 GRID = 2**53
 #: Budgets from 15 up to the largest allowed (EPS_MAX = 30).
@@ -85,6 +85,8 @@ def thresholds(proto: ll.FrequencyOracle) -> dict[str, Fraction]:
     else:
         rounds = [calls[0], []]
     names = ({"p1": proto.p1, "q1": proto.q1}, {"p2": proto.p2, "q2": proto.q2})
+    if proto.history is not None:  # two epochs (an initial and a later report): its own names
+        rounds, names = [calls[0] + calls[1]], (proto.probabilities(),)
     out: dict[str, Fraction] = {}
     for events, named in zip(rounds, names, strict=True):
         for event in events:
@@ -114,6 +116,10 @@ def realized_epsilons(proto: ll.FrequencyOracle) -> tuple[float, float]:
     """(ε of one report, ε of round 1) of the channel the sampler realizes."""
     t = thresholds(proto)
     kind = str(proto.report_kind)  # the kind's name (docs/design.md §2)
+    if kind == "change":  # contexts enumerated by the mechanism from the realized probabilities
+        channels = proto.context_channels({name: float(p) for name, p in t.items()})
+        eps = max(privacy.channel_epsilon(ch) for ch in channels)
+        return eps, eps
     if kind in (
         "symbol",
         "hashed",
@@ -158,7 +164,7 @@ def high_budget_cases():
     ALPHAS when reachable; RAPPOR's own (f, p, q) set to give ε∞ = ε and ε1 = α·ε for one
     bit, h = 1)."""
     for cls in CLASSES:
-        if not exact_channel(cls):  # a continuous report has no channel to rebuild (SHE)
+        if not sampled_items(cls):  # numeric: tests/test_numeric_privacy.py; SHE: no channel
             continue
         for eps in EPSILONS:
             for alpha in (
@@ -184,7 +190,21 @@ def build_high(cls: type, eps: float, alpha: float | None) -> ll.FrequencyOracle
         if "one-time" in cls.name:
             params["f"] = 0.0
         return cls(**params)
-    budget = {"eps": eps, "eps_perm": eps, "eps_1": (alpha or 0.0) * eps}
+    budget = {"eps": eps, "eps_perm": eps, "eps_1": (alpha or 0.0) * eps, "eps_window": eps}
+    budget |= {"eps_total": eps, "eps_0": eps, "eps_node": eps}
+    # Required structural parameters besides the budget (a window w ...): the test ones.
+    required = {
+        f.name
+        for f in dataclasses.fields(cls)
+        if f.init
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    }
+    params |= {
+        key: v
+        for key, v in cls.test_params[0].items()
+        if key in required and key not in budget and key not in params
+    }
     return ll.protocol(cls.name, **params, **{p: budget[p] for p in cls.budget_params})
 
 

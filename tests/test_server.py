@@ -60,8 +60,8 @@ def test_migrations_are_versioned(tmp_path):
         assert not any(
             i["name"] == "ix_reports_epoch" for i in sa.inspect(conn).get_indexes("reports")
         )
-    assert db.migrate(engine) == db.SCHEMA_VERSION == 3
-    assert db.migrate(engine) == 3  # idempotent
+    assert db.migrate(engine) == db.SCHEMA_VERSION == 4
+    assert db.migrate(engine) == 4  # idempotent
     with engine.connect() as conn:
         assert any(i["name"] == "ix_reports_epoch" for i in sa.inspect(conn).get_indexes("reports"))
     with db.transaction(engine, write=True) as conn:
@@ -376,17 +376,25 @@ def test_collection_creation_is_validated(backend):
     assert "ε∞ = 2" in listed[0]["privacy"]["words"]
 
 
-def test_wall_clock_epochs_refuse_the_future(backend):
+def test_wall_clock_epochs_refuse_the_future_beyond_the_skew(backend):
+    """The current epoch and the one after it (a clock running ahead by up to one epoch, the
+    default skew) are open; a later one is refused with 425 and the seconds until it opens; a
+    past one beyond the window with 422 (for good)."""
     import time
 
     client = make_client(backend)
-    col = create(client, epoch_seconds=3600.0, start_time=time.time() - 2.5 * 3600)
-    assert col["current_epoch"] == 2
-    proto, reps, rng = population(PROTO_SPEC, 4, 5)
+    col = create(
+        client, epoch_seconds=3600.0, start_time=time.time() - 2.5 * 3600, epoch_window=2
+    )
+    assert col["current_epoch"] == 2 and col["open_epochs"] == [1, 3]
+    proto, reps, rng = population(PROTO_SPEC, 6, 5)
     wires = wire_reports(proto, reps)
-    ok = post(client, "c1", col["ingest_token"], records(new_ids(3, rng), [0, 1, 2], wires[:3]))
+    ok = post(client, "c1", col["ingest_token"], records(new_ids(3, rng), [1, 2, 3], wires[:3]))
     assert ok.status_code == 200
-    r = post(client, "c1", col["ingest_token"], records(new_ids(1, rng), [3], wires[3:]))
+    r = post(client, "c1", col["ingest_token"], records(new_ids(2, rng), [2, 4], wires[3:5]))
+    assert (r.status_code, r.json()["item"]) == (425, 1)
+    assert 1700 <= int(r.headers["retry-after"]) <= 1800  # epoch 4 opens in half an hour
+    r = post(client, "c1", col["ingest_token"], records(new_ids(1, rng), [0], wires[5:]))
     assert (r.status_code, r.json()["item"]) == (422, 0)
 
 
@@ -493,6 +501,8 @@ def test_serve_defaults_are_the_servers_own():
         "header_timeout": timeouts.HEADER_TIMEOUT,
         "body_timeout": timeouts.BODY_TIMEOUT,
         "keep_alive_timeout": timeouts.KEEP_ALIVE_TIMEOUT,
+        "write_timeout": timeouts.WRITE_TIMEOUT,
     }
     for name, value in own.items():
         assert cli[name] == value and fn[name] == value, name
+    assert cli["max_connections"] == fn["max_connections"]

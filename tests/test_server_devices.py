@@ -175,30 +175,35 @@ def test_report_ids_are_scoped_to_their_device(backend):
 
 def test_epoch_window_and_epochs_per_request_bound_the_fan_out(backend):
     """D1: one request cannot open thousands of epochs, and no report lands outside the
-    window of the newest epoch (or of the wall clock)."""
+    window that the operator (or the wall clock) sets; a report cannot move it."""
     client = client_for(backend, max_epochs_per_request=4)
-    col = create(client, auth="shared", epoch_window=3)
+    col = create(client, auth="shared", epoch_window=3, open_from=10)
     tok = col["ingest_token"]
     ids, wires = some_reports(60, 5)
     # Many epochs in one request: 413, nothing stored (a client halves its batch on 413).
     r = upload(client, "dev", tok, records(ids[:40], list(range(40)), wires[:40]))
     assert r.status_code == 413 and "distinct epochs" in r.json()["error"]
     assert stored(client, "dev") == []
+    assert col["open_epochs"] == [10, 12]
     assert upload(client, "dev", tok, records(ids[:2], [10, 11], wires[:2])).status_code == 200
-    # Newest is 11, window 3: open epochs are [9, 14].
-    for epoch, ok in ((8, False), (15, False), (9, True), (14, True), (2**32 - 1, False)):
+    # Open: [10, 12]; earlier epochs never again (422), later ones when the operator opens
+    # them (425), and the newest report moves nothing.
+    for epoch, status in ((9, 422), (13, 425), (12, 200), (2**32 - 1, 425), (10, 200)):
         i = 2 + epoch % 40
         r = upload(client, "dev", tok, records(ids[i : i + 1], [epoch], wires[i : i + 1]))
-        assert (r.status_code == 200) == ok, (epoch, r.text)
+        assert r.status_code == status, (epoch, r.text)
     info = client.get("/v1/collections/dev/epochs", headers=bearer(ADMIN)).json()
-    assert info["open_epochs"] == [12, 17]  # newest is now 14
+    assert info["open_epochs"] == [10, 12]
+    # The operator moves the window.
+    r = client.patch("/v1/collections/dev", json={"open_from": 12}, headers=bearer(ADMIN))
+    assert r.status_code == 200 and r.json()["open_epochs"] == [12, 14], r.text
+    info = client.get("/v1/collections/dev/epochs", headers=bearer(ADMIN)).json()
     assert [(e["epoch"], e["open"]) for e in info["epochs"]] == [
-        (9, False),
         (10, False),
         (11, False),
-        (14, True),
+        (12, True),
     ]
-    # With a wall clock the window trails the current epoch.
+    # With a wall clock the window trails the current epoch, plus one epoch of clock skew.
     clock = create(
         client,
         "clock",
@@ -209,7 +214,8 @@ def test_epoch_window_and_epochs_per_request_bound_the_fan_out(backend):
     )
     cur = clock["current_epoch"]
     assert cur == 10
-    for epoch, ok in ((cur - 2, False), (cur - 1, True), (cur, True), (cur + 1, False)):
+    cases = ((cur - 2, 422), (cur - 1, 200), (cur, 200), (cur + 1, 200), (cur + 2, 425))
+    for epoch, status in cases:
         i = 50 + epoch % 10
         r = upload(
             client,
@@ -217,8 +223,8 @@ def test_epoch_window_and_epochs_per_request_bound_the_fan_out(backend):
             clock["ingest_token"],
             records(ids[i : i + 1], [epoch], wires[i : i + 1]),
         )
-        assert (r.status_code == 200) == ok, (epoch, r.text)
-    # The window cannot exceed the open-epoch cap.
+        assert r.status_code == status, (epoch, r.text)
+    # The window and the skew cannot exceed the open-epoch cap.
     r = client.post(
         "/v1/collections",
         json={"name": "wide", "protocol": SPEC, "epoch_window": 64},

@@ -24,10 +24,10 @@ from longldp.server import db
 from longldp.server.app import RETRY_AFTER_S
 from real_parts import CHROMIUM
 from server_helpers import (
-    ADMIN,
     LiveServer,
     audit,
     bearer,
+    create_shared,
     new_ids,
     records,
     wire_reports,
@@ -45,15 +45,8 @@ def server(backend, tmp_path):
     srv.stop()
 
 
-def create(base: str, name: str = "live") -> dict:
-    r = httpx.post(
-        f"{base}/v1/collections",
-        json={"name": name, "protocol": SPEC, "auth": "shared"},
-        headers=bearer(ADMIN),
-        timeout=30,
-    )
-    assert r.status_code == 201, r.text
-    return r.json()
+def create(base: str, name: str = "live", **extra) -> dict:
+    return create_shared(base, name, SPEC, **extra)
 
 
 def reports(n: int, seed: int):
@@ -312,7 +305,7 @@ class _Dom(HTMLParser):
 def test_dashboard_renders_in_headless_chromium(tmp_path):
     srv = LiveServer(str(tmp_path / "dash.db"), tmp_path).start()
     try:
-        col = create(srv.base, "dash")
+        col = create(srv.base, "dash", open_from=10)
         rng = np.random.default_rng(3)
         memo = PROTO.new_memo(600)
         for e in range(5):

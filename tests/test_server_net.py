@@ -4,6 +4,9 @@ order (D7), and `make serve-demo` stopped by SIGTERM (D10)."""
 
 from __future__ import annotations
 
+import contextlib
+import http.client
+import json
 import os
 import re
 import shutil
@@ -24,11 +27,11 @@ import sqlalchemy as sa
 import longldp as ll
 from longldp.server import db
 from server_helpers import (
-    ADMIN,
     ROOT,
     LiveServer,
     audit,
     bearer,
+    create_shared,
     free_port,
     new_ids,
     records,
@@ -48,15 +51,7 @@ PATIENCE = 30.0
 
 
 def create(base: str, name: str = "net", **extra) -> dict:
-    r = httpx.post(
-        f"{base}/v1/collections",
-        json={"name": name, "protocol": SPEC, "auth": "shared", **extra},
-        headers=bearer(ADMIN),
-        timeout=30,
-        verify=False,
-    )
-    assert r.status_code == 201, r.text
-    return r.json()
+    return create_shared(base, name, SPEC, **extra)
 
 
 def reports(n: int, seed: int) -> tuple[list[bytes], list[bytes]]:
@@ -213,48 +208,137 @@ def worker_pids(url: str) -> set[str]:
         engine.dispose()
 
 
+def worker_processes(supervisor: int) -> list[int]:
+    """The server processes of ``longldp serve --workers N`` (the supervisor's children that
+    multiprocessing spawned)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmdline = (entry / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == supervisor and b"spawn_main" in cmdline:
+            out.append(int(entry.name))
+    return sorted(out)
+
+
+def serving_process(conn: http.client.HTTPConnection, port: int, pids: list[int]) -> int | None:
+    """Which of ``pids`` holds the server's end of the loopback connection ``conn`` (from the
+    kernel's socket table: the socket whose local port is the server's and whose peer port is
+    ``conn``'s, and the process with a descriptor on it)."""
+    assert conn.sock is not None
+    mine = conn.sock.getsockname()[1]
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                local, peer = (int(fields[i].rsplit(":", 1)[1], 16) for i in (1, 2))
+                if local == port and peer == mine:
+                    inodes.add(f"socket:[{fields[9]}]")
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    if os.readlink(fd) in inodes:
+                        return pid
+    return None
+
+
+def pin_connections(port: int, pids: list[int], per_process: int) -> dict[int, list]:
+    """``per_process`` keep-alive connections held by each of the server processes ``pids``.
+
+    Which process accepts a connection is the kernel's choice (on a loaded machine it may give
+    them all to one, or the other may still be starting), so the processes that hold enough
+    are stopped (SIGSTOP) while the next connection is opened and answered: only the others
+    can accept it. A stop lasts a few seconds at most, well within the supervisor's health
+    check, and a process is always continued before the next try."""
+    held: dict[int, list] = {pid: [] for pid in pids}
+    deadline = time.monotonic() + 180
+    while any(len(c) < per_process for c in held.values()):
+        assert time.monotonic() < deadline, f"could not pin connections: {held}"
+        full = [pid for pid, c in held.items() if len(c) >= per_process]
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=3)
+        for pid in full:
+            os.kill(pid, signal.SIGSTOP)
+        try:
+            conn.request("GET", "/healthz")
+            answer = conn.getresponse()
+            answer.read()
+            assert answer.status == 200
+            owner = serving_process(conn, port, pids)
+        except (TimeoutError, OSError):  # nobody free accepted it in time: try again
+            owner = None
+        finally:
+            for pid in full:
+                os.kill(pid, signal.SIGCONT)
+        if owner is None or len(held[owner]) >= per_process:
+            conn.close()
+        else:
+            conn.timeout = 120
+            conn.sock.settimeout(120)
+            held[owner].append(conn)
+    return held
+
+
 def test_two_server_processes_count_exactly_once(backend, tmp_path):
-    srv = LiveServer(backend, tmp_path, args=("--workers", "2")).start()
+    # Long keep-alive and header deadlines: the pinned connections wait while the others are
+    # pinned.
+    args = ("--workers", "2", "--keep-alive-timeout", "300", "--header-timeout", "300")
+    srv = LiveServer(backend, tmp_path, args=args).start()
+    held: dict[int, list] = {}
     try:
         col = create(srv.base)
         hdr = {**bearer(col["ingest_token"]), "Content-Type": OCTET}
         ids, wires = reports(3000, 13)
         epochs = np.arange(3000) % 3
-        # 12 threads, each on its own connections, post overlapping slices of the same 3000
-        # reports, round after round; every report must be counted once, whichever process
-        # stored it. On PostgreSQL the rounds go on (duplicates only) until both processes
-        # are seen holding connections (which process accepts a connection is the kernel's).
+        assert srv.proc is not None
+        pids = worker_processes(srv.proc.pid)
+        assert len(pids) == 2, pids
+        # Six connections held by each process (whatever the kernel would do on its own);
+        # then 12 threads, each on its own connection, alternately one of each process, post
+        # overlapping slices of the same 3000 reports at once, in two rounds: neighbouring
+        # slices overlap and go to different processes, and every report must count once.
+        held = pin_connections(srv.port, pids, 6)
+        conns = [held[pids[p % 2]][p // 2] for p in range(12)]
+        ports = [c.sock.getsockname()[1] for c in conns]
         news: list[int] = []
         lock = threading.Lock()
 
         def post(part: int, rnd: int) -> None:
-            with httpx.Client(timeout=120) as http:
-                lo = (part * 250 + rnd * 125) % 3000
-                sel = [(lo + j) % 3000 for j in range(500)]
-                body = records([ids[j] for j in sel], epochs[sel], [wires[j] for j in sel])
-                r = http.post(
-                    f"{srv.base}/v1/collections/net/reports",
-                    content=body,
-                    headers={**hdr, "Connection": "close"},
-                )
-                assert r.status_code == 200, r.text
-                with lock:
-                    news.append(r.json()["new"])
+            lo = (part * 250 + rnd * 125) % 3000
+            sel = [(lo + j) % 3000 for j in range(500)]
+            body = records([ids[j] for j in sel], epochs[sel], [wires[j] for j in sel])
+            conns[part].request("POST", "/v1/collections/net/reports", body=body, headers=hdr)
+            answer = conns[part].getresponse()
+            text = answer.read()
+            assert answer.status == 200, text
+            with lock:
+                news.append(json.loads(text)["new"])
 
-        postgres = backend.startswith("postgresql")
-        for rnd in range(10 if postgres else 2):
+        for rnd in range(2):
             threads = [threading.Thread(target=post, args=(p, rnd)) for p in range(12)]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
-            if rnd >= 1 and (not postgres or len(worker_pids(backend)) == 2):
-                break
+        assert len(news) == 24, "a post failed (its thread says why)"
+        # Every post went over its pinned connection (http.client would have opened a new
+        # one, to either process, had the server closed it), so both processes stored.
+        assert [c.sock.getsockname()[1] for c in conns] == ports
+        assert [serving_process(c, srv.port, pids) for c in conns] == [
+            pids[p % 2] for p in range(12)
+        ]
         assert sum(news) == 3000
         assert audit(backend, "net") == {0: 1000, 1: 1000, 2: 1000}
-        if postgres:
-            assert len(worker_pids(backend)) == 2, "both processes served requests"
+        if backend.startswith("postgresql"):
+            assert len(worker_pids(backend)) == 2, "both processes hold connections"
     finally:
+        for conn in (c for cs in held.values() for c in cs):
+            conn.close()
         srv.stop()
 
 

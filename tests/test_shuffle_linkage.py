@@ -44,7 +44,7 @@ from longldp.audit.linkage import (
     world_scores,
 )
 from longldp.privacy.linkage import Linkage, Persistent
-from registry_cases import all_ids, build, case_id, exact_channel, triples
+from registry_cases import all_ids, build, case_id, triples
 
 #: A claim the attack can refute with ⌈4·e^1.5·ln(400)⌉ = 108 worlds per kind.
 CLAIM_TARGET = 1.5
@@ -65,6 +65,32 @@ def _carries_a_device_field(wire: np.ndarray) -> bool:
     constant_per_device = np.all(wire == wire[:, :1, :], axis=1).all(axis=0)
     varies_across = np.any(wire[:, 0, :] != wire[0, 0, :], axis=0)
     return bool(np.any(constant_per_device & varies_across))
+
+
+def _device_reports(proto, client, value, reports: int) -> np.ndarray:
+    """Up to ``reports`` wire reports of one client holding ``value`` at epochs 0, 1, …; a
+    history-dependent client (epochs within its horizon) skips epochs where it sends nothing."""
+    got = []
+    for epoch in range(64):
+        try:
+            record = client.report(value, epoch)
+        except ValueError:  # past a history-dependent mechanism's horizon
+            break
+        if record is not None:
+            got.append(record)
+        if len(got) == reports:
+            break
+    records = _records(got)
+    for name in proto.linkage.record_fields:  # the fields the attack regroups records by
+        assert (records[name] == records[name][:1]).all(), (proto.name, name)
+    blob = proto.encode_reports(records)
+    return np.frombuffer(blob, dtype=np.uint8).reshape(len(got), proto.wire_size)
+
+
+def no_history(cls: type) -> bool:
+    """Reports of each epoch's value alone: the shuffle routes of math §17.4 are proven for
+    these; a history-dependent mechanism's central figure is refused (the next test)."""
+    return cls.history is None
 
 
 # ----------------------------------------------------------------------------- the trait
@@ -88,13 +114,14 @@ def test_declared_linkage_covers_what_the_reports_carry(cls, params):
     for d in range(devices):
         client = proto.client(np.random.default_rng(rng.integers(2**63)))
         value = proto.as_inputs(np.array([d % domain]))[0]
-        records = _records([client.report(value) for _ in range(reports)])
-        for name in proto.linkage.record_fields:
-            assert (records[name] == records[name][:1]).all(), (proto.name, name)
-        blob = proto.encode_reports(records)
-        rows.append(np.frombuffer(blob, dtype=np.uint8).reshape(reports, proto.wire_size))
+        rows.append(_device_reports(proto, client, value, reports))
     assert bool(proto.linkage.record_fields) == proto.linkage.linkable
-    carried = _carries_a_device_field(np.stack(rows))  # (devices, reports, bytes)
+    # A history-dependent device may send fewer (a CHANGES-TREE level sends at its node ends
+    # only): every device's first reports, at least 2, so that a noisy byte agrees within each
+    # of the 60 devices with probability at most 2^-60.
+    sent = min(len(r) for r in rows)
+    assert sent >= 2
+    carried = _carries_a_device_field(np.stack([r[:sent] for r in rows]))  # (devices, …)
     if not proto.linkage.linkable:
         assert not carried, f"{proto.name} sends a per-device field its linkage does not declare"
     elif not carried:
@@ -116,7 +143,17 @@ def test_a_client_that_sends_its_seed_is_caught():
     assert _carries_a_device_field(np.array(wire)) and not proto.linkage.linkable
 
 
-@pytest.mark.parametrize(("cls", "params"), [pytest.param(c, p, id=i) for c, p, i in triples()])
+@pytest.mark.parametrize(
+    ("cls", "params"), [pytest.param(c, p, id=i) for c, p, i in triples(lambda c: c.history)]
+)
+def test_a_history_dependent_mechanism_gets_no_central_figure(cls, params):
+    with pytest.raises(ValueError, match="depend on each device's own past values"):
+        sh.central_summary(build(cls, params, 4), 10_000, 4, DELTA)
+
+
+@pytest.mark.parametrize(
+    ("cls", "params"), [pytest.param(c, p, id=i) for c, p, i in triples(no_history)]
+)
 @pytest.mark.parametrize("memos", [1, 2])
 def test_routes_follow_the_linkage(cls, params, memos):
     """docs/math.md §17.4: route tuple always; epochs only when nothing persists; memo for a
@@ -208,7 +245,7 @@ def _sizes(proto, route: str) -> tuple[int, float]:
     ("cls", "params", "route"),
     [
         pytest.param(c, p, r, id=f"{i}-{r}")
-        for c, p, i in triples(exact_channel)
+        for c, p, i in triples(no_history)
         for r in c.linkage.routes(1)
     ],
 )
@@ -219,8 +256,7 @@ def test_every_central_claim_survives_the_linkage_attack(cls, params, route):
     epochs, at the amplified sizes. The measured (ε, δ) lower bounds must not exceed the claim.
     Its power is limited by the clone bound's slack (module docstring); the tight sizes of
     :func:`test_a_halved_claim_is_refuted_where_the_attack_has_power` show the same attack
-    failing on wrong claims. (A continuous report, SHE's floats, has no exact likelihood: the
-    test needs the enumerated channel.)"""
+    failing on wrong claims."""
     proto = build(cls, params, 3)
     n, claim = _sizes(proto, route)
     trials = trials_for(claim, ALPHA)
@@ -240,11 +276,10 @@ def test_every_central_claim_survives_the_linkage_attack(cls, params, route):
 #: n, τ and worlds of each kind of the tight sizes (module docstring): a world is n·τ = 4
 #: reports, so 10,000 worlds cost little and leave a slack e^ε·ln(4/α)/N below 0.005.
 TIGHT_N, TIGHT_EPOCHS, TIGHT_TRIALS = 2, 2, 10_000
-#: Every route of every protocol whose reports have an exact likelihood (a continuous report,
-#: SHE's floats, has none: the attacks below need the enumerated channel).
+#: Every route of every protocol whose reports depend on each epoch's value alone.
 ROUTE_CASES = [
     pytest.param(c, p, r, id=f"{i}-{r}")
-    for c, p, i in triples(exact_channel)
+    for c, p, i in triples(no_history)
     for r in c.linkage.routes(1)
 ]
 
@@ -403,9 +438,9 @@ def _linkage_case(cls: type):
     """The linkage rule's protocol: the class's first test parameters at ε1 = 2 per report and
     ε∞ = τ·ε1, with every persistent field taking at least 4n values (k = 4n Hadamard rows or
     hash inputs where the parameters do not set k; m = 4n cohorts; d = 4n sketch rows) and one
-    Bloom hash (with
-    two, the filters of two strings over 8 bits share bits and a report says far less about
-    the pair than ε1: the attack's hit rate falls from 0.6 to 0.1, docs/audit.md §14)."""
+    Bloom hash (with two, the filters of two strings over 8 bits share bits and a report says
+    far less about the pair than ε1: the attack's hit rate falls from 0.6 to 0.1,
+    docs/audit.md §14)."""
     params = dict(cls.test_params[0])
     # the field's values: RAPPOR's cohorts m; over an open item space the sketch's rows d (the
     # hash functions a report names; m is its columns there)
@@ -423,7 +458,9 @@ def _linkage_case(cls: type):
 #: with 5 standard deviations to spare needs about 400 worlds of each kind: 8 s each. They
 #: keep the cheaper setting of :func:`_cheaper_setting`.
 BEYOND_TEST_COST = frozenset({"RAPPOR", "RAPPOR-one-time"})
-LINKABLE = [c for c in ll.protocols.PROTOCOL_CLASSES if c.linkage.linkable]
+LINKABLE = [
+    c for c in ll.protocols.PROTOCOL_CLASSES if c.linkage.linkable and no_history(c)
+]
 
 
 def _cheaper_setting(proto) -> None:

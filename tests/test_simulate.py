@@ -8,11 +8,11 @@ import pytest
 import longldp as ll
 from longldp.data import to_longitudinal, zipf
 from longldp.simulate import simulate
-from registry_cases import cases
+from registry_cases import cases, engine_frequencies
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("proto", cases(where=lambda cls: cls.estimates_frequencies, k=6))
+@pytest.mark.parametrize("proto", cases(where=engine_frequencies, k=6))
 def test_engines_give_the_same_distribution_of_estimates(proto):
     """Same data (n = 300, k = 6, τ = 3): every per-timestamp estimate has the same mean and
     variance under the per-user, reports and count-level engines, within 5 standard errors;
@@ -52,5 +52,8 @@ def test_simulation_records_budget_and_rejects_bad_input():
     with pytest.raises(ValueError, match=r"'values' must have shape \(tau, n\)"):
         simulate(proto, values[0], 0)
     shares = ll.protocol("RAPPOR-boolean", m=2, f=0.5, p=0.25, q=0.75)
-    with pytest.raises(ValueError, match="estimates per-cohort shares"):
+    with pytest.raises(ValueError, match="estimates cohort-shares"):
         simulate(shares, values % 2, 0)
+    tree = ll.protocol("CHANGES-TREE", k=3, eps_0=1.0, eps_node=1.0, tau=4)
+    with pytest.raises(ValueError, match=r"estimates change-parts .* proto.run"):
+        simulate(tree, values % 3, 0)

@@ -77,7 +77,14 @@ export class DeviceClient {
   readonly spentBudget: SpentBudget;
   readonly queue: QueuedReport[];
   /** Randomize `value` for `epoch`, queue and save; resolves to the report id. */
-  report(value: number | string, epoch: number): Promise<Uint8Array>;
+  /** `plan`: the server's plan of the epoch, for a planned protocol (`{eps: b}` for the
+   * LDP-IDS methods, `{round: "vote" | "estimate"}` for THRESH). Resolves to the report's id,
+   * or null when a history-dependent protocol sends nothing at the epoch (CHANGES-TREE). */
+  report(value: number | string, epoch: number, plan?: Record<string, unknown> | null): Promise<Uint8Array | null>;
+  /** A history-dependent protocol's history (THRESH, CHANGES-TREE, DDRM), or null. */
+  readonly history: Record<string, number | number[]> | null;
+  /** Most ε spent in a window of w epochs containing `epoch`, with `extra` more at it (planned). */
+  windowSpent(epoch: number, extra?: number): number;
   memo(value: number | string): Promise<number | Uint8Array>;
   memoId(value: number | string): string;
   budgetAfter(value: number | string): SpentBudget;
@@ -149,6 +156,10 @@ export class Uploader {
 
 export function parseRetryAfter(value: string | null | undefined, now?: number): number | null;
 export function fetchSpec(baseUrl: string, collection: string, token: string, fetchFn?: typeof fetch): Promise<ProtocolSpec>;
+/** The server's plan of an epoch for a planned protocol (GET …/epochs/{epoch}/plan). */
+export function fetchPlan(
+  baseUrl: string, collection: string, epoch: number, token: string, fetchFn?: typeof fetch,
+): Promise<{ collection: string; epoch: number; status: "report" | "none" | "pending"; plan: Record<string, unknown> | null }>;
 
 /** What GET /v1/collections/{name} answers (docs/server.md, "Collections and tokens"). */
 export interface CollectionInfo {

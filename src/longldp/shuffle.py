@@ -758,11 +758,18 @@ def central_summary(
     ``first_round_epsilon()`` per memo (one-shot oracles and one-time RAPPOR keep no memo), and
     the routes from its ``linkage`` trait (what persists per device: a hash seed, a Hadamard
     row, a cohort or a bucket map in every report links a device's epochs). ``memos``:
-    distinct memos per device (1 when values never change). A protocol without a finite ε0 is
-    refused with ``ValueError``.
+    distinct memos per device (1 when values never change). A protocol without a finite ε0,
+    or whose reports depend on the device's past values (its ``history`` trait), is refused with
+    ``ValueError``.
     """
     owner = "central_summary"
     name = getattr(proto, "name", type(proto).__name__)
+    if getattr(proto, "history", None) is not None:  # the declared trait (design §2.5)
+        raise ValueError(
+            f"{owner}: protocol {name}'s reports depend on each device's own past values (a "
+            "history-dependent mechanism); the routes of docs/math.md §17.4 are proven for "
+            "reports of each epoch's value and are not offered for it."
+        )
     try:
         eps_report = float(proto.single_report_epsilon())
         longitudinal = bool(proto.longitudinal)  # one-shot and one-time RAPPOR: no memo

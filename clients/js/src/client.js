@@ -97,6 +97,8 @@ export class DeviceClient {
       if (!proto) throw new TypeError(`${own}: no stored state; pass the collection's protocol 'spec'`);
       Object.assign(this, { proto, collection: collection ?? "default", reports: 0, dropped: 0 });
       this._memoKeys = new Set();
+      this._spending = [];
+      this._history = proto.history ? proto.newHistory() : null;
       this._queue = [];
       this._credentials = {};
     }
@@ -126,6 +128,7 @@ export class DeviceClient {
     // The tag covers the canonical JSON with Python's floats (2.0, not 2): rebuild it through the spec.
     const stored = await protocolFromSpec(body.protocol).catch(() => null);
     const typed = stored && { ...body, protocol: stored.spec, spent_epsilon: new PyFloat(body.spent_epsilon) };
+    if (typed && Array.isArray(body.spending)) typed.spending = body.spending.map(([e, b]) => [e, new PyFloat(b)]);
     if (!typed || typeof mac !== "string" || mac !== (await stateTag(this._macKey, typed))) {
       throw new TypeError(`${where}: its authentication tag does not match: corrupt or modified; refusing it`);
     }
@@ -140,6 +143,10 @@ export class DeviceClient {
     this.reports = body.reports;
     this.dropped = body.dropped;
     this._memoKeys = new Set(body.memo_keys);
+    // A planned (w-event) or history-dependent protocol: what every report cost, by epoch
+    // (docs/math.md §19.2, §19.6); a history-dependent one also its history.
+    this._spending = (body.spending ?? []).map(([e, b]) => [e, b]);
+    this._history = stored.history ? body.history : null;
     this._queue = body.queue.map((q) => ({ id: fromHex(q.id), epoch: q.epoch, report: fromBase64(q.report) }));
     this._credentials = body.credentials ?? {};
   }
@@ -159,6 +166,8 @@ export class DeviceClient {
       credentials: this._credentials, // by server base URL (device identities, §7)
       queue: this._queue.map((q) => ({ id: toHex(q.id), epoch: q.epoch, report: toBase64(q.report) })),
     };
+    if (this._tracked) body.spending = this._spending.map(([e, b]) => [e, new PyFloat(b)]);
+    if (this.proto.history) body.history = this._history;
     body.mac = await stateTag(this._macKey, body);
     await this.store.save(canonicalJson(body));
   }
@@ -204,9 +213,37 @@ export class DeviceClient {
     return { reports: t, memos: o.memoizes ? d : 0, epsilon: spentTotal(o.memoizes ? Math.min(t * o.eps1, d * o.epsInf) : t * o.eps1) };
   }
 
-  /** Reports t, distinct memos d and ε = min(t·ε1, d·ε∞) (one-shot protocols: t·ε). */
+  /** Reports t, distinct memos d and ε = min(t·ε1, d·ε∞) (one-shot protocols: t·ε); a planned
+   * (w-event) protocol: the sum of its reports' budgets over the whole horizon. */
+  /** Each report's cost is kept by epoch: a planned (w-event) or history-dependent protocol. */
+  get _tracked() {
+    return this.proto.planned || !!this.proto.history;
+  }
+
+  /** A history-dependent protocol's history (a copy; null for every other protocol). */
+  get history() {
+    return this._history && structuredClone(this._history);
+  }
+
   get spentBudget() {
+    if (this._tracked) {
+      const total = this._spending.reduce((sum, [, b]) => sum + b, 0);
+      return { reports: this._spending.length, memos: 0, epsilon: spentTotal(total) };
+    }
     return this._budget(this.reports, this._memoKeys.size);
+  }
+
+  /** Most ε spent in a window of w consecutive epochs containing `epoch`, with `extra` more at
+   * `epoch` (a planned w-event protocol; docs/math.md §19.2). */
+  windowSpent(epoch, extra = 0) {
+    const w = this.proto.window;
+    let worst = 0;
+    for (let start = epoch - w + 1; start <= epoch; start++) {
+      let inside = 0;
+      for (const [e, b] of this._spending) if (start <= e && e < start + w) inside += b;
+      worst = Math.max(worst, inside + extra);
+    }
+    return worst;
   }
 
   /** The spent budget if `value` were reported next. */
@@ -218,12 +255,20 @@ export class DeviceClient {
   /**
    * Randomize `value` for `epoch`, queue the report and save the state (before it can be
    * uploaded); resolves to the report's 16-byte id. Bad input throws and changes nothing.
+   * A planned protocol (the LDP-IDS methods) takes the server's `plan` of the epoch
+   * (`{eps: b}`): the report is drawn at budget b and refused with a BudgetExceededError when
+   * any window of w epochs containing `epoch` would spend more than `eps_window`.
    */
-  report(value, epoch) {
+  report(value, epoch, plan) {
     return this._serial(async () => {
       int("DeviceClient", "epoch", epoch, 0, MAX_EPOCH);
       const o = this.proto;
-      const key = this.memoId(value);
+      const key = this.memoId(value); // checks the value before anything else
+      if (o.history) return this._reportHistory(value, epoch, plan);
+      if (o.planned) return this._reportPlanned(value, epoch, plan);
+      if (plan !== undefined && plan !== null && Object.keys(plan).length) {
+        throw new RangeError(`${o.name}: the plan's keys must be nothing (it is not planned); got ${JSON.stringify(Object.keys(plan))}`);
+      }
       const after = this.budgetAfter(value);
       if (this.maxEpsilon !== undefined && after.epsilon > this.maxEpsilon * (1 + 1e-12)) {
         throw new BudgetExceededError(
@@ -233,23 +278,85 @@ export class DeviceClient {
       const payload = o.memoizes
         ? await o.round2(await this._round1(key), this._random)
         : await o.round1(this._input(key), this._state, this._random);
-      const report = concat(this._header, o.body(payload, this._state));
-      const id = reportId(epoch, Uint8Array.from(await this._random.bytes(ID_ENTROPY)));
-      const before = [this.reports, new Set(this._memoKeys), [...this._queue], this.dropped];
-      if (o.memoizes) this._memoKeys.add(key);
-      this.reports += 1;
-      this._queue.push({ id, epoch, report });
-      const overflow = this._queue.splice(0, Math.max(0, this._queue.length - this.queueLimit));
-      this.dropped += overflow.length;
+      return this._enqueue(epoch, concat(this._header, o.body(payload, this._state)), () => {
+        if (o.memoizes) this._memoKeys.add(key);
+      });
+    });
+  }
+
+  async _reportPlanned(value, epoch, plan) {
+    const o = this.proto;
+    if (plan === undefined || plan === null) {
+      throw new TypeError(`${o.name}: its rounds are planned by the server; pass the epoch's plan (keys ${o.planKeys.join(", ")})`);
+    }
+    const b = o.planBudget(plan);
+    const worst = this.windowSpent(epoch, b);
+    if (worst > o.epsWindow * (1 + 1e-12)) {
+      throw new BudgetExceededError(
+        `${o.name}: reporting at ε = ${b} in epoch ${epoch} would spend ${worst.toPrecision(6)} in a window of ${o.window} epochs, past eps_window = ${o.epsWindow}; the report was not made`,
+      );
+    }
+    const lifetime = this.spentBudget.epsilon + b;
+    if (this.maxEpsilon !== undefined && lifetime > this.maxEpsilon * (1 + 1e-12)) {
+      throw new BudgetExceededError(
+        `${o.name}: reporting would spend ε = ${lifetime.toPrecision(6)} in total, past maxEpsilon = ${this.maxEpsilon}; the report was not made`,
+      );
+    }
+    // The epoch's oracle draws the report (round 2's source), the collection's header sends it.
+    const payload = await o.drawPlanned(value, b, this._random);
+    return this._enqueue(epoch, concat(this._header, o.body(payload, this._state)), () => this._spending.push([epoch, b]));
+  }
+
+  /** A history-dependent protocol (THRESH, CHANGES-TREE, DDRM): the report its history and
+   * `value` give at `epoch`; null at an epoch where it sends nothing (the history moves on). */
+  async _reportHistory(value, epoch, plan) {
+    const o = this.proto;
+    if (o.planned && (plan === undefined || plan === null)) {
+      throw new TypeError(`${o.name}: its rounds are planned by the server; pass the epoch's plan (keys ${o.planKeys.join(", ")})`);
+    }
+    const step = o.historyStep(value, this._state, this._history, epoch, plan);
+    const lifetime = this.spentBudget.epsilon + step.cost;
+    if (this.maxEpsilon !== undefined && lifetime > this.maxEpsilon * (1 + 1e-12)) {
+      throw new BudgetExceededError(
+        `${o.name}: reporting would spend ε = ${lifetime.toPrecision(6)} in total, past maxEpsilon = ${this.maxEpsilon}; the report was not made`,
+      );
+    }
+    if (step.input < 0) {
+      const before = this._history;
+      this._history = step.history;
       try {
         await this._save();
       } catch (err) {
-        [this.reports, this._memoKeys, this._queue, this.dropped] = before;
+        this._history = before;
         throw err;
       }
-      for (const q of overflow) this._warn(`upload queue full (${this.queueLimit}): dropped report ${toHex(q.id)} of epoch ${q.epoch}`);
-      return id;
+      return null;
+    }
+    const body = await o.drawStep(step.input, this._state, this._random);
+    return this._enqueue(epoch, concat(this._header, body), () => {
+      this._spending.push([epoch, step.cost]);
+      this._history = step.history;
     });
+  }
+
+  /** Queue `report`, record what it spends with `spend()` and save, all or nothing: the state
+   * is saved before the report can be uploaded; a failed save leaves no report, budget unchanged. */
+  async _enqueue(epoch, report, spend) {
+    const id = reportId(epoch, Uint8Array.from(await this._random.bytes(ID_ENTROPY)));
+    const before = [this.reports, new Set(this._memoKeys), [...this._spending], [...this._queue], this.dropped, this._history];
+    spend();
+    this.reports += 1;
+    this._queue.push({ id, epoch, report });
+    const overflow = this._queue.splice(0, Math.max(0, this._queue.length - this.queueLimit));
+    this.dropped += overflow.length;
+    try {
+      await this._save();
+    } catch (err) {
+      [this.reports, this._memoKeys, this._spending, this._queue, this.dropped, this._history] = before;
+      throw err;
+    }
+    for (const q of overflow) this._warn(`upload queue full (${this.queueLimit}): dropped report ${toHex(q.id)} of epoch ${q.epoch}`);
+    return id;
   }
 
   // -------------------------------------------------------------------- device identity
@@ -281,9 +388,13 @@ export class DeviceClient {
     return this._queue.map((q) => ({ ...q }));
   }
 
-  /** The oldest `limit` queued reports and their binary batch (docs/wire-format.md §4). */
-  batch(limit) {
-    const items = this._queue.slice(0, limit);
+  /**
+   * The oldest `limit` queued reports (those whose id, as hex, is in the Set `skip` left out,
+   * still queued) and their binary batch (docs/wire-format.md §4).
+   */
+  batch(limit, skip = null) {
+    const queue = skip && skip.size ? this._queue.filter((q) => !skip.has(toHex(q.id))) : this._queue;
+    const items = queue.slice(0, limit);
     return { items, data: batch(items) };
   }
 

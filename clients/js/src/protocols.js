@@ -4,7 +4,7 @@
 
 import { budget, checkValue, fail, int, real, show } from "./check.js";
 import { PyFloat } from "./json.js";
-import { ALIASES, F, FAMILIES, I, OPT, OPTF, OPTS, S, TABLE } from "./registry.js";
+import { ALIASES, B, F, FAMILIES, I, OPT, OPTF, OPTS, S, TABLE } from "./registry.js";
 
 /** Canonical protocol names (Python's registry, longldp.protocols.NAMES, with a device client). */
 export const PROTOCOL_NAMES = Object.keys(TABLE);
@@ -27,7 +27,7 @@ export async function protocolFromSpec(spec) {
   const lower = spec.name.toLowerCase();
   const name = ALIASES[lower] ?? PROTOCOL_NAMES.find((n) => n.toLowerCase() === lower);
   if (!name) throw new RangeError(`${own}: 'name' must be one of ${PROTOCOL_NAMES.join(", ")}; got ${show(spec.name)}`);
-  const [id, memoizes, family, params] = TABLE[name];
+  const [id, memoizes, family, params, planKeys = []] = TABLE[name];
   const types = Object.fromEntries(Object.entries(params).map(([key, [type]]) => [key, type]));
   const unknown = Object.keys(given).filter((k) => !(k in types));
   if (unknown.length) throw new RangeError(`${name}: unknown parameter(s) ${unknown.join(", ")}; allowed: ${Object.keys(types).join(", ")}`);
@@ -42,6 +42,7 @@ export async function protocolFromSpec(spec) {
     else if (type === OPTF && v !== null) real(name, key, v);
     else if (type === OPTS && v !== null && typeof v !== "string") throw fail(name, key, "a string or null", v, TypeError);
     else if (type === S && typeof v !== "string") throw fail(name, key, "a string", v, TypeError);
+    else if (type === B && typeof v !== "boolean") throw fail(name, key, "true or false", v, TypeError);
     P[key] = v;
   }
   if ("eps" in P) budget(name, "eps", P.eps);
@@ -52,6 +53,7 @@ export async function protocolFromSpec(spec) {
   const methods = typeof fam.methods === "function" ? fam.methods(name) : fam.methods;
   const proto = Object.assign(Object.create({ check: checkValue, state: async () => ({}), round2: async (x) => x, ...methods }), {
     name, id, memoizes: !!memoizes, k: P.k, params: P, spec: { name, params: typed },
+    planKeys, planned: planKeys.length > 0,
     p1, q1, p2, q2, P1: p1 * p2 + (1 - p1) * q2, P0: q1 * p2 + (1 - q1) * q2,
     ...more,
   });

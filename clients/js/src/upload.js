@@ -3,6 +3,7 @@
 // Retry-After honoured, 413 halves the batch, 401/403 keep everything and stop.
 
 import { show } from "./check.js";
+import { toHex } from "./bytes.js";
 import { canonicalJson } from "./json.js";
 import { protocolFromSpec } from "./protocols.js";
 import { fingerprintHex, header } from "./wire.js";
@@ -67,6 +68,17 @@ export function epochAt(info, nowMs = Date.now()) {
   }
   if (!Number.isFinite(nowMs)) throw new TypeError(`epochAt: 'nowMs' must be a finite number; got ${show(nowMs)}`);
   return first + Math.floor((nowMs / 1000 - start) / length);
+}
+
+/**
+ * What a device reports with at `epoch` (GET /v1/collections/{name}/epochs/{epoch}/plan,
+ * docs/server.md): {status: "report" | "none" | "pending", plan: object or null, …}. `token`:
+ * any token of the collection (the device's credential, its enrollment token).
+ */
+export async function fetchPlan(baseUrl, collection, epoch, token, fetchFn = globalThis.fetch) {
+  const resp = await fetchFn(url(baseUrl, collection, `/epochs/${epoch}/plan`), { headers: { Authorization: `Bearer ${token}` } });
+  if (!resp.ok) throw new RangeError(`collection ${JSON.stringify(collection)}: HTTP ${resp.status} from the server for the plan of epoch ${epoch}`);
+  return resp.json();
 }
 
 /** Sends a DeviceClient's queue to one collection of a server. */
@@ -139,15 +151,18 @@ export class Uploader {
 
   /**
    * Send the queue until it is empty, or until `maxAttempts` consecutive failures, or a 401/403.
-   * Resolves to {acknowledged, dropped, attempts, remaining, refused, waits}.
+   * Resolves to {acknowledged, dropped, deferred, attempts, remaining, refused, waits};
+   * `deferred` counts reports kept for a later flush (425: their epoch opens later).
    */
   async flush(client) {
-    const result = { acknowledged: 0, dropped: 0, attempts: 0, remaining: 0, refused: null, waits: [] };
+    const result = { acknowledged: 0, dropped: 0, deferred: 0, attempts: 0, remaining: 0, refused: null, waits: [] };
     let failures = 0;
     let limit = this.batchSize;
+    const later = new Set(); // ids (hex) of reports whose epoch opens later: for a later flush
     const bearer = client.queue.length ? await this._bearer(client, result) : null;
     while (bearer !== null && client.queue.length && failures < this.maxAttempts) {
-      const { items, data } = client.batch(limit);
+      const { items, data } = client.batch(limit, later);
+      if (!items.length) break;
       result.attempts += 1;
       const { status, body, retryAfter } = await this._post(this.url, data, bearer);
       const ids = items.map((q) => q.id);
@@ -155,6 +170,12 @@ export class Uploader {
         await client.acknowledge(ids);
         result.acknowledged += items.length;
         failures = 0;
+      } else if (status === 425) {
+        // The epoch opens later (this device's clock runs ahead): keep the report it names.
+        const answer = parseJson(body);
+        const item = Number.isInteger(answer?.item) && answer.item >= 0 && answer.item < items.length ? answer.item : null;
+        for (const q of item === null ? items : [items[item]]) later.add(toHex(q.id));
+        result.deferred += item === null ? items.length : 1;
       } else if (status === 413 && limit > 1) {
         limit = Math.max(1, items.length >> 1);
       } else if (status === 401 || status === 403) {

@@ -175,3 +175,20 @@ test("epochAt numbers epochs by the collection's clock; fetchCollection gives th
   const got = await fetchCollection("https://x.example", "c", "t", async () => new Response(JSON.stringify(answer)));
   assert.deepEqual(got, answer);
 });
+
+test("425 keeps the report it names for a later flush and sends the others", async () => {
+  const srv = await scripted([
+    [425, { "Retry-After": "30" }, '{"error":"item 1: epoch 1 is not open yet","item":1}'],
+    [200, {}, '{"received":2}'],
+  ]);
+  const c = await client(3);
+  const queued = c.queue.map((q) => Buffer.from(q.id).toString("hex"));
+  const up = new Uploader({ baseUrl: srv.base, collection: "c 1", token: "tok", sleep: async () => {}, rand: () => 0.5 });
+  const r = await up.flush(c);
+  srv.close();
+  assert.deepEqual(ids(srv.seen[1].body), [queued[0], queued[2]]);
+  assert.deepEqual(c.queue.map((q) => Buffer.from(q.id).toString("hex")), [queued[1]]);
+  assert.equal(r.deferred, 1);
+  assert.equal(r.dropped, 0);
+  assert.equal(r.remaining, 1);
+});

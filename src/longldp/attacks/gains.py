@@ -11,6 +11,8 @@ the support, so with s̄ the expected support of one fake report and φ = f̂(s�
 
     E[Δf̂_t] = β (φ_t − f_t),   β = m/(n + m),                                    (G.1)
 
+(computed by :func:`longldp.privacy.poisoning.expected_gain`, docs/math.md (18.1))
+
 for every protocol of the registry (dBitFlipPM's estimator is affine in its (ones, samplers)
 pair, so (G.1) holds per bucket). The overall gain is G = Σ_{t∈T} E[Δf̂_t] = β(Σ_T φ_t − f_T).
 For GRR, OUE and OLH this reproduces [CJG21] Table 1 (:func:`cao_table1`); the docs derive
@@ -33,6 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 from longldp import _validate as check
 from longldp.attacks import crafting, kinds
 from longldp.attacks.threat import ThreatModel, check_targets
+from longldp.privacy import poisoning
 from longldp.protocols import FrequencyOracle
 
 OWNER = "attacks.gains"
@@ -98,7 +101,7 @@ def expected_gain(
     T = check_targets(targets, proto.estimate_size, OWNER)
     f = _frequencies(proto, true_frequencies)
     phi = fake_reading(proto, attack, T, variant=variant, hash_trials=hash_trials)
-    return GainForecast(T, beta * (phi[T] - f[T]), phi, beta)
+    return GainForecast(T, poisoning.expected_gain(beta, phi[T], f[T]), phi, beta)
 
 
 def expected_share(n: int, m: int, rate: float) -> float:
@@ -106,7 +109,7 @@ def expected_share(n: int, m: int, rate: float) -> float:
     n = check.integer(OWNER, "n", n, minimum=1)
     m = check.integer(OWNER, "m", m, minimum=0)
     if rate >= 1.0 or m == 0:
-        return m / (n + m)
+        return poisoning.fake_share(n, m)
     from scipy.stats import binom
 
     x = np.arange(m + 1)
@@ -139,7 +142,7 @@ def expected_time_average_gain(
     m = threat.fakes(n)
     share = expected_share(n, m, threat.report_rate)
     active = np.arange(f.shape[0]) >= threat.join_epoch
-    per_epoch = share * (phi[T][None, :] - f[:, T]) * active[:, None]
+    per_epoch = poisoning.expected_gain(share, phi[T][None, :], f[:, T]) * active[:, None]
     return GainForecast(T, per_epoch.mean(axis=0), phi, threat.share(n))
 
 

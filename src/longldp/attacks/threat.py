@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from longldp import _validate as check
+from longldp.privacy import poisoning
 
 OWNER = "ThreatModel"
 #: What the attacker knows. Only the public protocol parameters are modelled.
@@ -123,8 +124,7 @@ class ThreatModel:
 
     def share(self, n: int) -> float:
         """The realized fake share m/(n + m)."""
-        m = self.fakes(n)
-        return m / (n + m)
+        return poisoning.fake_share(n, self.fakes(n))
 
     def active(self, tau: int) -> int:
         """Epochs (of τ) at which the fake users may report: τ − join_epoch (≥ 0)."""

@@ -110,6 +110,13 @@ def attacker_success(
     AttackSuccess
     """
     owner = proto.name
+    if proto.history is not None:
+        raise ValueError(
+            f"{owner}: its reports depend on the client's own past values (a history-dependent "
+            "mechanism, docs/design.md §2.5), which the ASR's client model (one value, the same "
+            "report law at every report) does not describe; audit its lifetime with "
+            "longldp.audit.audit_lifetime."
+        )
     tau = check.integer(owner, "tau", tau, minimum=1)
     method = check.choice(owner, "method", method, METHODS)
     k = domain_size(proto)
@@ -205,13 +212,13 @@ def exact_asr(
     kind = report_kind(proto)
     if not kind.discrete:
         return None
-    chain = _model_chain(proto, model)
     if no_round_two(proto):
         if model == "stateless" and tau > 1:
             return None
         return _one_report_asr(proto, prior)  # no round 2: τ reports of a memo repeat it
     if kind.symbol_channel(proto) is not None:  # fresh reports of an enumerated channel
         return _one_report_asr(proto, prior) if tau == 1 and not memoized(proto) else None
+    chain = _model_chain(proto, model)
     table = kind.value_table(proto)
     if kind.statistic == "bits":
         if table is None or not np.array_equal(table, np.broadcast_to(table[:1], table.shape)):

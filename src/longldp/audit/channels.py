@@ -107,7 +107,7 @@ def memoized(proto: FrequencyOracle) -> bool:
 def no_round_two(proto: FrequencyOracle) -> bool:
     """A memoizing client whose reports repeat the memo (p2 = 1, q2 = 0: dBitFlipPM): τ reports
     reveal exactly what one does."""
-    return memoized(proto) and proto.p2 == 1.0 and proto.q2 == 0.0
+    return memoized(proto) and proto.repeats_memo
 
 
 # ------------------------------------------------------------------------------ lifetime

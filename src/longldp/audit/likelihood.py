@@ -36,7 +36,7 @@ from longldp.protocols import FrequencyOracle
 def domain_size(proto: FrequencyOracle) -> int:
     """Number of values the attacker chooses among: the domain's size (boolean RAPPOR: 2), or
     k for a domain that cannot be listed (Bloom RAPPOR: the strings of codes 0..k−1)."""
-    return proto.domain_size or proto.k
+    return proto.domain.audit_size or proto.k
 
 
 def audited_inputs(proto: FrequencyOracle) -> Any:
@@ -62,8 +62,6 @@ def log_likelihoods(
     if tau == 0:
         raise ValueError(f"{proto.name}: 'reports' must hold at least one batch.")
     kind = report_kind(proto)  # refuses a kind the audit has no channel for
-    if not kind.discrete:
-        raise ValueError(f"{proto.name}: no likelihood for continuous report kind {kind.name!r}.")
     memoized = memoized and proto.longitudinal  # one-time RAPPOR keeps no memo
     if codes is None:
         values = audited_inputs(proto)
@@ -76,6 +74,11 @@ def log_likelihoods(
                 f"got {codes!r}."
             )
         values = proto.as_inputs(rows)
+    own = kind.log_likelihoods(proto, reports, values, memoized)
+    if own is not None:  # a kind that computes its law itself (numeric reports, math §20)
+        return own
+    if not kind.discrete:
+        raise ValueError(f"{proto.name}: no likelihood for continuous report kind {kind.name!r}.")
     explicit = kind.symbol_channel(proto)
     if explicit is not None:  # τ fresh reports: Σ_t ln Pr[y_t | v] of its channel
         log_ch = np.log(explicit)[rows]

@@ -47,7 +47,7 @@ def protocol_inputs(proto: FrequencyOracle, values: NDArray[np.int64]) -> Any:
 def audit_domain(proto: FrequencyOracle) -> int:
     """Number of distinct inputs to audit: the domain's size (boolean RAPPOR: 2), or k for a
     domain that cannot be listed (Bloom RAPPOR's strings of codes 0..k−1)."""
-    return proto.domain_size or proto.k
+    return proto.domain.audit_size or proto.k
 
 
 def _wire_rows(proto: FrequencyOracle, reports: NDArray, n: int) -> NDArray[np.uint8]:
@@ -73,17 +73,21 @@ def protocol_lifetime(
 ) -> Callable[[NDArray, np.random.Generator], NDArray[np.uint8]]:
     """``run(values, rng)`` for :func:`~longldp.audit.blackbox.audit_lifetime`: row i of
     ``values`` are the τ inputs of client i, reported through one memo kept for all τ
-    (``stateless=True``: a fresh client, memo and per-user state, for every report)."""
+    (``stateless=True``: a fresh client, memo and per-user state, for every report). A
+    history-dependent mechanism's client that sends nothing at an epoch (a CHANGES-TREE
+    device between its node ends: a public fact) shows an all-zero row there."""
 
     def run(values: NDArray[np.int64], rng: np.random.Generator) -> NDArray[np.uint8]:
         n, tau = values.shape
         memo = proto.new_memo(n)
-        out = np.empty((n, tau, proto.wire_size), dtype=np.uint8)
+        out = np.zeros((n, tau, proto.wire_size), dtype=np.uint8)
         for t in range(tau):
             if stateless:
                 memo = proto.new_memo(n)
+            before = memo.reports.copy()
             reports = proto.perturb(protocol_inputs(proto, values[:, t]), memo, rng)
-            out[:, t] = _wire_rows(proto, reports, n)
+            sent = memo.reports > before
+            out[sent, t] = _wire_rows(proto, reports, int(sent.sum()))
         return out
 
     return run

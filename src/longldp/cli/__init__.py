@@ -50,6 +50,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "info",
     "allomfree",
     "serve",
+    "devices",
     "rappor",
     "audit",
     "archive",

@@ -9,7 +9,7 @@ from rich.table import Table
 
 import longldp as ll
 from longldp.cli._common import console
-from longldp.privacy import Budget
+from longldp.protocols import get_protocol_class
 
 
 def protocols_cmd(
@@ -22,14 +22,20 @@ def protocols_cmd(
     ] = 100,
     delta: Annotated[float, typer.Option(help="δ of the shuffled central figures.")] = 1e-6,
 ) -> None:
-    """Print every protocol with what persists per device, its privacy parameters and V* at the
-    given setting, and the central ε when each epoch's n reports are shuffled (per epoch, and
-    for a collection of τ epochs whose values never change, by the routes valid for what
-    persists; docs/math.md §17, `longldp privacy` for details).
+    """Print every protocol with its estimand, what persists per device, its privacy parameters
+    and its accuracy figure at the given setting (V* of a frequency oracle, the worst-case
+    variance of a mean; numeric mechanisms on [0, 1]), and the central ε when each epoch's n
+    reports are shuffled (per epoch, and for a collection of τ epochs whose values never
+    change, by the routes valid for what persists; docs/math.md §17, `longldp privacy` for
+    details; "-" where no route is offered: planned budgets, history-dependent reports).
 
     A protocol that cannot reach the setting (e.g. L-OUE at a large α) shows why in its row;
     a setting that no protocol accepts (k = 1, n = 0, ...) is refused.
     """
+    if k < 2:  # every categorical row needs two values (numeric rows ignore k)
+        raise ValueError(f"'--k' must be an integer >= 2; got {k}.")
+    if n < 1:
+        raise ValueError(f"'--n' must be an integer >= 1; got {n}.")
     if not 0.0 < alpha < 1.0:
         raise ValueError(f"'alpha' (= ε1/ε∞) must be in (0, 1); got {alpha:g}.")
     if not 0.0 < delta < 1.0:
@@ -44,39 +50,37 @@ def protocols_cmd(
     if central_summary is not None:
         title += f"; shuffled: δ = {delta:g}, τ = {epochs}"
     table = Table(title=title)
-    columns = ["protocol", "kind", "persists", "g", "p1", "q1", "p2", "q2"]
-    columns += ["ε one report", "ε memo", "V*"]
+    columns = ["protocol", "kind", "estimand", "persists", "g", "p1", "q1", "p2", "q2"]
+    columns += ["ε one report", "ε memo", "accuracy at n"]
     if central_summary is not None:
         columns += ["ε epoch shuffled", "ε collection shuffled"]
     for col in columns:
         table.add_column(col, justify="left" if col in ("protocol", "kind") else "right")
     errors: list[ValueError] = []
     for info in ll.list_protocols():
-        if "f" in info.budget_params:  # RAPPOR: (f, p, q) matched to L-SUE here, h = m = 1
-            lsue = ll.protocol("L-SUE", k=k, eps_perm=eps_perm, eps_1=alpha * eps_perm)
-            own = {"k": k, "h": 1, "m": 1, "f": 2 * lsue.q1, "p": lsue.q2, "q": lsue.p2}
-            params = {name: v for name, v in own.items() if name in info.parameters}
-        else:
-            budget = Budget.at_level(eps_perm, alpha * eps_perm, info.budget_params)
-            params = {"k": k, **budget.given()}
+        cls = get_protocol_class(info.name)
         try:
-            proto = ll.protocol(info.name, **params)
-            variance = proto.approx_variance(n)
-            central = [] if central_summary is None else central_summary(proto, n, epochs, delta)
+            proto = ll.protocol(info.name, **cls.setting_params(k, eps_perm, alpha * eps_perm))
+            accuracy = proto.accuracy_figure(n)
+            # planned budgets and history-dependent reports have no proven shuffled route
+            unrouted = central_summary is None or proto.planned or cls.history is not None
+            central = None if unrouted else central_summary(proto, n, epochs, delta)
         except ValueError as err:
             errors.append(err)
-            table.add_row(info.name, "", "", *[""] * 7, f"[red]{err}[/red]")
+            table.add_row(info.name, "", "", "", *[""] * 7, f"[red]{err}[/red]")
             continue
+        chain = proto.chain_probabilities
         table.add_row(
             info.name,
             "longitudinal" if info.longitudinal else "one-shot",
+            str(cls.estimand),
             proto.linkage.describe(short=True),
             _hash_range(proto),
-            *(f"{x:.4g}" for x in (proto.p1, proto.q1, proto.p2, proto.q2)),
+            *(["-"] * 4 if chain is None else [f"{x:.4g}" for x in chain]),
             f"{proto.single_report_epsilon():.4g}",
             f"{proto.first_round_epsilon():.4g}" if info.longitudinal else "-",
-            f"{variance:.4e}",
-            *([] if not central else [f"{central.per_epoch:.4g}", f"{central.collection:.4g}"]),
+            "-" if accuracy is None else f"{accuracy[0]} {accuracy[1]:.4e}",
+            *_central_cells(central, central_summary is not None),
         )
     if len(errors) == len(ll.list_protocols()):
         raise errors[0]
@@ -111,3 +115,13 @@ def _hash_range(proto: Any) -> str:
     """g, the buckets of the hash family a report names ("" when it names none)."""
     family = proto.report_kind.hash_family(proto)
     return "" if family is None else str(family.range)
+
+
+def _central_cells(central: Any, shown: bool) -> list[str]:
+    """The two shuffled columns of a row: none when SciPy is missing, "-" when no route is
+    offered (planned budgets, history-dependent reports; docs/math.md §17)."""
+    if not shown:
+        return []
+    if central is None:
+        return ["-", "-"]
+    return [f"{central.per_epoch:.4g}", f"{central.collection:.4g}"]

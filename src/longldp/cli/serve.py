@@ -49,6 +49,29 @@ def serve_cmd(
     max_answer_values: Annotated[
         int, typer.Option(help="Most values (epochs × values) in one query answer.")
     ] = 100_000,
+    max_inflight_bytes: Annotated[
+        int,
+        typer.Option(
+            help="Memory all requests in flight may hold (else 503 with Retry-After); at "
+            "least --max-collection-bytes."
+        ),
+    ] = 1024 * 1024 * 1024,
+    max_devices: Annotated[
+        int, typer.Option(help="Default cap of active devices per device-mode collection.")
+    ] = 1_000_000,
+    enroll_per_minute: Annotated[
+        int, typer.Option(help="Default enrollments a minute per collection (else 429).")
+    ] = 600,
+    max_connections: Annotated[
+        int, typer.Option(help="Most connections and requests at once (else 503).")
+    ] = 1000,
+    attest: Annotated[
+        str | None,
+        typer.Option(
+            help="Attestation hook 'module:function', called at every enrollment with the "
+            "collection's name and the X-Device-Attestation header; False refuses (403)."
+        ),
+    ] = None,
     workers: Annotated[
         int, typer.Option(help="Server processes sharing the port (PostgreSQL or SQLite).")
     ] = 1,
@@ -61,6 +84,10 @@ def serve_cmd(
     keep_alive_timeout: Annotated[
         int, typer.Option(help="Seconds an idle keep-alive connection stays open.")
     ] = 5,
+    write_timeout: Annotated[
+        float,
+        typer.Option(help="Seconds a client may leave its answer unread before it is dropped."),
+    ] = 30.0,
     tls_cert: Annotated[
         str | None, typer.Option(help="PEM certificate: serve HTTPS (with --tls-key).")
     ] = None,
@@ -104,6 +131,9 @@ def serve_cmd(
         max_open_epochs=max_open_epochs,
         max_collection_bytes=max_collection_bytes,
         max_answer_values=max_answer_values,
+        max_inflight_bytes=max_inflight_bytes,
+        max_devices=max_devices,
+        enroll_per_minute=enroll_per_minute,
     )
     try:
         serve(
@@ -116,6 +146,9 @@ def serve_cmd(
             header_timeout=header_timeout,
             body_timeout=body_timeout,
             keep_alive_timeout=keep_alive_timeout,
+            write_timeout=write_timeout,
+            max_connections=max_connections,
+            attest=attest,
             tls_cert=tls_cert,
             tls_key=tls_key,
             log_level=log_level.lower(),

@@ -14,10 +14,14 @@ attacker) posting the same ids cannot make this device's reports conflict. What 
 does:
 
 - **2xx**: the batch is committed on the server; its reports leave the queue.
-- **408, 429, 5xx, or no answer** (connection refused, timeout): the batch stays queued and is
+- **408, 429, 5xx, or no complete answer** (connection refused or dropped, a timeout, an
+  answer cut short after its headers: any transport error): the batch stays queued and is
   retried after an exponential backoff with full jitter, ``uniform(0, min(max_delay,
   base_delay·2^attempt))``, but never sooner than the server's ``Retry-After`` (seconds or an
   HTTP date). Retries send the same report ids, so the server counts each report once.
+- **425** (the report's epoch is not open yet: this device's clock runs ahead of the
+  collection's): the report named by ``"item"`` (the whole batch if none) stays queued and is
+  left out of the rest of this flush; a later flush sends it again.
 - **413** (batch too large): the batch is halved and sent again.
 - **401, 403** (no or wrong token): nothing is dropped, the flush stops and logs an error:
   the reports are fine, the credentials are not.
@@ -33,6 +37,7 @@ off and retry; 401, 403 or 409 (a shared-token collection) stop the flush, queue
 from __future__ import annotations
 
 import email.utils
+import http.client
 import json
 import logging
 import random
@@ -62,6 +67,8 @@ class UploadResult:
     remaining: int = 0
     #: HTTP status (401 or 403) that stopped the flush, else None.
     refused: int | None = None
+    #: Reports kept for a later flush: their epoch is not open yet (425).
+    deferred: int = 0
     waits: list[float] = field(default_factory=list)
 
 
@@ -119,14 +126,24 @@ class Uploader:
         failures = 0
         limit = self.batch_size
         bearer = self._bearer(client, result) if client.queue else None
+        later: set[bytes] = set()
         while bearer is not None and client.queue and failures < self.max_attempts:
-            items, data = client.batch(limit)
+            items, data = client.batch(limit, later)
+            if not items:
+                break
             result.attempts += 1
             status, body, retry_after = self._post(self.url, data, bearer)
             if status is not None and 200 <= status < 300:
                 client.acknowledge([q.id for q in items])
                 result.acknowledged += len(items)
                 failures = 0
+                continue
+            if status == 425:
+                item = _item(body)
+                wait = [items[item]] if item is not None and 0 <= item < len(items) else items
+                later.update(q.id for q in wait)
+                result.deferred += len(wait)
+                log.info("upload to %s: %d report(s) for a later epoch kept", self.url, len(wait))
                 continue
             if status == 413 and limit > 1:
                 limit = max(1, len(items) // 2)
@@ -167,10 +184,16 @@ class Uploader:
         while failures < self.max_attempts:
             result.attempts += 1
             status, body, retry_after = self._post(self.enroll_url, b"", str(self.enroll_token))
-            if status == 201:
-                answer = _json(body) or {}
+            answer = _json(body) if status == 201 else None
+            if (
+                isinstance(answer, dict)
+                and isinstance(answer.get("device"), int)
+                and isinstance(answer.get("credential"), str)
+            ):
                 client.set_credential(self.base_url, answer["device"], answer["credential"])
                 return str(answer["credential"])
+            if status == 201:  # an answer cut short or garbled: as if none had come
+                status = None
             if status is not None and 400 <= status < 500 and status not in RETRY_STATUSES:
                 log.error(
                     "enrolling at %s refused (HTTP %d: %s); queue kept",
@@ -208,9 +231,17 @@ class Uploader:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 return resp.status, resp.read(), None
         except urllib.error.HTTPError as err:
-            body = err.read() if err.fp is not None else b""
+            try:
+                body = err.read() if err.fp is not None else b""
+            except (OSError, http.client.HTTPException) as cut:
+                # A refusal whose body (which names the item to drop) was cut short: as if no
+                # answer had come, rather than drop a whole batch for one bad item.
+                log.info("answer of %s cut short: %s", url, cut)
+                return None, b"", None
             return err.code, body, parse_retry_after(err.headers.get("Retry-After"))
-        except (urllib.error.URLError, OSError) as err:
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as err:
+            # Any transport error (refused, reset, timed out, an answer cut short after its
+            # headers: http.client.IncompleteRead) is no answer: back off, keep the queue.
             log.info("request to %s failed: %s", url, err)
             return None, b"", None
 
@@ -250,6 +281,21 @@ def fetch_protocol(
     return proto
 
 
+def fetch_plan(
+    base_url: str, collection: str, epoch: int, token: str, timeout: float = 10.0
+) -> dict[str, Any]:
+    """What a device reports with at ``epoch`` (``GET /v1/collections/{name}/epochs/{epoch}/plan``,
+    docs/server.md): ``{"status": "report" | "none" | "pending", "plan": {...} or None, …}``.
+    ``token``: any token of the collection (the device's credential, its enrollment token)."""
+    name = urllib.parse.quote(collection, safe="")
+    req = urllib.request.Request(
+        f"{base_url.rstrip('/')}/v1/collections/{name}/epochs/{int(epoch)}/plan",
+        headers={"Authorization": f"Bearer {token}"},
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        return json.loads(resp.read())
+
+
 def _json(body: bytes) -> Any:
     try:
         return json.loads(body)
@@ -271,4 +317,4 @@ def _item(body: bytes) -> int | None:
     return None
 
 
-__all__ = ["UploadResult", "Uploader", "fetch_protocol", "parse_retry_after"]
+__all__ = ["UploadResult", "Uploader", "fetch_plan", "fetch_protocol", "parse_retry_after"]

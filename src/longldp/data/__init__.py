@@ -20,6 +20,10 @@ Real strings (`longldp.data.names`)
     (word frequencies, for the heavy-hitter studies).
 Longitudinal interpolation (`longldp.data.longitudinal`)
     `to_longitudinal`, `permutations`, `LongitudinalTable`, `LongitudinalSets`.
+Data that changes (`longldp.data.panels`, `longldp.data.streams`)
+    `load_panel` (the bundled wage panel: industry and occupation of 545 men, 1980–1987);
+    `changing_stream`, `change_rates` (controlled change rates: steady, periodic, bursty,
+    drifting), `binary_stream`, `ldp_ids_curve` (the LDP-IDS synthetic streams).
 """
 
 from longldp.data.containers import CODE_DTYPE, INDPTR_DTYPE, Domain, SetData, Table
@@ -32,6 +36,7 @@ from longldp.data.longitudinal import (
     to_longitudinal,
 )
 from longldp.data.names import english_words, seattle_pet_names
+from longldp.data.panels import Panel, load_panel
 from longldp.data.registry import DatasetInfo, dataset_names, list_datasets, load, verify_checksums
 from longldp.data.standins import (
     BMS_POS,
@@ -44,6 +49,7 @@ from longldp.data.standins import (
     sample_sets,
     standin,
 )
+from longldp.data.streams import binary_stream, change_rates, changing_stream, ldp_ids_curve
 from longldp.data.synthetic import (
     gaussian,
     gaussian_probabilities,
@@ -62,17 +68,23 @@ __all__ = [
     "Domain",
     "LongitudinalSets",
     "LongitudinalTable",
+    "Panel",
     "SetData",
     "StandinSpec",
     "Table",
+    "binary_stream",
     "bms_pos_standin",
+    "change_rates",
+    "changing_stream",
     "dataset_names",
     "english_words",
     "gaussian",
     "gaussian_probabilities",
     "kosarak_standin",
+    "ldp_ids_curve",
     "list_datasets",
     "load",
+    "load_panel",
     "permutations",
     "quest",
     "quest_from_name",

@@ -714,15 +714,26 @@ def spent_budget(reports: int, memos: int, eps_1: float, eps_perm: float | None)
     """
     held = 0 if eps_perm is None else int(memos)
     total = spent_epsilon(reports, held, eps_1, eps_perm)
+    return SpentBudget(int(reports), held, spent_total(total))
+
+
+def spent_total(total: float) -> float:
+    """A spent total as every client shows, stores and compares it (docs/client-spec.md §6.1).
+
+    The margin of `round_up` is taken off once and the total rounded *up* to 12 significant
+    digits (a slack of 10⁻³ grid step absorbs the division's own float error), then read back
+    through its decimal text, so that 3 is 3.0, not 3.0000000000000004. The one place of the
+    rule: :func:`spent_budget` and the spending of a planned or history-dependent device.
+    """
     if total > 0 and math.isfinite(total):
         exponent = math.floor(math.log10(total)) - 11  # a grid of 12 significant digits
-        # Up to the grid (a slack of 1e-3 grid step absorbs the division's own float error),
-        # then back through the decimal text so that 3 is 3.0, not 3.0000000000000004.
         steps = math.ceil(total * (1 - 1e-12) / 10.0**exponent - 1e-3)
-        total = float(f"{steps}e{exponent}")
-    return SpentBudget(int(reports), held, total)
+        return float(f"{steps}e{exponent}")
+    return float(total)
 
 
 # The accounting trait type of every mechanism (docs/math.md §4, docs/design.md §2.5): a value
 # of this layer, so that what sits below the protocols can read a protocol's rule.
+# The privacy ledger (docs/math.md §19.6): a callable module, ``ledger(protocol, trajectories)``.
+from longldp.privacy import ledger as ledger  # noqa: E402
 from longldp.privacy.accounting import Accounting as Accounting  # noqa: E402

@@ -224,8 +224,9 @@ def join(data: bytes | bytearray | memoryview | Sequence[bytes]) -> bytes:
 # ---------------------------------------------------------------------- aggregator state
 
 
-def check_state(obj: Any) -> tuple[dict[str, Any], int, NDArray[np.int64]]:
-    """(spec, n, support) of a serialized aggregator state, its shape checked."""
+def check_state(obj: Any) -> tuple[dict[str, Any], int, NDArray]:
+    """(spec, n, support) of a serialized aggregator state, its shape checked: counts are
+    integers in [0, n]; a numeric mean's sums (floats, docs/math.md (20.3)) finite numbers."""
     if not isinstance(obj, Mapping) or obj.get("format") != STATE_FORMAT:
         raise ValueError(f"aggregator state: must be an object with format {STATE_FORMAT!r}.")
     missing = {"protocol", "fingerprint", "n", "support"} - set(obj)
@@ -238,7 +239,7 @@ def check_state(obj: Any) -> tuple[dict[str, Any], int, NDArray[np.int64]]:
         support = np.asarray(obj["support"])
     except (TypeError, ValueError):
         raise ValueError("aggregator state: 'support' must be a nested list of integers.") from None
-    if support.size and support.dtype.kind == "f":  # a continuous kind's sums (SHE)
+    if support.size and support.dtype.kind == "f":
         if not np.all(np.isfinite(support)):
             raise ValueError("aggregator state: 'support' must hold finite numbers.")
         return dict(obj["protocol"]), n, support.astype(np.float64)

@@ -134,6 +134,11 @@ class PopulationMemo:
     buckets), drawn lazily the first time a user reports (``has_state``). ``cache`` holds what
     a family derives from that state once and reuses at every report (LOLOHA: each user's
     hash buckets of the whole domain); it is a pure function of ``state``, never randomness.
+
+    A history-dependent mechanism (its ``history`` trait, docs/design.md §2.5) also keeps each
+    user's ``history`` (what her next report depends on, created by the mechanism's
+    ``new_history``), the ``epochs`` each user has gone through (a user may send nothing at an
+    epoch) and the ε each has ``spent`` by the mechanism's accounting, report by report.
     """
 
     n_users: int
@@ -141,10 +146,15 @@ class PopulationMemo:
     state: dict[str, NDArray] = field(default_factory=dict)
     has_state: NDArray[np.bool_] | None = None
     cache: dict[str, NDArray] = field(default_factory=dict)
+    history: dict[str, NDArray] = field(default_factory=dict)
     reports: NDArray[np.int64] = field(init=False)
+    epochs: NDArray[np.int64] = field(init=False)
+    spent: NDArray[np.float64] = field(init=False)
 
     def __post_init__(self) -> None:
         self.reports = np.zeros(self.n_users, dtype=np.int64)
+        self.epochs = np.zeros(self.n_users, dtype=np.int64)
+        self.spent = np.zeros(self.n_users, dtype=np.float64)
 
     def memos_per_user(self) -> NDArray[np.int64]:
         if self.store is None:

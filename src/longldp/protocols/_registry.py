@@ -29,6 +29,7 @@ from longldp.protocols.hadamard import LSH, SH
 from longldp.protocols.hr import HR
 from longldp.protocols.lh import BLH, OLH, OLOLOHA, BiLOLOHA
 from longldp.protocols.mechanism import Mechanism
+from longldp.protocols.numeric.mechanisms import NUMERIC_CLASSES
 from longldp.protocols.rappor import (
     RAPPOR,
     RapporBoolean,
@@ -40,6 +41,8 @@ from longldp.protocols.rappor import (
 from longldp.protocols.report_kinds import ReportKind
 from longldp.protocols.sketch.mechanisms import CMS, HCMS, LCMS, LHCMS, PCS, SHE, THE
 from longldp.protocols.sketch.pem import PEM
+from longldp.protocols.streams.changes import DDRM, ChangesTree, Thresh
+from longldp.protocols.streams.ldp_ids import LBA, LBD, LBU, LPA, LPD, LPU, LSP
 from longldp.protocols.subset import SubsetSelection
 from longldp.protocols.traits import Estimand, Rounds
 from longldp.protocols.ue import LOSUE, LOUE, LSOUE, LSUE, OUE, SUE
@@ -75,6 +78,16 @@ BUILTIN_CLASSES: tuple[type[FrequencyOracle], ...] = (
     RapporOneTime,
     RapporOneHotOneTime,
     RapporBooleanOneTime,
+    LBU,
+    LSP,
+    LBD,
+    LBA,
+    LPU,
+    LPD,
+    LPA,
+    Thresh,
+    ChangesTree,
+    DDRM,
     CMS,
     HCMS,
     PCS,
@@ -83,6 +96,7 @@ BUILTIN_CLASSES: tuple[type[FrequencyOracle], ...] = (
     LCMS,
     LHCMS,
     PEM,
+    *NUMERIC_CLASSES,
 )
 
 #: Every registered protocol: this package's, then those of other packages' entry points (in

@@ -17,6 +17,12 @@ The client talks to its protocol through the public client hooks of the mechanis
 (:class:`~longldp.protocols.mechanism.Mechanism`): ``new_client_state`` (per-user state),
 ``client_key`` (memo key of an input), ``client_round1``, ``client_round2``, ``client_record``
 and ``example_memo``; the budget is :meth:`~longldp.protocols.mechanism.Mechanism.budget_spent`.
+
+A history-dependent mechanism (its ``history`` trait, docs/design.md §2.5) is one-shot per
+report but its report input depends on the device's past values: the client keeps the
+``history`` (``new_client_history``), and each report is :meth:`Client.history_step` (what the
+epoch's report would be and cost), :meth:`Client.draw` (its randomization, from the round-2
+source) and :meth:`Client.advance` (the history after it); :meth:`Client.report` does the three.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from longldp import privacy
 from longldp.protocols._rng import HmacRandom, RandomSource, SecureRandom
 
 if TYPE_CHECKING:  # pragma: no cover
-    from longldp.protocols.mechanism import Mechanism
+    from longldp.protocols.mechanism import HistoryStep, Mechanism
 
 #: Labels of the device derivation (docs/client.md §2). A change of the derivation must bump
 #: the version, so that no device ever mixes memos of two derivations.
@@ -158,6 +164,12 @@ class Client:
         self.round1: Round1Source = DrawnRound1(source) if round1 is None else round1
         self.state = self.round1.state(oracle) if state is None else state
         self._memo: dict[int | bytes, NDArray] = {}
+        #: A history-dependent mechanism's history (None for every other protocol).
+        self.history: dict[str, NDArray] | None = oracle.new_client_history()
+        #: The epoch a history step takes when none is given (one after the last step's).
+        self.next_epoch = 0
+        #: ε spent by a history-dependent mechanism's reports, by its accounting.
+        self.spent = 0.0
         if memo:
             template = oracle.example_memo()
             for key, raw in memo.items():
@@ -194,10 +206,42 @@ class Client:
         """The memo table (memo key → memo bytes), to persist when round 1 is not reproducible."""
         return {key: val.tobytes() for key, val in self._memo.items()}
 
+    # ------------------------------------------------------------------ history
+    def history_step(
+        self, value: Any, epoch: int | None = None, plan: Any = None
+    ) -> HistoryStep:
+        """What reporting ``value`` at ``epoch`` (default: ``next_epoch``) with the server's
+        ``plan`` would send and cost, from the client's history (a history-dependent mechanism);
+        nothing is drawn or changed. Bad input raises ``ValueError``."""
+        o = self.oracle
+        if self.history is None:
+            raise ValueError(f"{o.name}: its reports do not depend on a device's history.")
+        o.client_key(value, self.state)  # the value, checked
+        values = o.domain.check(o.name, [value])
+        at = self.next_epoch if epoch is None else int(epoch)
+        return o.history_step(values, self.state, self.history, np.array([at]), plan)
+
+    def draw(self, step: HistoryStep) -> Any:
+        """The report record of a history step (its report input randomized from the round-2
+        source), or None when the step sends nothing."""
+        if not bool(step.sends[0]):
+            return None
+        payload = self.oracle.client_round1(step.inputs[:1], self.state, self.round2)
+        return self.oracle.client_record(payload, self.state)
+
+    def advance(self, step: HistoryStep, epoch: int | None = None) -> None:
+        """Take the history after ``step`` (made at ``epoch``, default ``next_epoch``)."""
+        self.history = {name: np.array(arr) for name, arr in step.history.items()}
+        self.next_epoch = (self.next_epoch if epoch is None else int(epoch)) + 1
+        self.spent += float(step.costs[0])
+        self._reports += int(step.sends[0])
+
     # ------------------------------------------------------------------ reports
     def trace(self, value: Any) -> Trace:
         """Encoding, memo and report of ``value`` (google/rappor's ``_internal_encode``)."""
         o = self.oracle
+        if self.history is not None:
+            raise ValueError(f"{o.name}: a history-dependent report: use report(value, epoch).")
         key, encoded = o.client_key(value, self.state)
         if o.longitudinal:
             memo = self._memo_of(key, encoded)
@@ -207,13 +251,23 @@ class Client:
         self._reports += 1
         return Trace(encoded, memo, report)
 
-    def report(self, value: Any) -> Any:
-        """Randomize ``value`` into one report record."""
+    def report(self, value: Any, epoch: int | None = None, plan: Any = None) -> Any:
+        """Randomize ``value`` into one report record. A history-dependent mechanism reports
+        at ``epoch`` (default: the one after its last) with the server's ``plan`` and returns
+        None at an epoch where it sends nothing."""
+        if self.history is not None:
+            step = self.history_step(value, epoch, plan)
+            record = self.draw(step)
+            self.advance(step, epoch)
+            return record
         return self.oracle.client_record(self.trace(value).report, self.state)
 
-    def report_bytes(self, value: Any) -> bytes:
-        """:meth:`report` as one wire-format report (header + body, docs/wire-format.md)."""
-        rec = self.report(value)
+    def report_bytes(self, value: Any, epoch: int | None = None, plan: Any = None) -> Any:
+        """:meth:`report` as one wire-format report (header + body, docs/wire-format.md), or
+        None when a history-dependent mechanism sends nothing at the epoch."""
+        rec = self.report(value, epoch, plan)
+        if rec is None:
+            return None
         return self.oracle.encode_reports(np.asarray([rec], dtype=np.asarray(rec).dtype))
 
     @property
@@ -223,5 +277,8 @@ class Client:
 
     @property
     def spent_budget(self) -> privacy.SpentBudget:
-        """Reports sent, distinct memos, and the ε bound min(t·ε1, m·ε∞) (docs/math.md §4)."""
+        """Reports sent, distinct memos, and the ε bound min(t·ε1, m·ε∞) (docs/math.md §4); a
+        history-dependent mechanism: what its reports cost by its accounting."""
+        if self.history is not None:
+            return privacy.SpentBudget(self._reports, 0, privacy.spent_total(self.spent))
         return self.oracle.budget_spent(self._reports, self.memo_count)

@@ -31,8 +31,12 @@ class ClientSpec:
     eps_1, eps_perm : the §3.3 cells: ε1 of one report and ε∞ of one memo.
     state, memo_key, round1, draws2 : the §4.2 cells: the per-device state, the memo key of a
         value, round 1's draws and round 2's draws.
-    derived : attributes the test vectors record besides p1, q1, p2, q2 (e.g. ``g``,
-        ``omega``): what a client derives from the spec and must agree on.
+    derived : integer attributes the test vectors record besides the probabilities (e.g.
+        ``g``, ``omega``): what a client derives from the spec and must agree on.
+    probabilities : the real attributes a client derives and must reproduce bit for bit (the
+        vectors record them; ``tests/test_js_client.py`` compares them): the chain's p1, q1,
+        p2, q2, or a numeric mechanism's own constants (its slope, PM's width and centre
+        probability, SW's b, …; docs/math.md §20).
     """
 
     family: str
@@ -45,19 +49,39 @@ class ClientSpec:
     round1: str
     draws2: str
     derived: tuple[str, ...] = ()
+    probabilities: tuple[str, ...] = ("p1", "q1", "p2", "q2")
 
 
 @dataclass(frozen=True)
 class VectorCase:
     """One case of the device test vectors (docs/client-spec.md §9): the protocol's parameters,
-    the values a device reports at epochs 0, 1, …, its collection and budget cap. The case is
-    named after the protocol, then ``-suffix``."""
+    the values a device reports at epochs 0, 1, … (or at ``epochs``), its collection and budget
+    cap, and, for a planned protocol, the server's plan of each epoch (``plans``, one per
+    value). The case is named after the protocol, then ``-suffix``."""
 
     params: Mapping[str, Any]
     values: tuple[Any, ...]
     suffix: str = ""
     collection: str = "vectors"
     max_epsilon: float | None = None
+    plans: tuple[Mapping[str, Any] | None, ...] = ()
+    epochs: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("plans", "epochs"):
+            given = getattr(self, name)
+            if given and len(given) != len(self.values):
+                raise ValueError(
+                    f"VectorCase: '{name}' must give one entry per value ({len(self.values)}); "
+                    f"got {len(given)}."
+                )
+
+    def steps(self) -> list[tuple[int, Any, Mapping[str, Any] | None]]:
+        """(epoch, value, plan) of each step: ``epochs`` (default 0, 1, …) and ``plans``
+        (default none)."""
+        epochs = self.epochs or tuple(range(len(self.values)))
+        plans = self.plans or (None,) * len(self.values)
+        return list(zip(epochs, self.values, plans, strict=True))
 
     def name(self, protocol: str) -> str:
         """The case's name: the protocol's, then ``-suffix`` when there is one."""

@@ -248,6 +248,10 @@ class DBitFlipPM(FrequencyOracle):
     def _memo_key(self, values: NDArray[np.int64], state: dict) -> NDArray[np.int64]:
         return privacy.bucket_of(values, self.k, self.n_buckets)
 
+    def ledger_keys(self, trajectories: NDArray, state: Any = None) -> NDArray:
+        """A memo per bucket value: the buckets of the values (public, no state needed)."""
+        return privacy.bucket_of(trajectories, self.k, self.n_buckets)
+
     def _memo_store(self, n_users: int) -> MemoStore | DenseMemoStore:
         return make_memo_store(n_users, self.n_buckets, ((self.d + 7) // 8,), np.uint8)
 

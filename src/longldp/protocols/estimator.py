@@ -55,6 +55,11 @@ class Estimator:
         """The unbiased estimate of ``support`` (trailing shape ``support_shape``) of n reports."""
         raise NotImplementedError
 
+    def estimate_labels(self) -> list[str] | None:
+        """What each position of the flattened estimate is, for displays (the dashboard); None:
+        the generic "value v" (or "cohort j, bit i")."""
+        return None
+
     def estimate_variance(
         self, support: NDArray, n: int, plug_in: NDArray[np.float64]
     ) -> NDArray[np.float64]:
@@ -67,6 +72,12 @@ class Estimator:
         clipped to where the estimand lives (frequencies: [0, 1])."""
         with np.errstate(invalid="ignore"):
             return np.clip(raw, 0.0, 1.0)
+
+    def accuracy_figure(self, n: int) -> tuple[str, float] | None:
+        """One number that ranks mechanisms of this estimand at n users, with its name, for
+        listings (``longldp protocols``): a frequency oracle's V*, a mean's worst-case variance;
+        None when the estimand has no single figure (a distribution, change parts)."""
+        return None
 
     def postprocess_channel(self, n: int) -> pp.ChannelInfo:
         """The channel as post-processing sees it (math §5): P1, P0, n, GRR-type or not."""
@@ -131,6 +142,11 @@ class Estimator:
             )
         agg = Aggregator(self)
         empty = agg.support_counts
+        if support.size and (support.dtype.kind == "f") != (empty.dtype.kind == "f"):
+            raise ValueError(
+                f"{self.name}: aggregator state 'support' must hold "
+                f"{'numbers' if empty.dtype.kind == 'f' else 'integers'}; got {support.dtype}."
+            )
         if support.shape != empty.shape:
             raise ValueError(
                 f"{self.name}: aggregator state 'support' must have shape {empty.shape}; "
@@ -196,6 +212,10 @@ class SupportEstimator(Estimator):
         return np.asarray(counts, dtype=np.float64) / n
 
     # ------------------------------------------------------------------ variances
+    def accuracy_figure(self, n: int) -> tuple[str, float] | None:
+        """V* (:meth:`approx_variance`)."""
+        return "V*", self.approx_variance(n)
+
     def approx_variance(self, n: int) -> float:
         """V*: variance of one estimate at f = 0 (the papers' figure of merit)."""
         n = check.integer(self.name, "n", n, minimum=1)
@@ -279,7 +299,7 @@ class Aggregator:
             "protocol": self.oracle.spec(),
             "fingerprint": self.oracle.fingerprint().hex(),
             "n": int(self.n),
-            "support": _json_support(self.support_counts),
+            "support": _support_json(self.support_counts),
         }
 
     def estimate(self, postprocess: str | pp.PostProcessor | None = None) -> NDArray[np.float64]:
@@ -297,10 +317,10 @@ class Aggregator:
         return self.oracle.estimate_with_se(self.support_counts, self.n, postprocess, level)
 
 
-def _json_support(support: NDArray) -> Any:
-    """Support counts as nested lists: integers, or floats for a continuous kind's sums."""
+def _support_json(support: NDArray) -> list[Any]:
+    """Support as JSON: integer counts as ints; a numeric mean's sums (floats) as floats."""
     arr = np.asarray(support)
-    return (arr if arr.dtype.kind == "f" else arr.astype(np.int64)).tolist()
+    return (arr.astype(np.float64) if arr.dtype.kind == "f" else arr.astype(np.int64)).tolist()
 
 
 def as_report_array(reports: NDArray | Sequence[Any]) -> NDArray:

@@ -389,6 +389,8 @@ class OLH(_OneShotLH):
 
 @dataclass(frozen=True)
 class _LOLOHA(_LocalHashing):
+    """LOLOHA's memo key is the user's bucket H_u(v) (math §3.4)."""
+
     k: int
     eps_perm: float
     eps_1: float
@@ -451,6 +453,15 @@ class _LOLOHA(_LocalHashing):
         set_derived(self, calibration=self.calibration.lower())
         p1 = privacy.grr_probabilities(self.eps_perm, g)[0]
         _set_chain(self, g, p1, privacy.lgrr_p2(g, self.eps_perm, self.eps_1, self.calibration))
+
+    def ledger_keys(self, trajectories: NDArray, state: Any = None) -> NDArray:
+        """H_u(v) of every report when ``state["hash_id"]`` gives the users' hash ids; without
+        it the values, whose distinct count bounds the distinct buckets from above."""
+        x = np.asarray(trajectories)
+        if state is None:
+            return x
+        ids = np.asarray(state["hash_id"], dtype=np.int64)
+        return self.hash_buckets(ids[:, None], x)
 
 
 @dataclass(frozen=True)

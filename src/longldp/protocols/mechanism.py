@@ -14,7 +14,10 @@ hooks of its role:
 - ``support_counts(reports)`` and ``_sample_support(true_counts, n, rng)``: aggregation and its
   count-level twin;
 - :meth:`Mechanism.support_from_memos`: round 2 drawn at count level from the memos of one
-  population step (the per-user engine), default: materialize the reports.
+  population step (the per-user engine), default: materialize the reports;
+- for a history-dependent mechanism (trait ``history``): ``new_history(m)`` and
+  ``history_step(values, state, history, epochs, plan)`` (:class:`HistoryStep`: each device's
+  *report input*, what it costs, the history after), then ``_round1`` randomizes report inputs.
 
 Traits (class variables) every registered mechanism declares or inherits (docs/design.md
 §2.2): ``name``, ``aliases``, ``wire_id``, ``report_kind`` (a
@@ -23,14 +26,16 @@ Traits (class variables) every registered mechanism declares or inherits (docs/d
 (:class:`~longldp.privacy.linkage.Linkage`), ``estimand``
 (the estimator role's), ``domain`` (an instance property: a
 :class:`~longldp.protocols.traits.Domain`), ``accounting`` (a
-:class:`~longldp.privacy.accounting.Accounting`) and ``plan_keys``.
+:class:`~longldp.privacy.accounting.Accounting`), ``plan_keys`` and ``history`` (a
+:class:`~longldp.protocols.traits.History`, or None).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -46,7 +51,7 @@ from longldp.protocols._rng import RandomSource, as_random_source
 from longldp.protocols.client import Client, Round1Source
 from longldp.protocols.clientspec import ClientSpec, VectorCase
 from longldp.protocols.report_kinds import ReportKind
-from longldp.protocols.traits import Categorical, Domain, Estimand, Rounds
+from longldp.protocols.traits import Categorical, Domain, Estimand, History, Rounds
 
 #: Rows × columns handled at once when a step materializes a (users × domain) matrix.
 CHUNK_CELLS = 1 << 22
@@ -57,6 +62,29 @@ def row_slices(n: int, width: int) -> Iterator[slice]:
     step = max(1, CHUNK_CELLS // max(1, width))
     for start in range(0, n, step):
         yield slice(start, min(n, start + step))
+
+
+@dataclass(frozen=True)
+class HistoryStep:
+    """One epoch of m devices of a history-dependent mechanism (docs/design.md §2.5).
+
+    Attributes
+    ----------
+    inputs : (m,) int64: each device's *report input* (the code its report randomizes: a
+        value, a node's transition, a vote), or -1 when the device sends nothing this epoch.
+    costs : (m,) float64: the ε each report spends under the mechanism's accounting (0 for a
+        report whose law is the data-independent default, and for no report).
+    history : the devices' history after this epoch (same fields and shapes as before).
+    """
+
+    inputs: NDArray[np.int64]
+    costs: NDArray[np.float64]
+    history: dict[str, NDArray]
+
+    @property
+    def sends(self) -> NDArray[np.bool_]:
+        """Which devices send a report this epoch."""
+        return self.inputs >= 0
 
 
 @dataclass
@@ -116,8 +144,14 @@ class Mechanism(ABC):
     #: How devices of other languages run it (docs/client-spec.md's tables, the JavaScript
     #: family module); None: no device client outside Python (:mod:`.clientspec`).
     client_spec: ClassVar[ClientSpec | None] = None
+    #: Why no device runs this mechanism (it is given for comparison only: no ``client_spec``,
+    #: no JavaScript family, no test vectors); None for a mechanism devices run.
+    comparison_only: ClassVar[str | None] = None
     #: The device test vectors' cases of this protocol (docs/client-spec.md §9).
     vector_cases: ClassVar[tuple[VectorCase, ...]] = ()
+    #: What a device keeps of its own past values when its reports depend on them (the
+    #: change-based mechanisms); None: a report depends on the current value alone.
+    history: ClassVar[History | None] = None
     k: int
     p1: float
     q1: float
@@ -135,6 +169,30 @@ class Mechanism(ABC):
         estimand = getattr(cls, "estimand", None)
         if isinstance(estimand, Estimand):
             cls.estimates_frequencies = estimand.frequency_vector
+
+    @classmethod
+    def setting_params(
+        cls, k: int, eps_perm: float, eps_1: float, one_shot_eps: float | None = None
+    ) -> dict[str, Any]:
+        """Constructor parameters at a common listing setting (``longldp protocols``, the
+        shuffle table): the input domain's (k values, or the unit interval); the budget at
+        ε∞ = ``eps_perm`` with ε1 = ``eps_1`` (a one-shot mechanism at ``one_shot_eps``, by
+        default ``eps_perm``; :meth:`longldp.privacy.Budget.at_level`), or a budget of the
+        mechanism's own single parameter (a window's ε, a lifetime's) at ``eps_perm``; every
+        other required parameter (a window, a horizon, a budget of several parts) at the
+        class's first test value. A mechanism whose budget takes another form overrides it."""
+        params = {**cls.input_domain.setting_params(k)}
+        native = [p for p in cls.budget_params if p not in privacy.BUDGET_KEYS]
+        if len(native) == 1:
+            params[native[0]] = eps_perm
+        elif not native:
+            level = eps_perm if cls.longitudinal or one_shot_eps is None else one_shot_eps
+            params |= privacy.Budget.at_level(level, eps_1, cls.budget_params).given()
+        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+            missing = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+            if f.init and missing and f.name not in params:
+                params[f.name] = cls.test_params[0][f.name]
+        return params
 
     @classmethod
     def max_alpha(cls, eps_perm: float) -> float:
@@ -169,6 +227,12 @@ class Mechanism(ABC):
         return self.domain.as_inputs(codes)
 
     # ------------------------------------------------------------------ privacy claims
+    @property
+    def chain_probabilities(self) -> tuple[float, float, float, float] | None:
+        """(p1, q1, p2, q2) of the two-round chain the reports follow (docs/math.md §2), for
+        listings; a family whose channel is not such a chain (numbers) overrides it: None."""
+        return self.p1, self.q1, self.p2, self.q2
+
     @functools.cached_property
     def P1(self) -> float:
         """Probability that a report supports v when the user's value is v."""
@@ -178,6 +242,11 @@ class Mechanism(ABC):
     def P0(self) -> float:
         """Probability that a report supports v when the user's value is not v."""
         return privacy.chain_support(self.p1, self.q1, self.p2, self.q2)[1]
+
+    @property
+    def repeats_memo(self) -> bool:
+        """Every report repeats the memo (no round 2: p2 = 1, q2 = 0, dBitFlipPM)."""
+        return self.p2 == 1.0 and self.q2 == 0.0
 
     @abstractmethod
     def single_report_epsilon(self) -> float:
@@ -199,9 +268,12 @@ class Mechanism(ABC):
 
     def spent_budget(self, memo: PopulationMemo) -> dict[str, NDArray]:
         """Per-user budget of a population: reports, distinct memos and the ε of the
-        :attr:`accounting` rule (min(t·ε1, m·ε∞) for a chain, docs/math.md §4)."""
+        :attr:`accounting` rule (min(t·ε1, m·ε∞) for a chain, docs/math.md §4; a
+        history-dependent mechanism: the sum of what each of the user's reports cost)."""
         t = memo.reports
         m = memo.memos_per_user()
+        if self.history is not None:
+            return {"reports": t, "memos": m, "epsilon": memo.spent.copy()}
         return {"reports": t, "memos": m, "epsilon": self.accounting.spent(t, m)}
 
     def budget_spent(self, reports: int, memos: int) -> privacy.SpentBudget:
@@ -209,6 +281,15 @@ class Mechanism(ABC):
         min(t·ε1, m·ε∞), or t·ε for a protocol that memoizes nothing (docs/math.md §4)."""
         acc = self.accounting
         return privacy.spent_budget(reports, memos, acc.eps_report, acc.eps_memo)
+
+    def ledger_keys(self, trajectories: NDArray, state: Mapping[str, Any] | None = None) -> NDArray:
+        """The memo key of every report of (n, τ) trajectories, for the ledger (math §19.6).
+
+        The default: a memo per value. A family whose memo key is another function of the value
+        (a bucket, a per-user hash) overrides it; without the per-user ``state`` such a family
+        returns the values, whose distinct count bounds the distinct keys from above.
+        """
+        return np.asarray(trajectories)
 
     # ------------------------------------------------------------------ planned rounds
     @property
@@ -233,18 +314,84 @@ class Mechanism(ABC):
             )
         return dict(plan)
 
+    def example_plan(self, epoch: int) -> dict[str, Any] | None:
+        """A plan a device may be given at ``epoch``, valid at every epoch (round trips, examples,
+        docs); None for a mechanism that plans nothing. A planned family overrides it."""
+        if self.planned:
+            raise NotImplementedError(f"{self.name}: a planned mechanism gives its example plan.")
+        return None
+
+    def server_plan(
+        self, offset: int, closed: Callable[[int], NDArray | None]
+    ) -> tuple[str, dict[str, Any] | None]:
+        """What a collection serves at its epoch ``offset`` (epochs after its first):
+        ``("report", plan)`` (a planned mechanism: the epoch's plan; else None), ``("none",
+        None)`` (nothing is reported at this epoch) or ``("pending", None)`` (the plan waits for
+        the server's decision on an earlier epoch; ``closed(j)`` gives the support counts of
+        epoch offset j once that epoch is closed, else None). A planned family overrides it;
+        one whose decisions the server does not take yet raises ``ValueError`` saying so."""
+        if self.planned:
+            raise ValueError(f"{self.name}: the server does not plan its rounds.")
+        return "report", None
+
+    def reports_spent(
+        self,
+        owners: NDArray[np.int64],
+        epochs: NDArray[np.int64],
+        records: NDArray,
+        plans: Callable[[int], Mapping[str, Any] | None],
+    ) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+        """What each device can have spent, from what a server sees: its reports (``owners``:
+        the device of each report, ``epochs``, the report ``records``) and the plans it served
+        (``plans(epoch)``). Returns (devices, spent, lifetime): the devices in increasing
+        order, each one's figure of the accounting (docs/math.md §19.6) and over the whole
+        horizon, as upper bounds where the report alone does not tell (a real vote from a
+        default one). One-shot: t·ε per device. A memo chain's needs its distinct memos, which
+        only the device knows: ``ValueError``. A family of changing data overrides it."""
+        devices, t = np.unique(np.asarray(owners, dtype=np.int64), return_counts=True)
+        if self.accounting.rule != "per-report":
+            raise ValueError(
+                f"{self.name}: its spending depends on what the reports do not show (its "
+                f"accounting is {self.accounting.rule}); only the device knows it."
+            )
+        spent = np.asarray(privacy.spent_epsilon(t, 0, self.accounting.eps_report, None))
+        return devices, spent.astype(np.float64), spent.astype(np.float64)
+
     def for_round(self, plan: Mapping[str, Any] | None) -> Mechanism:
         """The mechanism one epoch or round's reports are drawn with, given the server's plan
         (a planned family returns a configured copy; everything else is itself)."""
         self.check_plan(plan)
         return self
 
+    # ------------------------------------------------------------------ history
+    def new_history(self, m: int) -> dict[str, NDArray]:
+        """The history of m devices that have reported nothing yet (a history-dependent
+        mechanism; its :attr:`history` trait names the fields)."""
+        raise ValueError(f"{self.name}: its reports do not depend on a device's history.")
+
+    def history_step(
+        self,
+        values: NDArray,
+        state: dict[str, NDArray],
+        history: dict[str, NDArray],
+        epochs: NDArray[np.int64],
+        plan: Mapping[str, Any] | None,
+    ) -> HistoryStep:
+        """One epoch of m devices: each one's report input, its cost and the history after
+        (:class:`HistoryStep`), from its ``values`` (checked), per-user ``state``, ``history``
+        and epoch, and the server's ``plan``. Pure: nothing is drawn or changed."""
+        raise ValueError(f"{self.name}: its reports do not depend on a device's history.")
+
     # ------------------------------------------------------------------ population path
     def new_memo(self, n_users: int) -> PopulationMemo:
-        """Empty client state for ``n_users`` users (round-1 memos and per-user state)."""
+        """Empty client state for ``n_users`` users (round-1 memos, per-user state and, for a
+        history-dependent mechanism, each user's history)."""
         n_users = check.integer(self.name, "n_users", n_users, minimum=1)
         store = self._memo_store(n_users) if self.longitudinal else None
-        return PopulationMemo(n_users, store, has_state=np.zeros(n_users, dtype=bool))
+        memo = PopulationMemo(n_users, store, has_state=np.zeros(n_users, dtype=bool))
+        if self.history is not None:
+            memo.history = self.new_history(n_users)
+        return memo
 
     def perturb(
         self,
@@ -252,13 +399,26 @@ class Mechanism(ABC):
         memo: PopulationMemo | None = None,
         rng: Any = None,
         users: ArrayLike | None = None,
+        *,
+        plan: Mapping[str, Any] | None = None,
     ) -> NDArray:
         """Reports of many users at once: what their clients would send (vectorized).
 
         ``values[i]`` is the value of user ``users[i]`` (default: user i). ``memo`` persists
         between calls; one-shot oracles may omit it (then per-user state is drawn afresh).
+        ``plan``: the server's plan of this epoch (a planned mechanism: its reports are drawn
+        by ``for_round(plan)``; without one, the class's own channel). A history-dependent
+        mechanism takes one epoch per call and returns the reports of the users who send one
+        (docs/design.md §2.5).
         """
         source = as_random_source(rng)
+        if self.history is not None:
+            return self._perturb_history(values, memo, users, source, plan)
+        if self.planned:
+            if plan is not None:
+                return self.for_round(plan).perturb(values, memo, source, users)
+        else:
+            self.check_plan(plan)
         step = self._population_step(values, memo, users, source)
         if step.memo.store is None:
             payload = self._round1(step.keys, step.state, source)
@@ -273,6 +433,8 @@ class Mechanism(ABC):
         memo: PopulationMemo,
         rng: Any = None,
         users: ArrayLike | None = None,
+        *,
+        plan: Mapping[str, Any] | None = None,
     ) -> NDArray:
         """Support counts of ``perturb`` drawn without materializing reports (docs/design.md §4).
 
@@ -282,8 +444,17 @@ class Mechanism(ABC):
         Given the memos and the per-user state this is the exact law of the server's support
         counts, so over many calls the counts have the joint law of the real clients'
         (docs/math.md, "Variance over time"). One-shot oracles use :meth:`sample_support`.
+        A history-dependent mechanism aggregates the reports of :meth:`perturb` (its history
+        is carried per user in ``memo``).
         """
         source = as_random_source(rng)
+        if self.history is not None:
+            return self.support_counts(self._perturb_history(values, memo, users, source, plan))
+        if self.planned:
+            if plan is not None:
+                return self.for_round(plan).perturb_support(values, memo, source, users)
+        else:
+            self.check_plan(plan)
         step = self._population_step(values, memo, users, source)
         if step.memo.store is None:
             counts = np.bincount(step.values, minlength=self.k)
@@ -337,6 +508,34 @@ class Mechanism(ABC):
         return np.stack(
             [self._sample_support(c, int(t[0]), rng) for c, t in zip(counts, totals, strict=True)]
         )
+
+    def _perturb_history(
+        self,
+        values: Any,
+        memo: PopulationMemo | None,
+        users: ArrayLike | None,
+        source: RandomSource,
+        plan: Mapping[str, Any] | None,
+    ) -> NDArray:
+        """One epoch of a history-dependent mechanism for the given users: each one's report
+        input from her history (:meth:`history_step`), the reports of those who send one, and
+        her history, epoch count, reports and spending carried forward in ``memo``."""
+        vals, n = self._check_population_values(values)
+        if memo is None:
+            raise ValueError(f"{self.name}: 'memo' is required (use new_memo(n_users)).")
+        who = _user_index(self.name, users, n, memo.n_users)
+        state = self._ensure_state(memo, who, source)
+        before = {name: arr[who] for name, arr in memo.history.items()}
+        step = self.history_step(vals, state, before, memo.epochs[who], plan)
+        sends = step.sends
+        sent = _rows(state, sends)
+        payload = self._round1(step.inputs[sends], sent, source)
+        for name, arr in step.history.items():
+            memo.history[name][who] = arr
+        memo.epochs[who] += 1
+        memo.reports[who[sends]] += 1
+        memo.spent[who] += step.costs
+        return self._make_reports(payload, sent)
 
     def _check_population_values(self, values: Any) -> tuple[Any, int]:
         """The population path's inputs, checked by the domain, and their number."""
@@ -401,6 +600,10 @@ class Mechanism(ABC):
         randomness unless a Generator is passed; ``round1``/``round2`` choose each round's
         source (e.g. :class:`~longldp.protocols.client.DerivedRound1` on a device)."""
         return Client(self, rng, round1=round1, round2=round2)
+
+    def new_client_history(self) -> dict[str, NDArray] | None:
+        """One client's history before its first report (None: not history-dependent)."""
+        return None if self.history is None else self.new_history(1)
 
     def new_client_state(self, rng: RandomSource) -> dict[str, NDArray]:
         """One client's per-user state (hash seed, sampled buckets, cohort), drawn from ``rng``."""

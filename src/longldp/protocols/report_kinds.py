@@ -100,8 +100,11 @@ class ReportKind:
 
     #: The kind's name (what listings show; kinds compare equal to it).
     name: ClassVar[str]
-    #: False for continuous reports (no exact channel: the binned black-box game).
+    #: False for continuous reports (a float: the audit bins them for its black-box game).
     discrete: ClassVar[bool] = True
+    #: :meth:`channel` gives the exact channel (every discrete kind; a continuous kind whose
+    #: densities are piecewise constant, over the cells where every input's density is).
+    exact: ClassVar[bool] = True
     #: The attacker's sufficient statistic: "symbols" (one of ``width`` per report) or "bits"
     #: (``width`` independent bits per report).
     statistic: ClassVar[str]
@@ -151,6 +154,14 @@ class ReportKind:
     def value_table(self, proto: Any) -> NDArray | None:
         """:meth:`targets` of every audited input under every function of a listed family:
         (F, V) symbols or (F, V, width) masks; None when the family cannot be listed."""
+        return None
+
+    def log_likelihoods(
+        self, proto: Any, reports: Any, values: Any, memoized: bool
+    ) -> NDArray[np.float64] | None:
+        """(n, V) ln Pr[the τ reports of client i | input v] when the kind computes the law of
+        its reports itself (the numeric kinds, docs/math.md §20), else None (the audit's own
+        route over symbols and bits)."""
         return None
 
     def symbol_channel(self, proto: Any) -> NDArray[np.float64] | None:
@@ -280,11 +291,13 @@ class EnumeratedReports(ReportKind):
 
 
 class ContinuousReport(ReportKind):
-    """Base of continuous reports (a float, the numeric mechanisms): no exact channel and no finite
-    output space, so the audit refuses the exact check and bins the reports for its black-box
-    game (:meth:`bin_edges`). A numeric family subclasses it with its codec."""
+    """Base of continuous reports (a float; numeric mechanisms, docs/math.md §20): no exact
+    channel and no finite output space, so the audit refuses the exact check and bins the
+    reports for its black-box game (:meth:`bin_edges`). A numeric family subclasses it with its
+    codec."""
 
     discrete: ClassVar[bool] = False
+    exact: ClassVar[bool] = False
     statistic: ClassVar[str] = "symbols"
     #: Bins of the black-box game's histogram of the reports.
     bins: ClassVar[int] = 64

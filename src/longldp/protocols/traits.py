@@ -5,7 +5,9 @@
   RAPPOR), a :class:`Interval` [lo, hi] of reals (numeric mechanisms) and an
   :class:`ItemSpace` of strings, bytes or b-bit integers too large to list (open domains);
 - **estimand** (:class:`Estimand`): what the estimate is;
-- **rounds** (:class:`Rounds`): one-shot, a memo chain, or rounds planned by the server.
+- **rounds** (:class:`Rounds`): one-shot, a memo chain, or rounds planned by the server;
+- **history** (:class:`History`): what a device keeps of its own past values between reports,
+  when what it reports depends on them (the change-based mechanisms of docs/math.md §19).
 
 Capabilities are read from these values, never from a protocol's name or from probing its
 attributes: the engines that apply (:func:`longldp.simulate.engines_for`), the frequency tests,
@@ -15,7 +17,6 @@ post-processing, the count-level sampler, and what a device needs from the serve
 from __future__ import annotations
 
 import enum
-import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -24,6 +25,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
+from longldp.privacy.numeric import numeric_range
 
 # ---------------------------------------------------------------------- input domains
 
@@ -53,9 +55,21 @@ class Domain(ABC):
     def as_inputs(self, codes: ArrayLike) -> Any:
         """The inputs that integer codes stand for (tests and audits draw inputs with it)."""
 
+    @classmethod
+    def setting_params(cls, k: int) -> dict[str, Any]:
+        """Constructor parameters that fix this kind of domain at a common listing setting of
+        ``k`` values (``longldp protocols``, the shuffle table): none by default."""
+        return {}
+
     def describe(self) -> str:
         """One line for listings: the kind and its size or range."""
         return self.kind if self.size is None else f"{self.kind}[{self.size}]"
+
+    @property
+    def audit_size(self) -> int | None:
+        """Distinct inputs :meth:`as_inputs` gives the audits (codes 0..audit_size − 1): the
+        domain's size when it is listed, 2 for an interval (its ends), None otherwise."""
+        return self.size if self.codes else None
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,10 @@ class Categorical(Domain):
     booleans: bool = False
     kind: ClassVar[str] = "categorical"
     codes: ClassVar[bool] = True
+
+    @classmethod
+    def setting_params(cls, k: int) -> dict[str, Any]:
+        return {"k": k}
 
     @property
     def size(self) -> int:
@@ -122,18 +140,14 @@ class Interval(Domain):
     clip: bool = False
     kind: ClassVar[str] = "interval"
 
+    @classmethod
+    def setting_params(cls, k: int) -> dict[str, Any]:
+        """The unit interval [0, 1] (a listing compares budgets, not ranges)."""
+        return {"lo": 0.0, "hi": 1.0}
+
     def __post_init__(self) -> None:
-        own = "Interval"
-        for name in ("lo", "hi"):
-            value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-            ):
-                raise ValueError(f"{own}: '{name}' must be a finite number; got {value!r}.")
-        if not self.lo < self.hi:
-            raise ValueError(f"{own}: 'lo' must be < 'hi'; got [{self.lo}, {self.hi}].")
+        # the one check of a declared range (finite, lo < hi, a finite width): math §20.1
+        numeric_range("Interval", self.lo, self.hi)
 
     @property
     def size(self) -> None:
@@ -165,6 +179,11 @@ class Interval(Domain):
     def check(self, owner: str, values: Any, name: str = "values") -> NDArray[np.float64]:
         return self.clip_values(owner, values, name)[0]
 
+    @property
+    def audit_size(self) -> int:
+        """The two ends (:meth:`as_inputs`)."""
+        return 2
+
     def as_inputs(self, codes: ArrayLike) -> NDArray[np.float64]:
         """Codes c ↦ lo + (c mod 2)·(hi − lo): the two ends of the interval (the audit's
         most distant pair of inputs)."""
@@ -183,6 +202,12 @@ class ItemSpace(Domain):
     def __post_init__(self) -> None:
         if self.bits is not None:
             check.integer("ItemSpace", "bits", self.bits, minimum=1, maximum=64)
+
+    @classmethod
+    def setting_params(cls, k: int) -> dict[str, Any]:
+        """A sketch of m = 1024 columns over the open item space (a listing's k values are
+        not the domain here; the sketch's width is, and 1024 ≫ k keeps collisions rare)."""
+        return {"m": 1024}
 
     @property
     def size(self) -> int | None:
@@ -229,6 +254,11 @@ class Estimand(enum.StrEnum):
     #: The frequent items of an open domain themselves, found by the server's rounds from one
     #: collection's reports (the estimator's ``discover``), with their frequencies.
     DISCOVERED_ITEMS = "discovered-items"
+    #: The parts of frequencies tracked over epochs that one epoch's reports estimate (an
+    #: initial histogram, net flows over dyadic nodes of time, a share of changed users, the
+    #: estimates of an update round); the mechanism's ``release`` (or its kernel) combines them
+    #: over epochs (the change-based mechanisms, docs/math.md §19.3–§19.5).
+    CHANGE_PARTS = "change-parts"
 
     @property
     def frequency_vector(self) -> bool:
@@ -260,3 +290,29 @@ class Rounds(enum.StrEnum):
     def planned(self) -> bool:
         """The server must send a plan before each epoch or round."""
         return self is Rounds.PLANNED
+
+
+# ---------------------------------------------------------------------- history
+
+
+@dataclass(frozen=True)
+class History:
+    """What a device keeps of its own past between reports: the trait of a history-dependent
+    mechanism (docs/design.md §2.5), whose report at an epoch is a function of the value *and*
+    of the device's earlier values (a node's two ends, the value at the last update).
+
+    ``fields`` names the per-device history: integer arrays with one row per device (a scalar or
+    a short vector each; ``description`` says what they hold). The mechanism creates them
+    (``new_history``) and advances them report by report (``history_step``); the one client
+    (:class:`longldp.protocols.Client`) and the device client keep them (the device in its state
+    file, across restarts), and the population path carries them per user
+    (:class:`longldp.protocols._memo.PopulationMemo`'s ``history``). The history never leaves
+    the device: a report carries only the randomization of its *report input*.
+    """
+
+    fields: tuple[str, ...]
+    description: str
+
+    def __post_init__(self) -> None:
+        if not self.fields or not all(isinstance(f, str) and f for f in self.fields):
+            raise ValueError(f"History: 'fields' must be non-empty names; got {self.fields!r}.")

@@ -31,9 +31,18 @@ def report_size(proto: FrequencyOracle) -> int:
     return proto.wire_size
 
 
-def support_of_rows(proto: FrequencyOracle, rows: NDArray[np.uint8]) -> NDArray[np.int64]:
+def support_dtype(proto: FrequencyOracle) -> np.dtype:
+    """How a collection's support is stored: little-endian int64 counts, or float64 for a
+    numeric mean's sums (docs/math.md (20.3)), read from the protocol's empty support."""
+    empty = np.asarray(proto.support_counts(proto.empty_records()))
+    return np.dtype("<f8" if empty.dtype.kind == "f" else "<i8")
+
+
+def support_of_rows(proto: FrequencyOracle, rows: NDArray[np.uint8]) -> NDArray:
     """Support counts of wire-report rows (n, wire_size) whose headers are checked."""
-    return np.asarray(proto.support_counts(wire.decode_rows(proto, rows)), dtype=np.int64)
+    return np.asarray(
+        proto.support_counts(wire.decode_rows(proto, rows)), dtype=support_dtype(proto)
+    ).astype(support_dtype(proto).newbyteorder("="))
 
 
 def split_records(

@@ -7,23 +7,31 @@ collection.``) after the same work (:meth:`Service.authenticate`); only the admi
 collection does not exist (404). Every error is a JSON object ``{"error": message}`` (plus
 ``"item"``, the index of the first bad item of a batch); a database that cannot be reached
 answers 503 with ``Retry-After``.
+
+The ingest routes (``POST /v1/collections/{name}/reports`` and ``…/reports/check``) are what
+devices call, once per report: :class:`CollectionApp` serves them ahead of FastAPI's routing,
+dependency and validation machinery, by :class:`LeanIngest`, a plain ASGI handler behind the
+same admission control (and CORS) as every other route, doing the same checks in the same
+order as the declared routes (which give the OpenAPI schema and answer identically when the
+lean path is switched off; ``tests/test_server_lean.py``). docs/server.md, "Performance",
+says what that saves.
 """
 
 from __future__ import annotations
 
-import json
+import re
 from typing import Annotated, Any
 
 import sqlalchemy as sa
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.requests import ClientDisconnect
 
 import longldp
-from longldp.server import db
+from longldp.server import db, group
+from longldp.server.admission import AdmissionMiddleware, Budget, Ticket, send_json
 from longldp.server.dashboard import render_dashboard
 from longldp.server.service import (
     MAX_EPOCH,
@@ -39,6 +47,11 @@ RETRY_AFTER_S = 5
 INVALID = "invalid token, or no such collection."
 #: Roles that may read a collection's description.
 ANY_ROLE = {"admin", "read", "ingest", "enroll", "device"}
+#: Ingest bodies up to this size are parsed on the serving thread (microseconds); larger ones,
+#: and every JSON body, in the thread pool, so that no request stalls the others.
+INLINE_PARSE_BYTES = 16 * 1024
+#: The header carrying a device's attestation evidence at enrollment (docs/server.md).
+ATTESTATION_HEADER = "x-device-attestation"
 
 Epoch = Annotated[int, Path(ge=0, le=MAX_EPOCH, description="Epoch number.")]
 Name = Annotated[str, Path(min_length=1, max_length=64, description="Collection name.")]
@@ -80,6 +93,19 @@ class CollectionIn(BaseModel):
     epoch_window: int | None = Field(
         None, ge=1, description="Epochs open at once (default 8): see docs/server.md."
     )
+    epoch_skew: int | None = Field(
+        None, ge=0, le=64, description="Future epochs a wall-clock collection accepts (1)."
+    )
+    open_from: int | None = Field(
+        None, ge=0, le=MAX_EPOCH, description="Without a wall clock: the oldest open epoch."
+    )
+    max_devices: int | None = Field(None, ge=1, le=10**12, description="Device cap.")
+    expected_devices: int | None = Field(
+        None, ge=0, le=10**12, description="Expected population (the page's Sybil figure)."
+    )
+    enroll_per_minute: int | None = Field(
+        None, ge=1, le=10**9, description="Enrollments a minute."
+    )
     auth: str | None = Field(
         None, description="'device' (default: devices enroll) or 'shared' (one ingest token)."
     )
@@ -88,6 +114,21 @@ class CollectionIn(BaseModel):
     )
     postprocess: str | None = Field(None, max_length=32, description="Default method.")
     description: str = Field("", max_length=2000)
+
+
+class SettingsIn(BaseModel):
+    """A collection's operator settings (only those given change; null: the server's
+    default for a device bound)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    open_from: int | None = Field(
+        None, ge=0, le=MAX_EPOCH, description="Without a wall clock: the oldest open epoch."
+    )
+    max_devices: int | None = Field(None, ge=1, le=10**12, description="Device cap.")
+    expected_devices: int | None = Field(None, ge=0, le=10**12, description="Expected devices.")
+    enroll_per_minute: int | None = Field(
+        None, ge=1, le=10**9, description="Enrollments a minute."
+    )
 
 
 _BATCH_JSON = {
@@ -138,13 +179,55 @@ def _error(status: int, message: str, item: int | None = None, **headers: str) -
 
 
 def _bearer(request: Request) -> str | None:
-    auth = request.headers.get("authorization")
+    return bearer_token(request.headers.get("authorization"))
+
+
+def bearer_token(auth: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header value (None: absent or not a
+    bearer token)."""
     if auth is None:
         return None
     scheme, _, token = auth.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         return None
     return token.strip()
+
+
+def header(scope: dict[str, Any], name: bytes) -> str | None:
+    """The first value of the request header ``name`` (lower case) in an ASGI ``scope``,
+    decoded as Starlette's ``Request.headers`` decodes it (latin-1)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def error_answer(exc: Exception) -> tuple[int, dict[str, Any], dict[str, str]] | None:
+    """(status, JSON body, headers) of the answer to ``exc`` when it is one of the errors the
+    server answers (None: a bug, answered 500): a :class:`ClientError` as it says, a write that
+    conflicts 409, a database that cannot be reached 503 with ``Retry-After``. The FastAPI
+    exception handlers and :class:`LeanIngest` both answer through it."""
+    if isinstance(exc, ClientError):
+        body: dict[str, Any] = {"error": exc.message}
+        if exc.item is not None:
+            body["item"] = exc.item
+        return exc.status, body, dict(exc.headers)
+    if isinstance(exc, sa.exc.IntegrityError):
+        return 409, {"error": "conflicting write; the resource already exists."}, {}
+    if isinstance(exc, (sa.exc.DBAPIError, db.DatabaseUnavailableError)):
+        return (
+            503,
+            {"error": "the database is unavailable; retry later."},
+            {"Retry-After": str(RETRY_AFTER_S)},
+        )
+    return None
+
+
+def _answer_error(exc: Exception) -> JSONResponse:
+    answer = error_answer(exc)
+    assert answer is not None, "registered only for the errors error_answer maps"
+    status, body, headers = answer
+    return JSONResponse(body, status_code=status, headers=headers or None)
 
 
 #: Request headers a cross-origin page may send (the clients send these two), and response
@@ -155,14 +238,128 @@ CORS_EXPOSED_HEADERS = ("Retry-After",)
 CORS_MAX_AGE = 600
 
 
-def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastAPI:
-    """The FastAPI application serving ``service`` (its database already migrated).
+#: The ingest routes :class:`CollectionApp` serves by :class:`LeanIngest` (a name as FastAPI's
+#: ``Name`` admits it; any other path, or a name it refuses, goes to FastAPI).
+LEAN_PATH = re.compile(r"/v1/collections/([^/]{1,64})/reports(/check)?")
+
+
+class CollectionApp(FastAPI):
+    """The server's FastAPI application, which serves its ingest routes by :class:`LeanIngest`
+    before FastAPI's machinery (``lean`` False: by the declared FastAPI routes, for the
+    tests that compare the two)."""
+
+    lean = True
+    #: The ingest and check handlers, each behind the admission control (and CORS).
+    lean_stacks: tuple[Any, Any] = (None, None)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.lean and scope["type"] == "http" and scope["method"] == "POST":
+            path = scope["path"]
+            root = scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root) :]
+            found = LEAN_PATH.fullmatch(path)
+            if found is not None:
+                scope["path_params"] = {"name": found.group(1)}
+                await self.lean_stacks[found.group(2) is not None](scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+async def access(
+    service: Service, name: str, token: str | None, roles: set[str]
+) -> tuple[Collection, int]:
+    """The collection and device of a request presenting ``token`` whose role is in ``roles``.
+
+    An unknown collection and a wrong token take the same path to the same answer: the service
+    did the same work for both (:meth:`Service.authenticate`, on its authentication thread),
+    and only the admin is told which it was."""
+    if token is None:
+        raise ClientError(401, "missing bearer token.")
+    found = await service.authenticator.submit_async((name, token))
+    if found.role is None or (found.collection is None and found.role != "admin"):
+        raise ClientError(401, INVALID)
+    if found.collection is None:
+        raise ClientError(404, f"no collection named {name!r}.")
+    if found.role not in roles:
+        raise ClientError(403, f"a {found.role} token cannot do this; it needs {sorted(roles)}.")
+    return found.collection, found.device
+
+
+async def ingest_job(service: Service, scope: Any, receive: Any, name: str) -> Any:
+    """Authenticate, bound, read and parse an ingest request into a job (no storage)."""
+    col, device = await access(
+        service, name, bearer_token(header(scope, b"authorization")), {"ingest", "device"}
+    )
+    kind = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    if kind not in ("application/octet-stream", "application/json"):
+        raise ClientError(
+            415, "Content-Type must be application/octet-stream or application/json."
+        )
+    json_body = kind == "application/json"
+    limit = service.json_body_limit(col) if json_body else service.limits.max_body_bytes
+    declared = header(scope, b"content-length")
+    size = limit if declared is None else int(declared)  # checked by the middleware
+    if size > limit:
+        raise ClientError(
+            413,
+            f"the JSON body has {size} bytes; at most {limit} for this collection "
+            f"({service.limits.max_batch} items of at most "
+            f"{(limit - 1024) // max(1, service.limits.max_batch)} bytes).",
+        )
+    _ticket(scope).need(service.ingest_bytes(col, size, json_body))
+    data = await read_body(receive, limit)
+    if not json_body and len(data) <= INLINE_PARSE_BYTES:
+        return service.job(col, device, kind, data)
+    return await run_in_threadpool(service.job, col, device, kind, data)
+
+
+async def ingest_answer(
+    service: Service, scope: Any, receive: Any, name: str, check: bool
+) -> dict[str, int]:
+    """The answer to an ingest request (``check``: to ``…/reports/check``, which stores
+    nothing); a :class:`ClientError` or the database's error otherwise."""
+    job = await ingest_job(service, scope, receive, name)
+    if check:
+        return {"received": len(job.batch), "distinct": int(job.keep.size)}
+    if group.groupable(job):
+        return await service.committer.submit_async(job)
+    return await run_in_threadpool(service.store_job, job)
+
+
+class LeanIngest:
+    """The ingest routes as a plain ASGI handler: :func:`ingest_answer` (the very function
+    the declared FastAPI routes call), its errors answered by :func:`error_answer`, the JSON
+    written by :func:`send_json`; no routing table, request object, dependency solving or
+    response validation per request."""
+
+    def __init__(self, service: Service, check: bool):
+        self.service = service
+        self.check = check
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        name = scope["path_params"]["name"]
+        try:
+            payload = await ingest_answer(self.service, scope, receive, name, self.check)
+        except Exception as exc:
+            answer = error_answer(exc)
+            if answer is None:
+                raise
+            status, body, headers = answer
+            await send_json(send, status, body, headers)
+            return
+        await send_json(send, 200, payload)
+
+
+def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> CollectionApp:
+    """The FastAPI application serving ``service`` (its database already migrated), behind
+    the admission control of :mod:`longldp.server.admission`.
 
     With ``cors_origins`` (checked by `longldp.server.check_origins`), pages of those origins
     may call the API: Starlette's CORS middleware answers preflight requests and adds
     ``Access-Control-Allow-Origin`` to the answers (docs/server.md, "Pages on another origin").
     """
-    app = FastAPI(
+    app = CollectionApp(
         title="longldp collection server",
         version=longldp.__version__,
         description="Collects locally randomized reports, stores them, serves estimates. "
@@ -171,21 +368,40 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
         redoc_url=None,
     )
     app.state.service = service
+    budget = Budget(service.limits.max_inflight_bytes)
+
+    def stack(handler: Any) -> Any:
+        """``handler`` behind the layers every route has: the admission control, then (added
+        last, so the outermost) CORS: a page on an allowed origin reads every answer, the
+        admission control's 503 and its Retry-After included."""
+        wrapped = AdmissionMiddleware(
+            handler, budget=budget, max_body_bytes=service.limits.max_body_bytes
+        )
+        if cors_origins:
+            from starlette.middleware.cors import CORSMiddleware
+
+            wrapped = CORSMiddleware(wrapped, **cors)
+        return wrapped
+
+    cors = {
+        "allow_origins": list(cors_origins),
+        "allow_methods": ["GET", "POST", "PUT", "PATCH", "DELETE"],
+        "allow_headers": list(CORS_REQUEST_HEADERS),
+        "expose_headers": list(CORS_EXPOSED_HEADERS),
+        "max_age": CORS_MAX_AGE,
+    }
+    app.add_middleware(
+        AdmissionMiddleware, budget=budget, max_body_bytes=service.limits.max_body_bytes
+    )
     if cors_origins:
         from starlette.middleware.cors import CORSMiddleware
 
-        app.add_middleware(
-            CORSMiddleware,
-            allow_origins=list(cors_origins),
-            allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-            allow_headers=list(CORS_REQUEST_HEADERS),
-            expose_headers=list(CORS_EXPOSED_HEADERS),
-            max_age=CORS_MAX_AGE,
-        )
+        app.add_middleware(CORSMiddleware, **cors)
+    app.lean_stacks = (stack(LeanIngest(service, False)), stack(LeanIngest(service, True)))
 
     @app.exception_handler(ClientError)
     async def _client_error(_request: Request, exc: ClientError) -> JSONResponse:
-        return _error(exc.status, exc.message, exc.item)
+        return _answer_error(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -195,23 +411,16 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
         return _error(422, f"{where}: {first.get('msg', 'invalid request')}")
 
     @app.exception_handler(sa.exc.IntegrityError)
-    async def _integrity(_request: Request, _exc: Exception) -> JSONResponse:
-        return _error(409, "conflicting write; the resource already exists.")
+    async def _integrity(_request: Request, exc: Exception) -> JSONResponse:
+        return _answer_error(exc)
 
     @app.exception_handler(sa.exc.DBAPIError)
-    async def _db_down(_request: Request, _exc: Exception) -> JSONResponse:
-        return _db_unavailable()
+    async def _db_down(_request: Request, exc: Exception) -> JSONResponse:
+        return _answer_error(exc)
 
     @app.exception_handler(db.DatabaseUnavailableError)
-    async def _db_down2(_request: Request, _exc: Exception) -> JSONResponse:
-        return _db_unavailable()
-
-    def _db_unavailable() -> JSONResponse:
-        return _error(
-            503,
-            "the database is unavailable; retry later.",
-            **{"Retry-After": str(RETRY_AFTER_S)},
-        )
+    async def _db_down2(_request: Request, exc: Exception) -> JSONResponse:
+        return _answer_error(exc)
 
     def _require_admin(request: Request) -> None:
         token = _bearer(request)
@@ -223,22 +432,7 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
     async def _access(
         request: Request, name: str, roles: set[str], token: str | None = None
     ) -> tuple[Collection, int]:
-        """The collection and device of an authenticated request whose role is in ``roles``."""
-        token = token if token is not None else _bearer(request)
-        if token is None:
-            raise ClientError(401, "missing bearer token.")
-        access = await run_in_threadpool(service.authenticate, name, token)
-        if access.collection is None:
-            if access.role == "admin":
-                raise ClientError(404, f"no collection named {name!r}.")
-            raise ClientError(401, INVALID)
-        if access.role is None:
-            raise ClientError(401, INVALID)
-        if access.role not in roles:
-            raise ClientError(
-                403, f"a {access.role} token cannot do this; it needs {sorted(roles)}."
-            )
-        return access.collection, access.device
+        return await access(service, name, token if token is not None else _bearer(request), roles)
 
     async def _collection(
         request: Request, name: str, roles: set[str], token: str | None = None
@@ -271,6 +465,18 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
         col = await _collection(request, name, ANY_ROLE)
         return col.public()
 
+    @app.patch(
+        "/v1/collections/{name}",
+        tags=["collections"],
+        summary="Change a collection's settings (admin): open_from moves the window of a "
+        "collection without a wall clock; the device cap, expected population, enrollment rate",
+    )
+    async def update_settings(name: Name, body: SettingsIn, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin"})
+        return await run_in_threadpool(
+            service.update_settings, col, body.model_dump(exclude_unset=True)
+        )
+
     @app.get(
         "/v1/collections/{name}/privacy",
         tags=["queries"],
@@ -283,13 +489,49 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
     @app.post(
         "/v1/collections/{name}/devices",
         status_code=201,
-        tags=["ingest"],
+        tags=["devices"],
         summary="Enroll a device (enrollment or admin token); returns its credential once",
     )
     async def enroll(name: Name, request: Request) -> dict[str, Any]:
         col = await _collection(request, name, {"enroll", "admin"})
-        return await run_in_threadpool(service.enroll, col)
+        evidence = request.headers.get(ATTESTATION_HEADER)
+        if evidence is not None and len(evidence) > 16384:
+            raise ClientError(413, f"'{ATTESTATION_HEADER}' is longer than 16384 characters.")
+        return await run_in_threadpool(service.enroll, col, evidence)
 
+    @app.get(
+        "/v1/collections/{name}/devices",
+        tags=["devices"],
+        summary="A page of the collection's devices (admin), with its device bounds and the "
+        "largest estimate shift the devices above the expected population could cause",
+    )
+    async def list_devices(
+        name: Name,
+        request: Request,
+        start: Annotated[int | None, Query(ge=0, le=2**62)] = None,
+        limit: Annotated[int | None, Query(ge=1, le=10_000)] = None,
+    ) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin"})
+        return await run_in_threadpool(service.list_devices, col, start, limit)
+
+    @app.delete(
+        "/v1/collections/{name}/devices/{device}",
+        tags=["devices"],
+        summary="Revoke a device (admin); purge=true also removes its reports of epochs not "
+        "closed",
+    )
+    async def revoke_device(
+        name: Name,
+        device: Annotated[int, Path(ge=1, le=2**62, description="Device id.")],
+        request: Request,
+        purge: bool = False,
+    ) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin"})
+        return await run_in_threadpool(service.revoke_device, col, device, purge)
+
+    # The two ingest routes are served by LeanIngest (CollectionApp.__call__); declared here
+    # for the OpenAPI schema, they answer the same through the same function when app.lean is
+    # False.
     @app.post(
         "/v1/collections/{name}/reports",
         tags=["ingest"],
@@ -298,22 +540,17 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
         openapi_extra=_INGEST_OPENAPI,
     )
     async def ingest(name: Name, request: Request) -> dict[str, int]:
-        col, device = await _access(request, name, {"ingest", "device"})
-        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind not in ("application/octet-stream", "application/json"):
-            raise ClientError(
-                415, "Content-Type must be application/octet-stream or application/json."
-            )
-        data = await _read_body(request, service.limits.max_body_bytes)
-        if kind == "application/json":
-            try:
-                body = json.loads(data)
-            except (ValueError, RecursionError):
-                raise ClientError(422, "the body is not valid JSON.") from None
-            batch = await run_in_threadpool(service.parse_json, col, body)
-        else:
-            batch = await run_in_threadpool(service.parse_binary, col, data)
-        return await run_in_threadpool(service.ingest, col, batch, device)
+        return await ingest_answer(service, request.scope, request.receive, name, False)
+
+    @app.post(
+        "/v1/collections/{name}/reports/check",
+        tags=["ingest"],
+        summary="Check a batch as an ingest would before storing it (authentication, bounds, "
+        "parsing), and store nothing",
+        openapi_extra=_INGEST_OPENAPI,
+    )
+    async def check(name: Name, request: Request) -> dict[str, int]:
+        return await ingest_answer(service, request.scope, request.receive, name, True)
 
     @app.get(
         "/v1/collections/{name}/epochs",
@@ -339,6 +576,24 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
         return await run_in_threadpool(service.close_epoch, col, epoch)
 
     @app.get(
+        "/v1/collections/{name}/epochs/{epoch}/plan",
+        tags=["ingest"],
+        summary="What a device reports with at an epoch: the server's plan (planned protocols)",
+    )
+    async def plan(name: Name, epoch: Epoch, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, ANY_ROLE)
+        return await run_in_threadpool(service.plan, col, epoch)
+
+    @app.get(
+        "/v1/collections/{name}/ledger",
+        tags=["queries"],
+        summary="What the collection's devices spent: median, p99 and max over its devices",
+    )
+    async def ledger(name: Name, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin", "read"})
+        return await run_in_threadpool(service.ledger, col)
+
+    @app.get(
         "/v1/collections/{name}/epochs/{epoch}/estimate",
         tags=["queries"],
         summary="Estimates of one epoch with standard errors and 95% intervals",
@@ -353,6 +608,7 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
     ) -> dict[str, Any]:
         col = await _collection(request, name, {"admin", "read"})
         method = resolve_postprocess(col, postprocess)
+        _ticket(request).need(service.answer_bytes(col))
         return await run_in_threadpool(service.estimate, col, epoch, method, offset, count)
 
     @app.get(
@@ -381,6 +637,7 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
     ) -> dict[str, Any]:
         col = await _collection(request, name, {"admin", "read"})
         method = resolve_postprocess(col, postprocess)
+        _ticket(request).need(service.answer_bytes(col))
         return await run_in_threadpool(
             service.series, col, method, start, stop, limit, offset, count
         )
@@ -388,15 +645,16 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
     @app.get(
         "/v1/collections/{name}/epochs/{epoch}/reports.parquet",
         tags=["queries"],
-        summary="Export one epoch's reports as Parquet (devices=true, admin: with device ids)",
+        summary="Export one epoch's reports as Parquet, streamed (devices=true, admin: with "
+        "device ids)",
         response_class=Response,
         responses={200: {"content": {"application/vnd.apache.parquet": {}}}},
     )
     async def export(name: Name, epoch: Epoch, request: Request, devices: bool = False) -> Response:
         col = await _collection(request, name, {"admin"} if devices else {"admin", "read"})
-        data = await run_in_threadpool(service.export_parquet, col, epoch, devices)
-        return Response(
-            data,
+        _ticket(request).need(service.export_bytes(col))
+        return StreamingResponse(
+            service.export_chunks(col, epoch, devices),
             media_type="application/vnd.apache.parquet",
             headers={"Content-Disposition": f'attachment; filename="{col.name}-{epoch}.parquet"'},
         )
@@ -420,6 +678,7 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
             raise ClientError(401, "the Authorization header is not a bearer token.")
         col = await _collection(request, name, {"admin", "read"}, token=presented)
         method = resolve_postprocess(col, postprocess)
+        _ticket(request).need(service.answer_bytes(col, dashboard=True))
         view = await run_in_threadpool(service.dashboard_view, col, method)
         page = render_dashboard(col.public(), view, method)
         return HTMLResponse(
@@ -436,25 +695,29 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> FastA
     return app
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it exceeds ``limit`` bytes; 400 if the
-    client goes away (or the server's body timeout closes the connection) before its end."""
-    declared = request.headers.get("content-length")
-    if declared is not None:
-        try:
-            size = int(declared)
-        except ValueError:
-            raise ClientError(400, "Content-Length is not an integer.") from None
-        if size > limit:
-            raise ClientError(413, f"the body has {size} bytes; at most {limit} allowed.")
+def _ticket(where: Any) -> Ticket:
+    """The admission ticket of a request (its ``Request`` or ASGI scope):
+    :class:`AdmissionMiddleware` gives every request one."""
+    scope = where.scope if isinstance(where, Request) else where
+    ticket = scope.get("state", {}).get("ticket")
+    assert isinstance(ticket, Ticket), "the admission middleware must wrap the application"
+    return ticket
+
+
+async def read_body(receive: Any, limit: int) -> bytes:
+    """The request body from an ASGI ``receive``, refused with 413 as soon as it exceeds
+    ``limit`` bytes (a chunked body has no declared length); 400 if the client goes away (or
+    the server's body timeout closes the connection) before its end."""
     chunks: list[bytes] = []
     total = 0
-    try:
-        async for chunk in request.stream():
-            total += len(chunk)
-            if total > limit:
-                raise ClientError(413, f"the body exceeds {limit} bytes.")
-            chunks.append(chunk)
-    except ClientDisconnect:
-        raise ClientError(400, "the connection closed before the end of the body.") from None
-    return b"".join(chunks)
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":  # http.disconnect
+            raise ClientError(400, "the connection closed before the end of the body.")
+        chunk = message.get("body", b"")
+        total += len(chunk)
+        if total > limit:
+            raise ClientError(413, f"the body exceeds {limit} bytes.")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)

@@ -80,7 +80,8 @@ def central_privacy(
     """The central privacy section of a collection (JSON-ready).
 
     ``status`` is ``"ok"``, ``"no-reports"``, ``"small-n"`` (figures given, but shuffling
-    hides little at this n) or ``"unavailable"`` (SciPy missing); ``summary`` is
+    hides little at this n), ``"unavailable"`` (SciPy missing) or ``"not-offered"`` (a
+    history-dependent protocol, for which no route is proven: docs/math.md §17.4); ``summary`` is
     ``central_summary(proto, n, epochs, DELTA).as_dict()`` when computed, else None; ``note``
     says what the figures mean or why they are missing.
     """
@@ -106,6 +107,10 @@ def central_privacy(
             "The shuffled figures need SciPy, which this server lacks: "
             "pip install 'longldp[shuffle]' (the 'server' extra includes it)."
         )
+        return out
+    except ValueError as err:  # a protocol the routes do not cover (its reports follow history)
+        out["status"] = "not-offered"
+        out["note"] = f"No shuffled figure for this protocol: {err}"
         return out
     out["summary"] = summary.as_dict()
     gain = 1.0 - summary.per_epoch / summary.per_report

@@ -3,7 +3,9 @@
 The page carries its data inline (a JSON block) and draws its chart with inline JavaScript into
 an inline SVG; it references no file, font or script from anywhere (the server also sends a
 Content-Security-Policy that forbids fetching anything). Shown: the privacy parameters in
-words, the central privacy under shuffling (:mod:`longldp.server.central`), the number of
+words, the central privacy under shuffling (:mod:`longldp.server.central`), the devices
+enrolled and what the surplus over the expected population could do
+(:mod:`longldp.server.sybil`), the number of
 reports per epoch, the estimated frequency of the most frequent values over the epochs with
 their 95% intervals (chart, with a note saying which values it shows, an axis title and round
 ticks), and the latest epoch's estimates (table). Bounded whatever the collection holds: it
@@ -36,6 +38,39 @@ def epochs_shown(estimate_size: int, max_answer_values: int) -> int:
     return max(1, min(MAX_EPOCHS_SHOWN, 20 * max_answer_values // max(1, estimate_size)))
 
 
+#: The chart's and table's words by the protocol's estimand (docs/design.md §2): heading, what
+#: the lines are, the axis title, and the table's title for epoch {epoch} and {count} rows.
+WORDS: dict[str, dict[str, str]] = {
+    "frequencies": {
+        "heading": "Estimated frequency over epochs",
+        "lines": "Lines: the {top} values with the largest mean estimate {over} (each value's "
+        "estimated share of the epoch's reports); shaded: their 95% intervals.",
+        "axis": "estimated frequency (share of reports)",
+        "table": "Epoch {epoch}: the {count} largest estimates",
+    },
+    "mean": {
+        "heading": "Estimated mean over epochs",
+        "lines": "Line: the estimated mean of the reported numbers (declared units) {over}; "
+        "shaded: its 95% interval.",
+        "axis": "estimated mean",
+        "table": "Epoch {epoch}: the estimated mean",
+    },
+    "distribution": {
+        "heading": "Estimated distribution over epochs",
+        "lines": "Lines: the {top} buckets with the largest mean estimated share {over} (each "
+        "bucket's estimated share of the numbers); shaded: their 95% intervals of EMS's "
+        "sampling noise (not its smoothing's bias, docs/numeric.md).",
+        "axis": "estimated share of the numbers",
+        "table": "Epoch {epoch}: the {count} largest buckets",
+    },
+}
+
+
+def words(view: dict[str, Any]) -> dict[str, str]:
+    """The words of the view's estimand (a frequency vector's when it names none)."""
+    return WORDS.get(str(view.get("estimand")), WORDS["frequencies"])
+
+
 def position_label(shape: tuple[int, ...], position: int) -> str:
     """What a position of a flattened estimate of ``shape`` is: "value v", or "cohort j, bit i"
     for RAPPOR's (m, k) Bloom shares."""
@@ -57,9 +92,25 @@ def flat(rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     return out, labels
 
 
+def _finite(x: float) -> float | None:
+    """A number for the page's JSON: NaN (no standard error, e.g. EMS above its dense limit)
+    as null."""
+    return float(x) if math.isfinite(x) else None
+
+
+def _cell(x: float) -> str:
+    """A table number, or "—" where there is none (no standard error)."""
+    return f"{x:.4f}" if math.isfinite(x) else "—"
+
+
+def _interval(lo: float, hi: float) -> str:
+    return f"[{lo:.4f}, {hi:.4f}]" if math.isfinite(lo) and math.isfinite(hi) else "—"
+
+
 def chart_data(view: dict[str, Any]) -> dict[str, Any]:
     """The chart's inline data: epochs, counts and, for the top positions, estimate and
-    interval."""
+    interval (null where there is no number: an empty cohort, a distribution too large for
+    EMS's standard error)."""
     rows = view["chart"]
     return {
         "epochs": [r["epoch"] for r in rows],
@@ -68,9 +119,9 @@ def chart_data(view: dict[str, Any]) -> dict[str, Any]:
             {
                 "value": int(v),
                 "label": view["chart_labels"][j],
-                "estimate": [r["estimate"][j] for r in rows],
-                "lower": [r["lower"][j] for r in rows],
-                "upper": [r["upper"][j] for r in rows],
+                "estimate": [_finite(r["estimate"][j]) for r in rows],
+                "lower": [_finite(r["lower"][j]) for r in rows],
+                "upper": [_finite(r["upper"][j]) for r in rows],
             }
             for j, v in enumerate(view["chart_values"])
         ],
@@ -175,6 +226,56 @@ def central_section(central: dict[str, Any] | None) -> str:
     )
 
 
+def ledger_section(ledger: dict[str, Any] | None) -> str:
+    """The "What devices spent" section: the ledger's median, 99th percentile and maximum
+    over the collection's devices (:meth:`longldp.server.service.Service.ledger`), or why it
+    is missing. Shown for the protocols of data that changes (planned or history-dependent)."""
+    if ledger is None:
+        return ""
+    esc = html.escape
+    head = (
+        f'<h2>What devices spent (the ledger)</h2>\n<div id="ledger" '
+        f'data-status="{esc(ledger["status"])}" data-rule="{esc(ledger["rule"])}">\n'
+    )
+    note = f'<p id="ledger-note" class="muted">{esc(ledger["note"])}</p>'
+    if ledger["spent"] is None:
+        return head + note + "</div>"
+    window = ledger["rule"] == "per-window"
+    rows = [("spent", "in the worst window" if window else "by the accounting")]
+    if window:
+        rows.append(("lifetime", "over the whole horizon"))
+    body = "".join(
+        f'<tr data-figure="{key}"><td>{what}</td>'
+        + "".join(
+            f'<td class="num" data-{stat}="{ledger[key][stat]!r}">{ledger[key][stat]:.4g}</td>'
+            for stat in ("median", "p99", "max")
+        )
+        + "</tr>"
+        for key, what in rows
+    )
+    table = (
+        f'<table id="ledger-figures"><tr><th>ε spent by {ledger["devices"]:,} devices</th>'
+        f"<th>median</th><th>99th percentile</th><th>max</th></tr>{body}</table>"
+    )
+    return head + table + note + "</div>"
+
+
+def sybil_section(sybil: dict[str, Any] | None) -> str:
+    """The "Devices" section (:mod:`longldp.server.sybil`): enrolled devices against the
+    expected population, and the largest shift of one estimate the surplus could cause."""
+    if sybil is None:
+        return ""
+    esc = html.escape
+    shift = sybil.get("largest_shift")
+    attrs = f'data-auth="{esc(str(sybil["auth"]))}"'
+    if shift is not None:
+        attrs += f' data-shift="{shift!r}" data-surplus="{sybil["surplus"]}"'
+    return (
+        f'<h2>Devices</h2>\n<div id="sybil" {attrs}><p id="sybil-note">'
+        f"{esc(sybil['note'])}</p></div>"
+    )
+
+
 def render_dashboard(
     info: dict[str, Any], view: dict[str, Any] | list[dict[str, Any]], method: str | None
 ) -> str:
@@ -186,6 +287,7 @@ def render_dashboard(
     esc = html.escape
     data = chart_data(view)
     data["central"] = view.get("central")
+    data["sybil"] = view.get("sybil")
     blob = json.dumps(data).replace("<", "\\u003c")
     counts = "".join(
         f'<tr><td>{r["epoch"]}</td><td class="num" data-n="{r["n"]}">{r["n"]:,}</td></tr>'
@@ -198,11 +300,11 @@ def render_dashboard(
         latest = "".join(
             f'<tr data-value="{v}"><td>{esc(label.removeprefix("value "))}</td>'
             f'<td class="num" data-estimate="{est[j]!r}">{est[j]:.4f}</td>'
-            f'<td class="num">{last["se"][j]:.4f}</td>'
-            f'<td class="num">[{last["lower"][j]:.4f}, {last["upper"][j]:.4f}]</td></tr>'
+            f'<td class="num">{_cell(last["se"][j])}</td>'
+            f'<td class="num">{_interval(last["lower"][j], last["upper"][j])}</td></tr>'
             for j, (v, label) in enumerate(zip(last["values"], last["labels"], strict=True))
         )
-        latest_title = f"Epoch {last['epoch']}: the {len(last['values'])} largest estimates"
+        latest_title = words(view)["table"].format(epoch=last["epoch"], count=len(last["values"]))
     else:
         latest_title = "No reports yet"
     pp_words = (
@@ -211,6 +313,9 @@ def render_dashboard(
         else (f"post-processed with {esc(method)}; intervals are those of the unbiased estimates")
     )
     shown, total_epochs = len(view["chart"]), view["total_epochs"]
+    said = words(view)
+    over = "over the epochs shown" if shown < total_epochs else "over all epochs"
+    top = min(TOP_CHART, len(data["series"])) if shown else TOP_CHART
     cap_words = (
         ""
         if shown == total_epochs
@@ -228,13 +333,16 @@ def render_dashboard(
         epochs_word="epoch" if total_epochs == 1 else "epochs",
         shown=shown,
         cap_words=cap_words,
-        top_chart=min(TOP_CHART, len(data["series"])) if shown else TOP_CHART,
-        over="over the epochs shown" if shown < total_epochs else "over all epochs",
+        heading=esc(said["heading"]),
+        lines=esc(said["lines"].format(top=top, over=over)),
+        axis=json.dumps(said["axis"]),
         counts=counts,
         latest_title=esc(latest_title),
         latest=latest,
         data=blob,
         central=central_section(view.get("central")),
+        ledger=ledger_section(view.get("ledger")),
+        sybil=sybil_section(view.get("sybil")),
     )
     return page.replace(
         '<script id="data"', discovered_section(view.get("discovered")) + '<script id="data"', 1
@@ -293,10 +401,8 @@ td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 <p id="summary"><span id="total">{total}</span> reports over
 <span id="n-epochs">{n_epochs}</span> {epochs_word}.<span id="shown"
 data-shown="{shown}">{cap_words}</span></p>
-<h2>Estimated frequency over epochs</h2>
-<p id="chart-note" class="muted">Lines: the {top_chart} values with the largest mean estimate
-{over} (each value's estimated share of the epoch's reports); shaded: their 95%
-intervals.</p>
+<h2>{heading}</h2>
+<p id="chart-note" class="muted">{lines}</p>
 <svg id="chart" width="760" height="320" role="img"
      aria-label="estimated frequencies over epochs"></svg>
 <div class="cols">
@@ -307,6 +413,8 @@ intervals.</p>
 {latest}</table></div>
 </div>
 {central}
+{sybil}
+{ledger}
 <script id="data" type="application/json">{data}</script>
 <script>
 (function () {{
@@ -332,8 +440,8 @@ intervals.</p>
   }}
   var lo = 0, hi = 0;
   data.series.forEach(function (s) {{
-    s.lower.forEach(function (v) {{ lo = Math.min(lo, v); }});
-    s.upper.forEach(function (v) {{ hi = Math.max(hi, v); }});
+    s.lower.concat(s.upper, s.estimate).forEach(function (v) {{
+      if (v !== null) {{ lo = Math.min(lo, v); hi = Math.max(hi, v); }} }});
   }});
   if (hi <= lo) hi = lo + 1;
   var ystep = niceStep(hi - lo, 5);
@@ -352,7 +460,7 @@ intervals.</p>
   }}
   el("text", {{x: 14, y: (T + H - B) / 2, "text-anchor": "middle",
               transform: "rotate(-90 14 " + (T + H - B) / 2 + ")"}})
-    .textContent = "estimated frequency (share of reports)";
+    .textContent = {axis};
   var estep = e1 > e0 ? Math.max(1, niceStep(e1 - e0, 8)) : 1;
   for (var e = Math.ceil(e0 / estep) * estep; e <= e1; e += estep)
     el("text", {{x: x(e), y: H - B + 16, "text-anchor": "middle", "class": "xtick"}})
@@ -364,8 +472,9 @@ intervals.</p>
     var band = data.epochs.map(function (e, j) {{ return x(e) + "," + y(s.upper[j]); }})
       .concat(data.epochs.slice().reverse().map(function (e, j) {{
         var k = data.epochs.length - 1 - j; return x(e) + "," + y(s.lower[k]); }}));
-    el("polygon", {{points: band.join(" "), fill: c, "fill-opacity": 0.12, stroke: "none",
-                   "class": "interval"}}, g);
+    if (s.lower.concat(s.upper).indexOf(null) < 0)
+      el("polygon", {{points: band.join(" "), fill: c, "fill-opacity": 0.12, stroke: "none",
+                     "class": "interval"}}, g);
     var line = data.epochs.map(function (e, j) {{ return x(e) + "," + y(s.estimate[j]); }});
     el("polyline", {{points: line.join(" "), fill: "none", stroke: c, "stroke-width": 2}}, g);
     data.epochs.forEach(function (e, j) {{

@@ -80,6 +80,15 @@ collections = sa.Table(
     sa.Column("reports_per_epoch", sa.Integer, nullable=True),
     sa.Column("epoch_window", sa.BigInteger, nullable=True),
     sa.Column("count_shards", sa.Integer, nullable=False, server_default="1"),
+    # Version 4: who moves the epoch window (the wall clock, else the operator's open_from),
+    # the accepted clock skew, and the bounds on devices (cap, enrollment rate, the expected
+    # population the page's Sybil figure compares with, the count of active devices).
+    sa.Column("open_from", sa.BigInteger, nullable=True),
+    sa.Column("epoch_skew", sa.Integer, nullable=False, server_default="1"),
+    sa.Column("max_devices", sa.BigInteger, nullable=True),
+    sa.Column("expected_devices", sa.BigInteger, nullable=True),
+    sa.Column("enroll_per_minute", sa.Integer, nullable=True),
+    sa.Column("device_count", sa.BigInteger, nullable=False, server_default="0"),
 )
 
 devices = sa.Table(
@@ -89,6 +98,8 @@ devices = sa.Table(
     sa.Column("collection_id", sa.Integer, sa.ForeignKey("collections.id"), nullable=False),
     sa.Column("credential_hash", sa.LargeBinary, nullable=False),
     sa.Column("created_at", sa.Float, nullable=False),
+    # Version 4: when the operator revoked the device (its credential no longer works).
+    sa.Column("revoked_at", sa.Float, nullable=True),
 )
 
 #: The device id of reports sent with a collection's shared ingest token.
@@ -125,6 +136,8 @@ reports_by_device = sa.Index(
     "ix_reports_device", reports.c.collection_id, reports.c.device_id, reports.c.epoch
 )
 devices_by_collection = sa.Index("ix_devices_collection", devices.c.collection_id)
+#: Index added by migration 4: a collection's enrollments by time (the enrollment rate limit).
+devices_by_time = sa.Index("ix_devices_created", devices.c.collection_id, devices.c.created_at)
 
 # ---------------------------------------------------------------------- frozen old schemas
 # A migration creates the tables of its own version, never today's: these copies are frozen.
@@ -186,6 +199,21 @@ _reports_v3 = sa.Table(
     sa.Column("wire", sa.LargeBinary, nullable=False),
 )
 
+_devices_v3 = sa.Table(
+    "devices",
+    _v1,  # beside the frozen collections table its foreign key names
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column("collection_id", sa.Integer, sa.ForeignKey("collections.id"), nullable=False),
+    sa.Column("credential_hash", sa.LargeBinary, nullable=False),
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+#: The decoy collection (migration 4): a row no request can name (names have 1–64
+#: characters), read in place of an unknown collection so that authentication does the same
+#: work whether the collection exists or not. Its token digests are of secrets nobody holds.
+DECOY_NAME = ""
+_DECOY_SPEC = '{"name": "GRR", "params": {"eps": 1.0, "k": 2}}'
+
 #: Epoch window given by migration 3 to the collections created before it (they had none).
 LEGACY_EPOCH_WINDOW = 32
 
@@ -213,7 +241,7 @@ def _migration_3(conn: Connection) -> None:
     conn.execute(sa.text(f"{add} reports_per_epoch INTEGER"))
     conn.execute(sa.text(f"{add} epoch_window BIGINT"))
     conn.execute(sa.text(f"UPDATE collections SET epoch_window = {LEGACY_EPOCH_WINDOW}"))
-    conn.execute(sa.schema.CreateTable(devices))
+    conn.execute(sa.schema.CreateTable(_devices_v3))
     conn.execute(sa.schema.CreateIndex(devices_by_collection))
     # The primary key changes: rebuild the table (SQLite cannot alter a primary key).
     conn.execute(sa.schema.CreateTable(_reports_v3))
@@ -240,11 +268,74 @@ def _migration_3(conn: Connection) -> None:
     conn.execute(sa.text("ALTER TABLE epoch_counts_v3 RENAME TO epoch_counts"))
 
 
+def _migration_4(conn: Connection) -> None:
+    """Epoch windows no device can move, and bounds on devices.
+
+    Collections gain ``open_from`` (without a wall clock, the oldest open epoch, moved only by
+    the operator; existing ones start half a window behind their newest epoch with reports,
+    so the epochs around it stay open), ``epoch_skew`` (future epochs accepted with a wall
+    clock: 1), the device cap, expected population and enrollment rate (NULL: the server's
+    defaults) and the count of active devices; devices gain ``revoked_at``; an index serves
+    the enrollment rate (enrollments of a collection by time); the decoy collection
+    (:data:`DECOY_NAME`) is inserted."""
+    add = "ALTER TABLE collections ADD COLUMN"
+    conn.execute(sa.text(f"{add} open_from BIGINT"))
+    conn.execute(sa.text(f"{add} epoch_skew INTEGER NOT NULL DEFAULT 1"))
+    conn.execute(sa.text(f"{add} max_devices BIGINT"))
+    conn.execute(sa.text(f"{add} expected_devices BIGINT"))
+    conn.execute(sa.text(f"{add} enroll_per_minute INTEGER"))
+    conn.execute(sa.text(f"{add} device_count BIGINT NOT NULL DEFAULT 0"))
+    conn.execute(sa.text("ALTER TABLE devices ADD COLUMN revoked_at FLOAT"))
+    conn.execute(sa.schema.CreateIndex(devices_by_time))
+    import hashlib
+    import secrets
+
+    def nobody() -> bytes:
+        return hashlib.sha256(secrets.token_bytes(32)).digest()
+
+    conn.execute(
+        sa.text(
+            "INSERT INTO collections (name, protocol_spec, protocol_id, fingerprint, "
+            "first_epoch, description, ingest_token_hash, read_token_hash, created_at, auth, "
+            "enroll_token_hash, epoch_window, open_from) VALUES (:name, :spec, 1, :fp, 0, "
+            "'decoy: read in place of unknown collections', :h1, :h2, 0, 'device', :h3, 8, 0)"
+        ),
+        {
+            "name": DECOY_NAME,
+            "spec": _DECOY_SPEC,
+            "fp": bytes(8),
+            "h1": nobody(),
+            "h2": nobody(),
+            "h3": nobody(),
+        },
+    )
+    conn.execute(
+        sa.text(
+            "UPDATE collections SET device_count = (SELECT count(*) FROM devices "
+            "WHERE devices.collection_id = collections.id)"
+        )
+    )
+    newest = (
+        "(SELECT max(epoch) FROM epoch_counts WHERE epoch_counts.collection_id = "
+        "collections.id AND epoch_counts.n > 0)"
+    )
+    # Without a wall clock the window used to follow the newest epoch with reports.
+    conn.execute(
+        sa.text(
+            "UPDATE collections SET open_from = CASE WHEN "
+            f"{newest} IS NULL THEN first_epoch "
+            f"WHEN {newest} - epoch_window / 2 < first_epoch THEN first_epoch "
+            f"ELSE {newest} - epoch_window / 2 END WHERE epoch_seconds IS NULL"
+        )
+    )
+
+
 #: Every migration in order; a database records the highest version applied.
 MIGRATIONS: tuple[tuple[int, Callable[[Connection], None]], ...] = (
     (1, _migration_1),
     (2, _migration_2),
     (3, _migration_3),
+    (4, _migration_4),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -11,12 +11,15 @@ The ingest transaction itself is in :mod:`longldp.server.ingest`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hmac
+import io
 import json
 import math
 import re
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +33,7 @@ from longldp.protocols import Estimand, Estimate, FrequencyOracle, protocol_from
 from longldp.server import _codec as codec
 from longldp.server import central, db, ingest, sizing, tokens
 from longldp.server.errors import ClientError
+from longldp.server.group import Calls, GroupCommitter
 
 #: A collection name, matched whole (``re.fullmatch``: ``$`` would accept a trailing newline).
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -38,6 +42,10 @@ MAX_EPOCH = 2**32 - 1
 MAX_K = 1 << 20
 #: Epoch window of a new collection unless it names one.
 DEFAULT_EPOCH_WINDOW = 8
+#: Future epochs a wall-clock collection accepts beyond the current one (clock skew).
+DEFAULT_EPOCH_SKEW = 1
+#: Retry-After (seconds) of a report for an epoch the operator has not opened yet.
+NOT_YET_OPEN_RETRY_S = 300
 #: Reports per device and epoch of a new device-mode collection unless it names a quota.
 DEFAULT_REPORTS_PER_EPOCH = 1
 #: Count rows (shards) per epoch of a new PostgreSQL collection: concurrent ingests update
@@ -57,7 +65,10 @@ class Limits:
     (the epochs open at once); ``max_collection_bytes`` the working memory one request on a
     collection may need (:mod:`longldp.server.sizing`, checked at creation);
     ``max_answer_values`` the numbers (epochs × values) one estimate, series or dashboard
-    answer computes and sends.
+    answer computes and sends; ``max_inflight_bytes`` the working memory of all the requests
+    the process serves at once (admission control, :mod:`longldp.server.admission`);
+    ``max_devices`` and ``enroll_per_minute`` the default device cap and enrollment rate of
+    a device-mode collection (each collection may set its own).
     """
 
     max_body_bytes: int = 16 * 1024 * 1024
@@ -66,6 +77,9 @@ class Limits:
     max_open_epochs: int = 64
     max_collection_bytes: int = 512 * 1024 * 1024
     max_answer_values: int = 100_000
+    max_inflight_bytes: int = 1024 * 1024 * 1024
+    max_devices: int = 1_000_000
+    enroll_per_minute: int = 600
 
     def __post_init__(self) -> None:
         least = {
@@ -75,11 +89,20 @@ class Limits:
             "max_open_epochs": 2,
             "max_collection_bytes": 1 << 20,
             "max_answer_values": 100,
+            "max_inflight_bytes": 1 << 20,
+            "max_devices": 1,
+            "enroll_per_minute": 1,
         }
         for name, low in least.items():
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"server: '{name}' must be an integer ≥ {low}; got {value!r}.")
+        if self.max_inflight_bytes < self.max_collection_bytes:
+            raise ValueError(
+                "server: 'max_inflight_bytes' must be at least 'max_collection_bytes' (a "
+                f"lone maximal request must fit); got {self.max_inflight_bytes} < "
+                f"{self.max_collection_bytes}."
+            )
 
     def footprint(self, proto: FrequencyOracle, count_shards: int = 1) -> sizing.Footprint:
         """The memory a collection of ``proto`` needs under these limits."""
@@ -95,7 +118,8 @@ class Limits:
 
 @dataclass
 class Collection:
-    """A collection as loaded from the database (its protocol object built once)."""
+    """A collection as loaded from the database (read again on every request: the epoch
+    window and the device bounds may change; its protocol object is built once)."""
 
     id: int
     name: str
@@ -117,6 +141,12 @@ class Collection:
     reports_per_epoch: int | None = None
     epoch_window: int | None = None
     count_shards: int = 1
+    open_from: int | None = None
+    epoch_skew: int = DEFAULT_EPOCH_SKEW
+    max_devices: int | None = None
+    expected_devices: int | None = None
+    enroll_per_minute: int | None = None
+    device_count: int = 0
     record_size: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -129,24 +159,45 @@ class Collection:
         now = time.time() if now is None else now
         return self.first_epoch + math.floor((now - self.start_time) / self.epoch_seconds)
 
-    def open_range(self, newest: int | None, now: float | None = None) -> tuple[int, int]:
+    def open_range(self, now: float | None = None) -> tuple[int, int]:
         """(lowest, highest) epoch open for reports (empty when lowest > highest).
 
-        [first_epoch, last_epoch], and within the window W: with a wall clock, the W epochs
-        up to the current one; without, the epochs within W of the newest epoch with reports
-        (newest − W, newest + W] (any epoch while there is none).
+        Within [first_epoch, last_epoch], and: with a wall clock, the W epochs up to the
+        current one and the ``epoch_skew`` S after it (devices whose clocks run ahead),
+        [c − W + 1, c + S]; without one, the W epochs from ``open_from``, which only the
+        operator moves, [open_from, open_from + W − 1]. No report moves it.
         """
         low, high = self.first_epoch, MAX_EPOCH if self.last_epoch is None else self.last_epoch
+        window = self.epoch_window or DEFAULT_EPOCH_WINDOW
         current = self.current_epoch(now)
-        window = self.epoch_window
         if current is not None:
-            high = min(high, current)
-            if window is not None:
-                low = max(low, current - window + 1)
-        elif window is not None and newest is not None:
-            low = max(low, newest - window + 1)
-            high = min(high, newest + window)
-        return low, high
+            return max(low, current - window + 1), min(high, current + self.epoch_skew)
+        start = self.first_epoch if self.open_from is None else self.open_from
+        return max(low, start), min(high, start + window - 1)
+
+    def opens_later(self, epoch: int, now: float | None = None) -> float | None:
+        """Seconds until ``epoch`` opens, when it is not open yet but will be (a device ahead
+        of the collection's clock keeps it: 425 with Retry-After); None if it never will
+        (past the window or after ``last_epoch``)."""
+        high = self.open_range(now)[1]
+        if epoch <= high or (self.last_epoch is not None and epoch > self.last_epoch):
+            return None
+        if self.epoch_seconds is None or self.start_time is None:
+            return float(NOT_YET_OPEN_RETRY_S)  # the operator moves it: ask again later
+        now = time.time() if now is None else now
+        opens = self.start_time + (epoch - self.epoch_skew - self.first_epoch) * self.epoch_seconds
+        return max(1.0, opens - now)
+
+    def device_cap(self, limits: Limits) -> int:
+        """Most active devices the collection admits (its own cap, else the server's)."""
+        return self.max_devices if self.max_devices is not None else limits.max_devices
+
+    def enroll_rate(self, limits: Limits) -> int:
+        """Enrollments per minute the collection admits (its own rate, else the server's)."""
+        return (
+            self.enroll_per_minute if self.enroll_per_minute is not None
+            else limits.enroll_per_minute
+        )
 
     def public(self) -> dict[str, Any]:
         """What any token holder may see about the collection."""
@@ -162,6 +213,9 @@ class Collection:
             "start_time": self.start_time,
             "current_epoch": self.current_epoch(),
             "epoch_window": self.epoch_window,
+            "epoch_skew": self.epoch_skew,
+            "open_from": self.open_from,
+            "open_epochs": _range_or_none(*self.open_range()),
             "auth": self.auth,
             "reports_per_epoch": self.reports_per_epoch,
             "postprocess": self.postprocess,
@@ -200,17 +254,24 @@ def privacy_summary(proto: FrequencyOracle) -> dict[str, Any]:
     """The privacy parameters of a protocol, as numbers and in words."""
     eps_report = float(proto.single_report_epsilon())
     eps_memo = float(proto.first_round_epsilon())
+    dom = proto.domain
+    over = (
+        f"{dom.size} values"
+        if dom.codes
+        else (f"numbers in [{dom.lo:g}, {dom.hi:g}]" if dom.kind == "interval" else dom.describe())
+    )
+    per = "rounded value" if dom.kind == "interval" else "value"
     if proto.longitudinal:
         words = (
-            f"{proto.name} over {proto.k} values. Each device randomizes its value twice: a "
-            f"permanent answer memoized per value (ε∞ = {eps_memo:.3g}) and a fresh one per "
+            f"{proto.name} over {over}. Each device randomizes its value twice: a "
+            f"permanent answer memoized per {per} (ε∞ = {eps_memo:.3g}) and a fresh one per "
             f"report (ε1 = {eps_report:.3g}). One report reveals at most ε = {eps_report:.3g}; "
             f"a device that reports t times over d distinct values reveals at most "
             f"min(t·{eps_report:.3g}, d·{eps_memo:.3g}), however long it keeps reporting."
         )
     else:
         words = (
-            f"{proto.name} over {proto.k} values, one-shot: every report is randomized afresh "
+            f"{proto.name} over {over}, one-shot: every report is randomized afresh "
             f"and reveals at most ε = {eps_report:.3g}; t reports reveal at most t·ε."
         )
     return {
@@ -222,20 +283,32 @@ def privacy_summary(proto: FrequencyOracle) -> dict[str, Any]:
 
 
 #: One query per request: the collection, and the stored hash of the device a credential names.
+#: It always reads exactly one collection row: the one named, else the decoy
+#: (:data:`db.DECOY_NAME`), found by the same unique index (its name looked up first).
+_C = db.collections
 _WHO = (
-    sa.select(db.collections, db.devices.c.credential_hash)
+    sa.select(_C, db.devices.c.credential_hash)
     .select_from(
-        db.collections.outerjoin(
+        _C.outerjoin(
             db.devices,
             sa.and_(
-                db.devices.c.collection_id == db.collections.c.id,
+                db.devices.c.collection_id == _C.c.id,
                 db.devices.c.id == sa.bindparam("device"),
+                db.devices.c.revoked_at.is_(None),
             ),
         )
     )
-    .where(db.collections.c.name == sa.bindparam("name"))
+    .where(
+        _C.c.name
+        == sa.func.coalesce(
+            sa.select(_C.c.name).where(_C.c.name == sa.bindparam("name")).scalar_subquery(),
+            db.DECOY_NAME,
+        )
+    )
 )
 
+#: The settings an operator may change after creation (``PATCH /v1/collections/{name}``).
+_SETTINGS = frozenset({"open_from", "max_devices", "expected_devices", "enroll_per_minute"})
 _CREATE_FIELDS = frozenset(
     {
         "name",
@@ -245,26 +318,40 @@ _CREATE_FIELDS = frozenset(
         "epoch_seconds",
         "start_time",
         "epoch_window",
+        "epoch_skew",
         "auth",
         "reports_per_epoch",
         "postprocess",
         "description",
     }
+    | _SETTINGS
 )
 
 
 class Service:
     """The collection server's operations over ``engine`` (already migrated)."""
 
-    def __init__(self, engine: Engine, admin_token: str, limits: Limits | None = None):
+    def __init__(
+        self,
+        engine: Engine,
+        admin_token: str,
+        limits: Limits | None = None,
+        attest: Callable[[str, str | None], bool] | None = None,
+    ):
         if not isinstance(admin_token, str) or len(admin_token) < 16:
             raise ValueError("server: 'admin_token' must be a string of at least 16 characters.")
         self.engine = engine
         self.admin_token = admin_token
         self._admin_digest = tokens.digest(admin_token)
         self.limits = limits or Limits()
-        self._collections: dict[tuple[int, str], Collection] = {}
+        #: The attestation hook (docs/server.md, "Sybil bounds"): called at every enrollment
+        #: with the collection's name and the device's evidence; False or an exception refuses.
+        self.attest = attest
+        self._protocols: dict[str, tuple[FrequencyOracle, dict[str, Any]]] = {}
         self._lock = threading.Lock()
+        self._committer: GroupCommitter | None = None
+        self._authenticator: Calls | None = None
+        self._who_sql: tuple[str, list[str], dict[str, Any]] | None = None
 
     # ------------------------------------------------------------------ collections
     def is_admin(self, token: str | None) -> bool:
@@ -277,15 +364,7 @@ class Service:
         A device-mode collection (the default) gets an enrollment token and a read token; a
         shared-token collection (``"auth": "shared"``) an ingest token and a read token.
         """
-        if not isinstance(body, dict):
-            raise ClientError(422, "the body must be a JSON object.")
-        unknown = sorted(set(body) - _CREATE_FIELDS)
-        if unknown:
-            raise ClientError(
-                422,
-                f"unknown field(s) {', '.join(unknown)}; allowed: "
-                f"{', '.join(sorted(_CREATE_FIELDS))}.",
-            )
+        _only(body, _CREATE_FIELDS, "unknown field(s) {}; allowed: {}.")
         name = body.get("name")
         if not isinstance(name, str) or not NAME_RE.fullmatch(name):
             raise ClientError(
@@ -304,8 +383,21 @@ class Service:
             start = time.time()
         if seconds is None and start is not None:
             raise ClientError(422, "'start_time' needs 'epoch_seconds'.")
-        top = self.limits.max_open_epochs - 1
+        skew = _count_field(body, "epoch_skew", DEFAULT_EPOCH_SKEW, 64, least=0)
+        if seconds is None and body.get("epoch_skew") not in (None, DEFAULT_EPOCH_SKEW):
+            raise ClientError(
+                422, "'epoch_skew' needs a wall clock ('epoch_seconds'); without one the "
+                "operator opens epochs ('open_from')."
+            )
+        top = max(1, self.limits.max_open_epochs - max(1, skew))
         window = _count_field(body, "epoch_window", DEFAULT_EPOCH_WINDOW, top)
+        if seconds is not None and body.get("open_from") is not None:
+            raise ClientError(
+                422, "'open_from' applies without a wall clock; with 'epoch_seconds' the clock "
+                "moves the window."
+            )
+        settings = self._settings(body, first, last, seconds)
+        open_from = settings.get("open_from", first) if seconds is None else None
         auth = body.get("auth", db.AUTH_DEVICE)
         if auth not in (db.AUTH_DEVICE, db.AUTH_SHARED):
             raise ClientError(422, f"'auth' must be 'device' or 'shared'; got {auth!r}.")
@@ -354,6 +446,12 @@ class Service:
             "reports_per_epoch": quota,
             "epoch_window": window,
             "count_shards": COUNT_SHARDS_POSTGRES if db.is_postgres(self.engine) else 1,
+            "open_from": open_from,
+            "epoch_skew": skew,
+            "max_devices": settings.get("max_devices"),
+            "expected_devices": settings.get("expected_devices"),
+            "enroll_per_minute": settings.get("enroll_per_minute"),
+            "device_count": 0,
         }
         with db.transaction(self.engine, write=True) as conn:
             exists = conn.execute(
@@ -381,13 +479,6 @@ class Service:
             proto = protocol_from_spec(spec_in)
         except (ValueError, TypeError) as exc:
             raise ClientError(422, f"'protocol': {exc}") from None
-        if not proto.report_kind.discrete:
-            raise ClientError(
-                422,
-                f"'protocol': {proto.name}'s reports are continuous (report kind "
-                f"'{proto.report_kind}'): their sums are not the integer counts this server "
-                "stores.",
-            )
         shards = COUNT_SHARDS_POSTGRES if db.is_postgres(self.engine) else 1
         need = self.limits.footprint(proto, shards)
         budget = self.limits.max_collection_bytes
@@ -400,10 +491,84 @@ class Service:
             )
         return proto
 
+    def _settings(
+        self, body: dict[str, Any], first: int, last: int | None, seconds: float | None
+    ) -> dict[str, Any]:
+        """The operator settings present in ``body``, checked (a None clears a device bound
+        back to the server's default)."""
+        out: dict[str, Any] = {}
+        if "open_from" in body:
+            value = _int_field(body, "open_from", None)
+            if value is None:
+                raise ClientError(422, "'open_from' must be an integer epoch.")
+            if seconds is not None:
+                raise ClientError(
+                    422, "'open_from' applies without a wall clock; with 'epoch_seconds' the "
+                    "clock moves the window."
+                )
+            if value < first or (last is not None and value > last):
+                raise ClientError(
+                    422, f"'open_from' must be in [first_epoch, last_epoch] = [{first}, "
+                    f"{'∞' if last is None else last}]; got {value}."
+                )
+            out["open_from"] = value
+        bounds = {
+            "max_devices": (1, 10**12),
+            "expected_devices": (0, 10**12),
+            "enroll_per_minute": (1, 10**9),
+        }
+        for name, (low, high) in bounds.items():
+            if name in body:
+                value = body[name]
+                if value is not None and (
+                    isinstance(value, bool) or not isinstance(value, int)
+                    or not low <= value <= high
+                ):
+                    raise ClientError(
+                        422, f"'{name}' must be an integer in [{low}, {high}] or null; "
+                        f"got {value!r}."
+                    )
+                out[name] = value
+        return out
+
+    def update_settings(self, col: Collection, body: Any) -> dict[str, Any]:
+        """Change a collection's operator settings (``open_from``: the oldest open epoch of a
+        collection without a wall clock; ``max_devices``, ``expected_devices``,
+        ``enroll_per_minute``); returns the collection as :meth:`Collection.public` shows it
+        with its device bounds."""
+        if not body:
+            raise ClientError(422, "the body must be a non-empty JSON object.")
+        _only(body, _SETTINGS, "unknown or fixed field(s) {}; a collection's settings are {}.")
+        changes = self._settings(body, col.first_epoch, col.last_epoch, col.epoch_seconds)
+        with db.transaction(self.engine, write=True) as conn:
+            conn.execute(
+                db.collections.update().where(db.collections.c.id == col.id).values(**changes)
+            )
+        fresh = self.get_collection(col.name)
+        assert fresh is not None
+        return {**fresh.public(), **self.device_bounds(fresh)}
+
+    def device_bounds(self, col: Collection) -> dict[str, Any]:
+        """The collection's device bounds as they apply now (the server's defaults filled in)."""
+        return {
+            "devices": col.device_count,
+            "max_devices": col.device_cap(self.limits),
+            "expected_devices": col.expected_devices,
+            "enroll_per_minute": col.enroll_rate(self.limits),
+        }
+
     def list_collections(self) -> list[dict[str, Any]]:
         """Every collection's public description, by name."""
         with db.transaction(self.engine, write=False) as conn:
-            rows = conn.execute(sa.select(db.collections).order_by("name")).mappings().all()
+            rows = (
+                conn.execute(
+                    sa.select(db.collections)
+                    .where(db.collections.c.name != db.DECOY_NAME)
+                    .order_by("name")
+                )
+                .mappings()
+                .all()
+            )
         return [self._from_row(row).public() for row in rows]
 
     def get_collection(self, name: str) -> Collection | None:
@@ -419,20 +584,24 @@ class Service:
         return None if row is None else self._from_row(row)
 
     def _from_row(self, row: Any) -> Collection:
-        """The :class:`Collection` of a database row, built once per collection (a
-        collection never changes once created; its row is still read on every request)."""
-        key = (int(row["id"]), row["protocol_spec"])
+        """The :class:`Collection` of a database row. Its protocol object is built once per
+        protocol spec; the rest is read from the row every time (the epoch window and the
+        device bounds change)."""
+        text = row["protocol_spec"]
         with self._lock:
-            hit = self._collections.get(key)
-        if hit is not None:
-            return hit
-        spec = json.loads(row["protocol_spec"])
+            known = self._protocols.get(text)
+        if known is None:
+            spec = json.loads(text)
+            known = (protocol_from_spec(spec), spec)
+            with self._lock:
+                self._protocols[text] = known
+        proto, spec = known
         enroll = row["enroll_token_hash"]
-        col = Collection(
+        return Collection(
             id=row["id"],
             name=row["name"],
-            proto=protocol_from_spec(spec),
-            spec=spec,
+            proto=proto,
+            spec=spec,  # shared between requests: read only
             protocol_id=row["protocol_id"],
             fingerprint=bytes(row["fingerprint"]),
             first_epoch=row["first_epoch"],
@@ -449,48 +618,84 @@ class Service:
             reports_per_epoch=row["reports_per_epoch"],
             epoch_window=row["epoch_window"],
             count_shards=int(row["count_shards"]),
+            open_from=row["open_from"],
+            epoch_skew=int(row["epoch_skew"]),
+            max_devices=row["max_devices"],
+            expected_devices=row["expected_devices"],
+            enroll_per_minute=row["enroll_per_minute"],
+            device_count=int(row["device_count"]),
         )
-        with self._lock:
-            self._collections[key] = col
-        return col
 
     # ------------------------------------------------------------------ who is asking
     def authenticate(self, name: str, token: str) -> Access:
         """The collection, role and device of ``token`` on collection ``name``.
 
-        One query reads the collection and, when the token is shaped like a device credential,
-        that device's stored hash; then every comparison runs (admin, read, ingest, enroll,
-        device), against :data:`tokens.ABSENT` where a hash does not exist, before anything
-        branches on the result. An unknown collection and a wrong token therefore do the
-        same work and get the same answer from the web layer.
+        One query reads the collection (an unknown one: the decoy row, by the same index) and,
+        when the token is shaped like a device credential, that device's stored hash; the
+        collection is built and every comparison runs (admin, read, ingest, enroll, device),
+        against :data:`tokens.ABSENT` where a hash does not exist, before anything branches
+        on the result. An unknown collection and a wrong token therefore do the same work
+        and get the same answer from the web layer.
         """
         presented = tokens.digest(token)
         device = tokens.device_of(token)
-        row = None
-        if isinstance(name, str) and NAME_RE.fullmatch(name):
-            params = {"name": name, "device": -1 if device is None else device}
-            with db.transaction(self.engine, write=False) as conn:
-                row = conn.execute(_WHO, params).mappings().first()
-        get = (lambda key: row[key]) if row is not None else (lambda key: None)
-        shared = get("auth") == db.AUTH_SHARED
+        wanted = name if isinstance(name, str) and NAME_RE.fullmatch(name) else db.DECOY_NAME
+        params = {"name": wanted, "device": -1 if device is None else device}
+        row = self._who(params)
+        col = self._from_row(row)  # the decoy's too: the same work
+        known = row["name"] != db.DECOY_NAME
+        shared = row["auth"] == db.AUTH_SHARED
         is_admin = hmac.compare_digest(presented, self._admin_digest)
-        is_read = tokens.matches_digest(presented, get("read_token_hash"))
-        is_ingest = tokens.matches_digest(presented, get("ingest_token_hash")) and shared
-        is_enroll = tokens.matches_digest(presented, get("enroll_token_hash"))
-        is_device = tokens.matches_digest(presented, get("credential_hash"))
-        if row is None:
-            return Access(None, "admin" if is_admin else None)
-        col = self._from_row(row)
-        for role, ok in (
+        is_read = tokens.matches_digest(presented, row["read_token_hash"])
+        is_ingest = tokens.matches_digest(presented, row["ingest_token_hash"]) and shared
+        is_enroll = tokens.matches_digest(presented, row["enroll_token_hash"])
+        is_device = tokens.matches_digest(presented, row["credential_hash"])
+        roles = (
             ("admin", is_admin),
-            ("read", is_read),
-            ("ingest", is_ingest),
-            ("enroll", is_enroll),
-            ("device", is_device),
-        ):
-            if ok:
-                return Access(col, role, device if role == "device" else db.SHARED_DEVICE)
-        return Access(col, None)
+            ("read", is_read and known),
+            ("ingest", is_ingest and known),
+            ("enroll", is_enroll and known),
+            ("device", is_device and known),
+        )
+        role = next((r for r, ok in roles if ok), None)
+        if not known:
+            return Access(None, role)
+        return Access(col, role, device if role == "device" else db.SHARED_DEVICE)
+
+    def _who(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The row of :data:`_WHO`, read on a pooled driver connection with the statement
+        compiled once: one SELECT, no explicit transaction around it (a single statement
+        reads a consistent snapshot), none of SQLAlchemy's per-statement work. Every request
+        runs it, so it is the server's most frequent query."""
+        compiled = self._who_sql
+        if compiled is None:
+            c = _WHO.compile(dialect=self.engine.dialect)
+            order = list(c.positiontup or [])
+            compiled = self._who_sql = (str(c), order, dict(c.params))
+        sql, order, fixed = compiled
+        values = {**fixed, **params}
+        driver_error = self.engine.dialect.loaded_dbapi.Error
+        try:
+            raw = self.engine.raw_connection()
+        except (driver_error, sa.exc.DBAPIError) as exc:  # cannot connect
+            raise db.DatabaseUnavailableError(str(exc)) from None
+        try:
+            cur = raw.cursor()
+            try:
+                cur.execute(sql, tuple(values[k] for k in order) if order else values)
+                names = [d[0] for d in cur.description]
+                found = cur.fetchone()
+            finally:
+                cur.close()
+            raw.rollback()  # PostgreSQL began a transaction; SQLite: nothing to end
+        except driver_error as exc:  # the driver's own errors
+            raw.invalidate()
+            raise db.DatabaseUnavailableError(str(exc)) from None
+        finally:
+            raw.close()  # back to the pool
+        if found is None:
+            raise db.DatabaseUnavailableError("the decoy collection is missing (migration 4)")
+        return dict(zip(names, found, strict=True))
 
     def role_of(self, col: Collection, token: str | None) -> str | None:
         """'admin', 'read', 'ingest', 'enroll', 'device' or None for ``token`` on ``col``."""
@@ -498,25 +703,74 @@ class Service:
             return None
         return self.authenticate(col.name, token).role
 
-    def enroll(self, col: Collection) -> dict[str, Any]:
+    def enroll(self, col: Collection, evidence: str | None = None) -> dict[str, Any]:
         """Enroll a new device in a device-mode collection: its id and credential (shown this
-        once; the server keeps only the credential's SHA-256 digest)."""
+        once; the server keeps only the credential's SHA-256 digest).
+
+        Refused: by the attestation hook, when the server has one (403: ``evidence`` is what
+        the device sent in ``X-Device-Attestation``); with 409 once the collection holds its
+        cap of active devices; with 429 and ``Retry-After`` when the collection enrolled its
+        rate of devices in the last minute. The cap and the rate are checked in the enrolling
+        transaction, the collection's row locked (PostgreSQL) or the database's write lock
+        held (SQLite): exact across threads and processes."""
         if col.auth != db.AUTH_DEVICE:
             raise ClientError(
                 409, f"collection {col.name!r} takes a shared ingest token; devices do not enroll."
             )
+        if self.attest is not None:
+            try:
+                admitted = bool(self.attest(col.name, evidence))
+            except Exception as exc:  # the hook's refusal, whatever its kind
+                raise ClientError(403, f"device attestation failed: {exc}") from None
+            if not admitted:
+                raise ClientError(403, "device attestation refused.")
         placeholder = tokens.digest(tokens.new_token("enroll"))
+        c = db.collections
         with db.transaction(self.engine, write=True) as conn:
+            query = sa.select(c.c.device_count, c.c.max_devices, c.c.enroll_per_minute).where(
+                c.c.id == col.id
+            )
+            if db.is_postgres(self.engine):
+                query = query.with_for_update()
+            count, cap, rate = conn.execute(query).one()
+            cap = self.limits.max_devices if cap is None else int(cap)
+            rate = self.limits.enroll_per_minute if rate is None else int(rate)
+            if int(count) >= cap:
+                raise ClientError(
+                    409,
+                    f"collection {col.name!r} holds its cap of {cap:,} active devices; the "
+                    "operator may raise it (max_devices) or revoke devices.",
+                )
+            now = time.time()
+            dv = db.devices
+            oldest = conn.execute(
+                sa.select(dv.c.created_at)
+                .where(dv.c.collection_id == col.id, dv.c.created_at > now - 60.0)
+                .order_by(dv.c.created_at.desc())
+                .limit(1)
+                .offset(rate - 1)
+            ).scalar()
+            if oldest is not None:
+                wait = max(1, math.ceil(oldest + 60.0 - now))
+                raise ClientError(
+                    429,
+                    f"collection {col.name!r} enrolls at most {rate:,} devices a minute; "
+                    f"retry in {wait} s.",
+                    headers={"Retry-After": str(wait)},
+                )
             device = conn.execute(
-                db.devices.insert()
-                .values(collection_id=col.id, credential_hash=placeholder, created_at=time.time())
-                .returning(db.devices.c.id)
+                dv.insert()
+                .values(collection_id=col.id, credential_hash=placeholder, created_at=now)
+                .returning(dv.c.id)
             ).scalar_one()
             credential = tokens.new_device_credential(device)
             conn.execute(
-                db.devices.update()
-                .where(db.devices.c.id == device)
+                dv.update()
+                .where(dv.c.id == device)
                 .values(credential_hash=tokens.digest(credential))
+            )
+            conn.execute(
+                c.update().where(c.c.id == col.id).values(device_count=c.c.device_count + 1)
             )
         return {
             "collection": col.name,
@@ -524,6 +778,121 @@ class Service:
             "credential": credential,
             "reports_per_epoch": col.reports_per_epoch,
         }
+
+    def list_devices(
+        self, col: Collection, start: int | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
+        """A page of the collection's devices by id (from ``start``): when each enrolled and
+        was revoked, how many reports it holds and its latest epoch; with the device bounds
+        and the Sybil figure (:mod:`longldp.server.sybil`). ``next_start``: the next page."""
+        from longldp.server.sybil import sybil_view
+
+        limit = min(limit or 1000, 10_000)
+        dv, r = db.devices, db.reports
+        q = sa.select(dv.c.id, dv.c.created_at, dv.c.revoked_at).where(
+            dv.c.collection_id == col.id
+        )
+        if start is not None:
+            q = q.where(dv.c.id >= start)
+        with db.transaction(self.engine, write=False) as conn:
+            rows = conn.execute(q.order_by(dv.c.id).limit(limit + 1)).all()
+            ids = [int(row.id) for row in rows[:limit]]
+            held: dict[int, tuple[int, int | None]] = {}
+            if ids:
+                for device, n, last in conn.execute(
+                    sa.select(r.c.device_id, sa.func.count(), sa.func.max(r.c.epoch))
+                    .where(r.c.collection_id == col.id, r.c.device_id.in_(ids))
+                    .group_by(r.c.device_id)
+                ):
+                    held[int(device)] = (int(n), None if last is None else int(last))
+        bounds = self.device_bounds(col)
+        return {
+            "collection": col.name,
+            **bounds,
+            "devices_page": [
+                {
+                    "device": int(row.id),
+                    "enrolled_at": row.created_at,
+                    "revoked_at": row.revoked_at,
+                    "reports": held.get(int(row.id), (0, None))[0],
+                    "last_epoch": held.get(int(row.id), (0, None))[1],
+                }
+                for row in rows[:limit]
+            ],
+            "next_start": int(rows[limit].id) if len(rows) > limit else None,
+            "sybil": sybil_view(col.proto, col.auth, bounds, col.reports_per_epoch),
+        }
+
+    def revoke_device(self, col: Collection, device: int, purge: bool = False) -> dict[str, Any]:
+        """Revoke one device: its credential stops working at once (a request it has in
+        flight is refused under the device's lock). With ``purge``, its reports in epochs not
+        closed are removed too and their epochs' counts lowered, in the same transaction
+        (locks in the ingest order: the device, the epochs' count rows, the reports)."""
+        dv, c, r = db.devices, db.collections, db.reports
+        postgres = db.is_postgres(self.engine)
+        removed = 0
+        with db.transaction(self.engine, write=True) as conn:
+            query = sa.select(dv.c.revoked_at).where(
+                dv.c.id == device, dv.c.collection_id == col.id
+            )
+            if postgres:
+                query = query.with_for_update()
+            row = conn.execute(query).first()
+            if row is None:
+                raise ClientError(404, f"collection {col.name!r} has no device {device}.")
+            if row.revoked_at is None:
+                conn.execute(dv.update().where(dv.c.id == device).values(revoked_at=time.time()))
+                conn.execute(
+                    c.update().where(c.c.id == col.id).values(device_count=c.c.device_count - 1)
+                )
+            if purge:
+                mine = sa.and_(r.c.collection_id == col.id, r.c.device_id == device)
+                epochs = sorted(
+                    int(e) for e in conn.execute(sa.select(r.c.epoch).where(mine).distinct())
+                    .scalars()
+                )
+                for e in epochs:
+                    removed += self._purge_epoch(conn, col, device, e, postgres)
+        return {"device": device, "revoked": True, "reports_removed": removed}
+
+    def _purge_epoch(self, conn: Any, col: Collection, device: int, epoch: int, postgres: bool):  # type: ignore[no-untyped-def]
+        """Remove ``device``'s reports of one epoch unless it is closed; their count."""
+        r, ec = db.reports, db.epoch_counts
+        query = (
+            sa.select(ec.c.shard, ec.c.n, ec.c.support, ec.c.closed)
+            .where(ec.c.collection_id == col.id, ec.c.epoch == epoch)
+            .order_by(ec.c.shard)
+        )
+        shards = conn.execute(query.with_for_update() if postgres else query).all()
+        if not shards or any(s.closed for s in shards):
+            return 0
+        mine = sa.and_(r.c.collection_id == col.id, r.c.device_id == device, r.c.epoch == epoch)
+        wires = conn.execute(sa.select(r.c.wire).where(mine)).scalars().all()
+        if not wires:
+            return 0
+        rows = np.frombuffer(b"".join(wires), dtype=np.uint8).reshape(len(wires), -1)
+        support = codec.support_of_rows(col.proto, rows)
+        conn.execute(r.delete().where(mine))
+        # Lower the counts: n from the shards in order (none below 0, so that "an epoch has
+        # reports" stays "one of its rows has n > 0"), the support from the first one (only
+        # an epoch's sums are ever read).
+        left = len(wires)
+        shape = col.proto.support_shape
+        kind = codec.support_dtype(col.proto)  # int64 counts, or float64 sums of a numeric mean
+        for j, s in enumerate(shards):
+            take = min(int(s.n), left)
+            left -= take
+            new = np.frombuffer(s.support, dtype=kind).reshape(shape).astype(kind.newbyteorder("="))
+            if j == 0:
+                new = new - support
+            if take or j == 0:
+                conn.execute(
+                    ec.update()
+                    .where(ec.c.collection_id == col.id, ec.c.epoch == epoch, ec.c.shard == s.shard)
+                    .values(n=int(s.n) - take, support=new.astype(kind).tobytes())
+                )
+        assert left == 0, "an epoch's counts held fewer reports than were stored"
+        return len(wires)
 
     # ------------------------------------------------------------------ ingest
     def parse_binary(self, col: Collection, data: bytes) -> Batch:
@@ -566,13 +935,92 @@ class Service:
         returns counts of new and repeated ids (:func:`longldp.server.ingest.store`)."""
         return ingest.store(self.engine, col, batch, device, self.limits)
 
+    def json_body_limit(self, col: Collection) -> int:
+        """The longest JSON body an ingest on ``col`` may have: ``max_batch`` of its longest
+        items (:func:`sizing.json_item_bytes`), 1 KiB of envelope, at most ``max_body_bytes``.
+        A longer one is refused by its declared length (413) before it is read."""
+        per_item = sizing.json_item_bytes(col.proto)
+        return min(self.limits.max_body_bytes, 1024 + self.limits.max_batch * per_item)
+
+    def ingest_bytes(self, col: Collection, body_bytes: int, json_body: bool) -> int:
+        """The admission ticket of an ingest of ``body_bytes`` on ``col``."""
+        return sizing.ingest_request_bytes(
+            col.proto,
+            body_bytes,
+            max_batch=self.limits.max_batch,
+            max_epochs_per_request=self.limits.max_epochs_per_request,
+            json_body=json_body,
+        )
+
+    def export_bytes(self, col: Collection) -> int:
+        """The admission ticket of a streamed export: one page of rows (their Python objects,
+        the Arrow arrays and the Parquet writer's buffers), whatever the epoch holds."""
+        per_row = 4 * (col.proto.wire_size + 16) + 400
+        return sizing.REQUEST_OVERHEAD + EXPORT_PAGE_ROWS * per_row
+
+    def answer_bytes(self, col: Collection, dashboard: bool = False) -> int:
+        """The admission ticket of an estimate or series page on ``col`` (an estimate's
+        footprint, :func:`sizing.footprint`) or of its dashboard (plus the numbers it keeps
+        over its epochs: four per value, 20 answers' worth)."""
+        need = self.limits.footprint(col.proto, col.count_shards).estimate_bytes
+        if dashboard:
+            need += 4 * sizing.CELL * 20 * self.limits.max_answer_values
+        return need
+
+    def job(self, col: Collection, device: int, kind: str, data: bytes) -> ingest.Job:
+        """Parse and check an ingest body (binary or JSON) into a job (no database)."""
+        if kind == "application/json":
+            try:
+                body = json.loads(data)
+            except (ValueError, RecursionError):
+                raise ClientError(422, "the body is not valid JSON.") from None
+            batch = self.parse_json(col, body)
+        else:
+            batch = self.parse_binary(col, data)
+        return ingest.prepare(col, batch, device, self.limits)
+
+    def store_job(self, job: ingest.Job) -> dict[str, int]:
+        """Store one job in a transaction of its own (:func:`ingest.run_group`)."""
+        (result,) = ingest.run_group(self.engine, [job])
+        if isinstance(result, ClientError):
+            raise result
+        return result
+
+    @property
+    def committer(self) -> GroupCommitter:
+        """The process's group committer (:mod:`longldp.server.group`), started on first use."""
+        with self._lock:
+            if self._committer is None:
+                self._committer = GroupCommitter(self.engine)
+            return self._committer
+
+    @property
+    def authenticator(self) -> Calls:
+        """:meth:`authenticate` on the process's authentication threads (one on SQLite, two on
+        PostgreSQL, whose queries wait on the network): every request's first query, handed
+        off in batches (:class:`longldp.server.group.Calls`), started on first use."""
+        with self._lock:
+            if self._authenticator is None:
+                threads = 2 if db.is_postgres(self.engine) else 1
+                self._authenticator = Calls(self.authenticate, threads, name="longldp-auth")
+            return self._authenticator
+
+    def close(self) -> None:
+        """Stop the group committer (after its queued jobs) and the authentication threads."""
+        with self._lock:
+            committer, self._committer = self._committer, None
+            authenticator, self._authenticator = self._authenticator, None
+        for batches in (committer, authenticator):
+            if batches is not None:
+                batches.close()
+
     def close_epoch(self, col: Collection, epoch: int) -> dict[str, Any]:
         """Close an epoch: later reports for it are refused (its estimate no longer moves).
 
         Every count row (shard) of the epoch is created if missing and flagged, so an ingest
         that holds one of them finishes first, and any later one sees the flag."""
         ec = db.epoch_counts
-        zeros = np.zeros(col.proto.support_shape, dtype="<i8").tobytes()
+        zeros = np.zeros(col.proto.support_shape, dtype=codec.support_dtype(col.proto)).tobytes()
         rows = [
             {
                 "collection_id": col.id,
@@ -609,11 +1057,8 @@ class Service:
         if start is not None:
             q = q.where(ec.c.epoch >= start)
         with db.transaction(self.engine, write=False) as conn:
-            newest = conn.execute(
-                sa.select(sa.func.max(ec.c.epoch)).where(ec.c.collection_id == col.id, ec.c.n > 0)
-            ).scalar()
             rows = conn.execute(q.order_by(ec.c.epoch).limit(limit + 1)).all()
-        low, high = col.open_range(None if newest is None else int(newest))
+        low, high = col.open_range()
         out = [
             {
                 "epoch": int(e),
@@ -630,13 +1075,104 @@ class Service:
             "open_epochs": [low, high] if low <= high else None,
         }
 
+    # ------------------------------------------------------------------ plans and the ledger
+    def plan(self, col: Collection, epoch: int) -> dict[str, Any]:
+        """What a device needs at ``epoch`` (docs/server.md, "Plans"): ``status`` "report" with
+        the ``plan`` it reports with (None: the protocol plans nothing), "none" (nothing is
+        reported at this epoch) or "pending" (the plan waits for the server's decision on an
+        earlier epoch, taken when that epoch is closed: THRESH's update after its votes)."""
+        offset = epoch - col.first_epoch
+        if offset < 0 or (col.last_epoch is not None and epoch > col.last_epoch):
+            status, plan = "none", None
+        else:
+            try:
+                status, plan = col.proto.server_plan(offset, lambda j: self._closed(col, j))
+            except ValueError as err:  # a planned method whose decision step is not built
+                raise ClientError(422, str(err)) from None
+        return {"collection": col.name, "epoch": epoch, "status": status, "plan": plan}
+
+    def _served_plan(self, col: Collection, epoch: int) -> dict[str, Any] | None:
+        """The plan served at ``epoch``, or None (no plan, or none the server serves)."""
+        try:
+            return self.plan(col, epoch)["plan"]
+        except ClientError:
+            return None
+
+    def _closed(self, col: Collection, offset: int) -> NDArray[np.int64] | None:
+        """The support counts of epoch ``first_epoch + offset`` once it is closed, else None."""
+        epoch = col.first_epoch + offset
+        ec = db.epoch_counts
+        with db.transaction(self.engine, write=False) as conn:
+            closed = conn.execute(
+                sa.select(sa.func.max(sa.case((ec.c.closed, 1), else_=0))).where(
+                    ec.c.collection_id == col.id, ec.c.epoch == epoch
+                )
+            ).scalar()
+            if not closed:
+                return None
+            got = _summed(conn, col, [epoch])
+        return got[epoch][1]
+
+    def ledger(self, col: Collection) -> dict[str, Any]:
+        """What the collection's devices spent (docs/math.md §19.6), from their stored reports
+        and the plans served: per device, the figure of the protocol's accounting (the worst
+        window for a w-event protocol) and over the whole horizon, summarized as median, 99th
+        percentile and maximum over the devices (``status`` "ok"); "shared" when reports are
+        not bound to devices, "too-many" past :data:`LEDGER_REPORTS` reports, "not-offered"
+        when only the devices know it (a memo chain's distinct memos)."""
+        out: dict[str, Any] = {
+            "collection": col.name,
+            "rule": col.proto.accounting.rule,
+            "status": "ok",
+            "devices": 0,
+            "spent": None,
+            "lifetime": None,
+            "note": "",
+        }
+        if col.auth != db.AUTH_DEVICE:
+            out["status"] = "shared"
+            out["note"] = (
+                "Reports come under one shared token: the server cannot tell devices apart, "
+                "so it cannot say what each spent (each device's client knows its own)."
+            )
+            return out
+        r = db.reports
+        mine = r.c.collection_id == col.id
+        with db.transaction(self.engine, write=False) as conn:
+            total = int(conn.execute(sa.select(sa.func.count()).where(mine)).scalar() or 0)
+            if total > LEDGER_REPORTS:
+                out["status"] = "too-many"
+                out["note"] = (
+                    f"{total:,} reports: the ledger is computed up to {LEDGER_REPORTS:,} "
+                    "(each device's client keeps its own spending)."
+                )
+                return out
+            rows = conn.execute(sa.select(r.c.device_id, r.c.epoch, r.c.wire).where(mine)).all()
+        if not rows:
+            out["note"] = "No reports yet."
+            return out
+        owners = np.array([int(d) for d, _, _ in rows], dtype=np.int64)
+        epochs = np.array([int(e) for _, e, _ in rows], dtype=np.int64)
+        records = col.proto.decode_reports(b"".join(bytes(w) for _, _, w in rows))
+        plans = functools.lru_cache(maxsize=None)(lambda e: self._served_plan(col, e))
+        try:
+            devices, spent, lifetime = col.proto.reports_spent(owners, epochs, records, plans)
+        except ValueError as err:
+            out["status"] = "not-offered"
+            out["note"] = str(err)
+            return out
+        summary = ledger_summary(spent, lifetime)
+        out |= {"devices": int(devices.size), **summary}
+        out["note"] = LEDGER_NOTES.get(out["rule"], "")
+        return out
+
     def counts(self, col: Collection, epoch: int) -> tuple[int, NDArray[np.int64]]:
         """(n, support counts) of one epoch (the sums over its shards); (0, zeros) if it has
         no reports."""
         with db.transaction(self.engine, write=False) as conn:
             got = _summed(conn, col, [epoch])
         if epoch not in got:
-            return 0, np.zeros(col.proto.support_shape, dtype=np.int64)
+            return 0, np.zeros(col.proto.support_shape, dtype=codec.support_dtype(col.proto))
         return got[epoch]
 
     def value_window(self, col: Collection, offset: int | None, count: int | None) -> slice:
@@ -736,6 +1272,7 @@ class Service:
         position is a value, or a (cohort, bit) of RAPPOR's (m, k) Bloom shares; one with no
         number (an empty cohort) is never chosen."""
         from longldp.server import dashboard
+        from longldp.server.sybil import sybil_view
 
         proto = col.proto
         size = math.prod(proto.estimate_shape)
@@ -758,6 +1295,11 @@ class Service:
             "total_reports": int(total_reports),
             "min_epoch_reports": min_n,
             "central": self._central(col, min_n, total_epochs),
+            "sybil": sybil_view(
+                col.proto, col.auth, self.device_bounds(col), col.reports_per_epoch
+            ),
+            "estimand": str(proto.estimand),
+            "ledger": self.ledger(col) if (proto.planned or proto.history) else None,
             "chart": [],
             "chart_values": [],
             "chart_labels": [],
@@ -773,8 +1315,13 @@ class Service:
             mean = np.where(np.all(np.isfinite(est), axis=0), est.mean(axis=0), -np.inf)
         top = [int(v) for v in np.argsort(-mean, kind="stable")[: dashboard.TOP_CHART]]
         top = [v for v in top if np.isfinite(mean[v])]
+        names = proto.estimate_labels()
+
+        def label(v: int) -> str:
+            return names[v] if names else dashboard.position_label(proto.estimate_shape, v)
+
         view["chart_values"] = top
-        view["chart_labels"] = [dashboard.position_label(proto.estimate_shape, v) for v in top]
+        view["chart_labels"] = [label(v) for v in top]
         view["chart"] = [{"epoch": e, "n": counts[e][0], **_pick(flat[e], top)} for e in epochs]
         last = epochs[-1]
         if proto.estimand is Estimand.DISCOVERED_ITEMS:  # the items the rounds found
@@ -786,7 +1333,7 @@ class Service:
         view["latest"] = {
             "epoch": last,
             "values": best,
-            "labels": [dashboard.position_label(proto.estimate_shape, v) for v in best],
+            "labels": [label(v) for v in best],
             **_pick(flat[last], best),
         }
         return view
@@ -818,53 +1365,57 @@ class Service:
                 .all()
             )
         if not wires:
-            return 0, np.zeros(col.proto.support_shape, dtype=np.int64)
+            return 0, np.zeros(col.proto.support_shape, dtype=codec.support_dtype(col.proto))
         rows = np.frombuffer(b"".join(wires), dtype=np.uint8).reshape(len(wires), -1)
         return len(wires), codec.support_of_rows(col.proto, rows)
 
     def export_parquet(self, col: Collection, epoch: int, devices: bool = False) -> bytes:
+        """One epoch's reports as a report archive in memory (:meth:`export_chunks` joined)."""
+        return b"".join(self.export_chunks(col, epoch, devices))
+
+    def export_chunks(
+        self, col: Collection, epoch: int, devices: bool = False
+    ) -> Iterator[bytes]:
         """One epoch's reports as a report archive (``docs/scale-out.md`` §1), ordered by
-        device and report id; with ``devices``, an extra column ``device`` (uint64, 0 for the
-        shared token) links each report to the device that sent it."""
+        device and report id, written as it is read: a row group of at most
+        :data:`EXPORT_PAGE_ROWS` reports at a time, each page read in a short transaction of
+        its own after the last key of the previous one (no snapshot is held while a client
+        reads), so the memory of an export does not grow with the epoch. With ``devices``, an
+        extra column ``device`` (uint64, 0 for the shared token) links each report to the
+        device that sent it. An epoch still open may gain reports during its export; a page
+        holds those stored when it is read."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         from longldp.archive import layout
 
         r = db.reports
-        with db.transaction(self.engine, write=False) as conn:
-            rows = conn.execute(
-                sa.select(r.c.device_id, r.c.report_id, r.c.cohort, r.c.wire)
-                .where(r.c.collection_id == col.id, r.c.epoch == epoch)
-                .order_by(r.c.device_id, r.c.report_id)
-            ).all()
-        n = len(rows)
-        ids = np.frombuffer(b"".join(bytes(row.report_id) for row in rows), np.uint8)
-        wires = np.frombuffer(b"".join(bytes(row.wire) for row in rows), np.uint8)
-        cohorts = [row.cohort for row in rows]
-        if not devices:
-            return layout.archive_bytes(
-                col.proto,
-                col.name,
-                epoch,
-                ids.reshape(n, 16),
-                wires.reshape(n, col.proto.wire_size),
-                None if all(c is None for c in cohorts) else cohorts,
-            )
         schema = layout.archive_schema(col.proto, col.name)
-        table = layout.report_table(
-            col.proto,
-            schema,
-            epoch,
-            ids.reshape(n, 16),
-            wires.reshape(n, col.proto.wire_size),
-            None if all(c is None for c in cohorts) else cohorts,
-        )
-        column = pa.array(np.array([row.device_id for row in rows], dtype=np.uint64))
-        table = table.append_column(pa.field("device", pa.uint64(), nullable=False), column)
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, **layout.WRITE_OPTIONS)
-        return sink.getvalue().to_pybytes()
+        if devices:
+            schema = schema.append(pa.field("device", pa.uint64(), nullable=False))
+        sink = _Chunks()
+        writer = pq.ParquetWriter(sink, schema, **layout.WRITE_OPTIONS)
+        after: tuple[int, bytes] | None = None
+        written = False
+        while True:
+            q = sa.select(r.c.device_id, r.c.report_id, r.c.cohort, r.c.wire).where(
+                r.c.collection_id == col.id, r.c.epoch == epoch
+            )
+            if after is not None:
+                q = q.where(sa.tuple_(r.c.device_id, r.c.report_id) > sa.tuple_(*after))
+            with db.transaction(self.engine, write=False) as conn:
+                rows = conn.execute(
+                    q.order_by(r.c.device_id, r.c.report_id).limit(EXPORT_PAGE_ROWS)
+                ).all()
+            if rows or not written:
+                writer.write_table(_export_table(col, schema, epoch, rows, devices))
+                written = True
+                yield from sink.drain()
+            if len(rows) < EXPORT_PAGE_ROWS:
+                break
+            after = (int(rows[-1].device_id), bytes(rows[-1].report_id))
+        writer.close()
+        yield from sink.drain()
 
     def device_history(self, col: Collection, device: int) -> list[dict[str, Any]]:
         """Every stored report of one device, by epoch then report id: what a longitudinal
@@ -921,10 +1472,44 @@ def _summed(conn: Any, col: Collection, epochs: list[int]) -> dict[int, tuple[in
         )
     )
     for e, n, blob in rows:
-        support = np.frombuffer(blob, dtype="<i8").reshape(shape).astype(np.int64)
+        kind = codec.support_dtype(col.proto)
+        support = np.frombuffer(blob, dtype=kind).reshape(shape).astype(kind.newbyteorder("="))
         have = out.get(int(e))
         out[int(e)] = (int(n), support) if have is None else (have[0] + n, have[1] + support)
     return out
+
+
+#: Most reports a collection's ledger is computed from, on request (it decodes them all).
+LEDGER_REPORTS = 1_000_000
+
+#: What each accounting's ledger figure is, in words (docs/math.md §19.6).
+LEDGER_NOTES = {
+    "per-window": (
+        "Each device's most ε spent in any window of w consecutive epochs (the w-event "
+        "guarantee caps it at eps_window), and its total over the horizon, from the plans' "
+        "budgets of the epochs it reported in."
+    ),
+    "per-change": (
+        "An upper bound of each device's ε: every report counted at its context's ε (the server "
+        "cannot tell a real vote or a non-zero node from the default, which costs nothing), "
+        "capped by the protocol's counters; the device's client knows the exact figure."
+    ),
+    "per-report": "Each device's reports times the ε of one report (sequential composition).",
+}
+
+
+def ledger_summary(spent: NDArray, lifetime: NDArray) -> dict[str, dict[str, float]]:
+    """Median, 99th percentile and maximum of the devices' figures (JSON-ready)."""
+
+    def stats(arr: NDArray) -> dict[str, float]:
+        a = np.asarray(arr, dtype=np.float64)
+        return {
+            "median": float(np.median(a)),
+            "p99": float(np.quantile(a, 0.99)),
+            "max": float(np.max(a)),
+        }
+
+    return {"spent": stats(spent), "lifetime": stats(lifetime)}
 
 
 def value_axis(proto: FrequencyOracle) -> tuple[int, int]:
@@ -1030,10 +1615,78 @@ def _float_field(body: dict, name: str) -> float | None:
     return float(value)
 
 
-def _count_field(body: dict, name: str, default: int, top: int) -> int:
+def _count_field(body: dict, name: str, default: int, top: int, least: int = 1) -> int:
     value = body.get(name, default)
     if value is None:
         value = default
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= top:
-        raise ClientError(422, f"'{name}' must be an integer in [1, {top}]; got {value!r}.")
+    if not isinstance(value, int) or isinstance(value, bool) or not least <= value <= top:
+        raise ClientError(
+            422, f"'{name}' must be an integer in [{least}, {top}]; got {value!r}."
+        )
     return value
+
+
+def _only(body: Any, allowed: frozenset[str], message: str) -> None:
+    """422 unless ``body`` is a JSON object whose fields are all in ``allowed``; ``message``
+    has two slots: the unknown fields, the allowed ones."""
+    if not isinstance(body, dict):
+        raise ClientError(422, "the body must be a JSON object.")
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ClientError(422, message.format(", ".join(unknown), ", ".join(sorted(allowed))))
+
+
+def _range_or_none(low: int, high: int) -> list[int] | None:
+    return [low, high] if low <= high else None
+
+
+#: Reports per row group (and per database page) of a streamed export.
+EXPORT_PAGE_ROWS = 50_000
+
+
+class _Chunks(io.RawIOBase):
+    """A write-only file that hands out what was written since the last :meth:`drain`."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.pos = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self.parts.append(chunk)
+        self.pos += len(chunk)
+        return len(chunk)
+
+    def tell(self) -> int:
+        return self.pos
+
+    def drain(self) -> list[bytes]:
+        out, self.parts = self.parts, []
+        return out
+
+
+def _export_table(col: Collection, schema: Any, epoch: int, rows: list[Any], devices: bool):  # type: ignore[no-untyped-def]
+    """The Arrow table of one page of an export."""
+    import pyarrow as pa
+
+    from longldp.archive import layout
+
+    n = len(rows)
+    ids = np.frombuffer(b"".join(bytes(row.report_id) for row in rows), np.uint8)
+    wires = np.frombuffer(b"".join(bytes(row.wire) for row in rows), np.uint8)
+    cohorts = [row.cohort for row in rows]
+    table = layout.report_table(
+        col.proto,
+        layout.archive_schema(col.proto, col.name),
+        epoch,
+        ids.reshape(n, 16),
+        wires.reshape(n, col.proto.wire_size),
+        None if all(c is None for c in cohorts) else cohorts,
+    )
+    if devices:
+        column = pa.array(np.array([row.device_id for row in rows], dtype=np.uint64))
+        table = table.append_column(pa.field("device", pa.uint64(), nullable=False), column)
+    return table.cast(schema)

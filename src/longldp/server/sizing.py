@@ -96,6 +96,41 @@ def footprint(
     return Footprint(count_shards * support, ingest, estimate)
 
 
+#: Python objects per byte of a parsed JSON body at most (dicts, strings, ints of its items).
+JSON_OBJECT_FACTOR = 24
+
+
+def ingest_request_bytes(
+    proto: FrequencyOracle,
+    body_bytes: int,
+    *,
+    max_batch: int,
+    max_epochs_per_request: int,
+    json_body: bool,
+) -> int:
+    """The working memory of one ingest request of ``body_bytes``: the ingest term of
+    :func:`footprint` for that body, plus the parsed objects of a JSON body (the admission
+    ticket of the request, :mod:`longldp.server.admission`)."""
+    need = footprint(
+        proto,
+        max_body_bytes=max(1, body_bytes),
+        max_batch=max_batch,
+        max_epochs_per_request=max_epochs_per_request,
+        max_answer_values=1,
+    ).ingest_bytes
+    return need + (JSON_OBJECT_FACTOR * body_bytes if json_body else 0)
+
+
+def json_item_bytes(proto: FrequencyOracle) -> int:
+    """The longest compact JSON item of ``proto``'s collection, ``{"id": "<32 hex>", "epoch":
+    4294967295, "report": "<base64>", "cohort": 65535}``, doubled for whitespace: a JSON body
+    is refused by its length above ``max_batch`` such items (it would hold more items than a
+    batch may)."""
+    b64 = 4 * ((proto.wire_size + 2) // 3)
+    compact = len('{"id": "", "epoch": 4294967295, "report": "", "cohort": 65535}, ') + 32 + b64
+    return 2 * compact
+
+
 def _counting_bytes(proto: Any) -> int:
     """Working memory of ``support_counts`` beyond its input, by the protocol's report kind
     (see the module docstring)."""

@@ -11,10 +11,22 @@ task and a file descriptor that way). :class:`GuardedH11Protocol` adds:
   server answers ``408 Request Timeout`` and closes the connection;
 - **body deadline**: once the headers are in, the whole body must arrive within
   ``body_timeout`` seconds, else ``408`` (if no answer has started) and the connection closes;
-  the application sees the client as gone.
+  the application sees the client as gone;
+- **write deadline**: when the client reads its answer so slowly that the connection's send
+  buffer fills (asyncio pauses writing above its high-water mark), the buffer must drain
+  below the low-water mark within ``write_timeout`` seconds, else the connection is aborted
+  and its buffered answer freed. A slow reader cannot keep a large answer in the server's
+  memory: it must read at least the buffer's worth (64 KiB) every ``write_timeout`` seconds.
 
-The timeouts are read from the uvicorn ``Config`` object (attributes ``header_timeout`` and
-``body_timeout``, set by :func:`longldp.server.serve`), so they reach every worker process.
+It also writes each answer in one piece: what uvicorn writes in one step of the event loop (an
+answer's status line and headers, then its body: two writes, so two ``send`` system calls and
+two TCP segments on the wire) leaves in one ``send`` at the end of that step
+(:class:`CoalescedWrites`); a write of :data:`FLUSH_BYTES` or more goes out at once, so large
+and streamed answers keep the transport's flow control as they had it.
+
+The timeouts are read from the uvicorn ``Config`` object (attributes ``header_timeout``,
+``body_timeout`` and ``write_timeout``, set by :func:`longldp.server.serve`), so they reach
+every worker process.
 """
 
 from __future__ import annotations
@@ -30,6 +42,59 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 HEADER_TIMEOUT = 10.0
 BODY_TIMEOUT = 60.0
 KEEP_ALIVE_TIMEOUT = 5
+WRITE_TIMEOUT = 30.0
+#: Bytes held for one step of the event loop at most (more are written at once).
+FLUSH_BYTES = 64 * 1024
+
+
+class CoalescedWrites:
+    """A transport whose small writes made in one step of the event loop are sent together,
+    once the step ends (``loop.call_soon``); everything else is the wrapped transport's.
+    ``close`` sends what is held first; ``abort`` drops it, as the transport drops its own
+    buffer."""
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop):
+        self._transport = transport
+        self._loop = loop
+        self._held: list[bytes] = []
+        self._size = 0
+        self._flush_soon: asyncio.Handle | None = None
+
+    def write(self, data: bytes) -> None:
+        if not data:
+            return
+        self._held.append(data)
+        self._size += len(data)
+        if self._size >= FLUSH_BYTES:
+            self.flush()
+        elif self._flush_soon is None:
+            self._flush_soon = self._loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Send what is held now."""
+        if self._flush_soon is not None:
+            self._flush_soon.cancel()
+            self._flush_soon = None
+        if self._held:
+            data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+            self._held.clear()
+            self._size = 0
+            self._transport.write(data)
+
+    def close(self) -> None:
+        self.flush()
+        self._transport.close()
+
+    def abort(self) -> None:
+        if self._flush_soon is not None:
+            self._flush_soon.cancel()
+            self._flush_soon = None
+        self._held.clear()
+        self._size = 0
+        self._transport.abort()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -39,13 +104,16 @@ class GuardedH11Protocol(H11Protocol):
         super().__init__(config, *args, **kwargs)
         self.header_timeout = float(getattr(config, "header_timeout", HEADER_TIMEOUT))
         self.body_timeout = float(getattr(config, "body_timeout", BODY_TIMEOUT))
+        self.write_timeout = float(getattr(config, "write_timeout", WRITE_TIMEOUT))
         self._deadline: asyncio.TimerHandle | None = None
         self._deadline_kind = ""
+        self._write_deadline: asyncio.TimerHandle | None = None
 
     # -- when the deadlines start and stop
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        """A new connection: its first request's headers are due within the header timeout."""
-        super().connection_made(transport)
+        """A new connection (its writes coalesced): its first request's headers are due within
+        the header timeout."""
+        super().connection_made(CoalescedWrites(transport, self.loop))  # type: ignore[arg-type]
         self._arm(self.header_timeout, self._headers_late)
 
     def data_received(self, data: bytes) -> None:
@@ -61,7 +129,31 @@ class GuardedH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         """The connection is gone: no deadline is left armed."""
         self._disarm()
+        self._disarm_write()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The send buffer is full (the client reads slowly): it must drain in time."""
+        super().pause_writing()
+        if self._write_deadline is None:
+            self._write_deadline = self.loop.call_later(self.write_timeout, self._write_late)
+
+    def resume_writing(self) -> None:
+        """The send buffer drained: the client keeps up again."""
+        self._disarm_write()
+        super().resume_writing()
+
+    def _disarm_write(self) -> None:
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _write_late(self) -> None:
+        """The client has not read its answer in time: drop the connection and its buffer
+        (``abort``: ``close`` would wait for the buffer to be sent)."""
+        self._write_deadline = None
+        if not self.transport.is_closing() or self.flow.write_paused:
+            self.transport.abort()
 
     def _follow_state(self) -> None:
         """Arm the deadline that fits where the current request is."""

@@ -85,7 +85,8 @@ def simulate(
     if not proto.estimates_frequencies:
         raise ValueError(
             f"{OWNER}: 'proto' must estimate value frequencies; {proto.name} estimates "
-            "per-cohort shares: run it through longldp.simulate.Population and decode them."
+            f"{proto.estimand} (per-cohort shares, or a change-based mechanism's parts): run it "
+            "through longldp.simulate.Population (or its kernel, proto.run) and combine them."
         )
     gen = np.random.default_rng(rng)
     tau, n = data.shape

@@ -1,8 +1,9 @@
 // Simulated devices in one page (tests/test_js_client.py drives it in headless chromium): each
 // device has its own IndexedDB-backed state and non-extractable secret, reports through
 // DeviceClient and uploads through Uploader to the page's origin (which proxies /v1/ to a real
-// `longldp serve`).
-import { DeviceClient, IndexedDBStore, MemoryStore, Uploader, fetchSpec } from "../../src/index.js";
+// `longldp serve`); `replay` runs the device test vectors in the browser.
+import { DeviceClient, HmacStream, IndexedDBStore, MemoryStore, Uploader, fetchSpec } from "../../src/index.js";
+import { hmacKey } from "../../src/random.js";
 
 const stores = new Map();
 const store = (i) => {
@@ -67,6 +68,40 @@ export async function refusals({ k }) {
     }
   }
   return { errors: out, unchanged: before === (await store(0).load()) };
+}
+
+const hex = (b) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+const unhex = (s) => Uint8Array.from(s.match(/../g) ?? [], (h) => parseInt(h, 16));
+
+/**
+ * Replay test-vector cases (clients/js/test/vectors.json) in the page: each case's device with
+ * its secret and fixed CSPRNG stream, every step (with its plan), in memory. Returns per case
+ * the upload record of each step (or "refused: <error name>") and the final state file, for the
+ * Python side to compare byte for byte.
+ */
+export async function replay({ cases }) {
+  const out = [];
+  for (const v of cases) {
+    const store = new MemoryStore();
+    const random = new HmacStream(await hmacKey(unhex(v.csprng_key)), new TextEncoder().encode(v.csprng_context));
+    const c = await DeviceClient.open({ store, spec: v.spec, collection: v.collection, secret: unhex(v.secret), maxEpsilon: v.max_epsilon ?? undefined, random });
+    const records = [];
+    for (const step of v.steps) {
+      try {
+        if ((await c.report(step.value, step.epoch, step.plan)) === null) {
+          records.push(null); // a history-dependent device sends nothing at this epoch
+          continue;
+        }
+        const q = c.queue.at(-1);
+        const e = q.epoch;
+        records.push(hex(q.id) + hex([e >>> 24, (e >> 16) & 255, (e >> 8) & 255, e & 255]) + hex(q.report));
+      } catch (err) {
+        records.push(`refused: ${err.name}`);
+      }
+    }
+    out.push({ name: v.name, records, state_file: store.state });
+  }
+  return out;
 }
 
 /**

@@ -47,6 +47,9 @@ BUILTIN_KINDS: dict[str, str] = {
     "gfim": "longldp.experiments.kinds.gfim",
     "attacks": "longldp.experiments.kinds.attacks",
     "heavy_hitters": "longldp.experiments.kinds.heavy_hitters",
+    "changing": "longldp.experiments.kinds.changing",
+    "numeric": "longldp.experiments.kinds.numeric",
+    "mixed": "longldp.experiments.kinds.mixed",
 }
 
 _REGISTERED: dict[str, StudyKind] = {}

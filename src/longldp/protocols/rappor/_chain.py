@@ -196,6 +196,19 @@ class RapporChain(_UnaryEncoding):
     report_kind: ClassVar[ReportKind] = COHORT_BITS
     #: RAPPOR's own parameters: PRR f, IRR p and q (ε∞ and ε1 follow, with h).
     budget_params: ClassVar[tuple[str, ...]] = ("f", "p", "q")
+
+    @classmethod
+    def setting_params(
+        cls, k: int, eps_perm: float, eps_1: float, one_shot_eps: float | None = None
+    ) -> dict[str, Any]:
+        """RAPPOR at a listing setting: (f, p, q) matched to L-SUE at (ε∞, ε1), one hash and
+        one cohort (h = m = 1) where the encoder takes them (docs/math.md §11)."""
+        from longldp.protocols.ue import LSUE  # a sibling family, only for the matching
+
+        lsue = LSUE(k=k, eps_perm=eps_perm, eps_1=eps_1)
+        own = {"k": k, "h": 1, "m": 1, "f": 2 * lsue.q1, "p": lsue.q2, "q": lsue.p2}
+        fields = {f.name for f in dataclasses.fields(cls) if f.init}
+        return {name: v for name, v in own.items() if name in fields}
     budget_note: ClassVar[str] = (
         "RAPPOR tuned by ε∞ and ε1 instead (one-hot, f and q set by the budgets) is L-SUE: "
         'use protocol "L-SUE".'

@@ -371,6 +371,25 @@ class LaplaceSketchReports(ContinuousReport, _SketchKind):
         vals = np.asarray(reports)["values"]
         return super().observe(proto, (vals[:, 0] - vals[:, 1]) / 2)
 
+    def log_likelihoods(
+        self, proto: Any, reports: Any, values: Any, memoized: bool
+    ) -> NDArray[np.float64]:
+        """(n, V) Σ_t ln f(y_t | x_v) up to a constant per client: given the row j of a report,
+        only the coordinate c = h_j(x) depends on the input (mean 1 there, 0 elsewhere), so
+        ln f = (|y_c| − |y_c − 1|)/b + const with b = 2/ε (docs/math.md §21.4). The law of the
+        Laplace floats before the rounding to the grid 2⁻²⁰ (which moves each coordinate by less
+        than 2⁻²⁰: a relative change below 2⁻²⁰/b of the ratio); for the linkage attacks."""
+        keys = proto.item_keys(values)
+        cols = oracles.query_columns(proto.cfg, keys)  # (V, d): the item's column per row
+        b = formulas.she_scale(proto.eps)
+        total: Any = 0.0
+        for batch in reports:
+            rep = np.asarray(batch)
+            rows = np.minimum(rep["hash_id"].astype(np.int64), cols.shape[1] - 1)
+            y = np.take_along_axis(rep["values"], cols[:, rows].T, axis=1)  # (n, V)
+            total = total + (np.abs(y) - np.abs(y - 1.0)) / b
+        return np.asarray(total, dtype=np.float64)
+
 
 # --------------------------------------------------------------------------------------------
 # The estimator of queried items
@@ -465,6 +484,10 @@ class SketchEstimator(Estimator):
         """V*: Var of f̂ of an item nobody holds when no item is frequent (Σf² → 0)."""
         n = check.integer(self.name, "n", n, minimum=1)
         return float(self.cfg.moments.variance(n, 0.0, 0.0))
+
+    def accuracy_figure(self, n: int) -> tuple[str, float] | None:
+        """V* of a queried item (:meth:`approx_variance`: no collisions)."""
+        return "V*", self.approx_variance(n)
 
     # -- queried items
     def sum_f2(self, support: ArrayLike, n: int) -> float:
@@ -951,6 +974,10 @@ class SHE(_Sketch):
     p2: float = field(init=False, repr=False)
     q2: float = field(init=False, repr=False)
     name: ClassVar[str] = "SHE"
+    comparison_only: ClassVar[str | None] = (
+        "float64 Laplace draws are not an exact Laplace channel (Mironov, CCS 2012); THE is "
+        "the deployable form of histogram encoding"
+    )
     wire_id: ClassVar[int] = 63
     report_kind: ClassVar[ReportKind] = LaplaceSketchReports()
     budget_params: ClassVar[tuple[str, ...]] = ("eps",)

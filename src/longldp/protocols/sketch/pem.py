@@ -495,6 +495,10 @@ class PEM(Mechanism, Estimator, ReportCodec):
         """V*: :meth:`variance` of an item nobody holds when no item is frequent (Σf² → 0)."""
         return float(self.variance(n, 0.0, 0.0))
 
+    def accuracy_figure(self, n: int) -> tuple[str, float] | None:
+        """V* of a found item's frequency (:meth:`approx_variance`: the last round's reports)."""
+        return "V*", self.approx_variance(n)
+
     def discover(self, support: ArrayLike, n: int, level: float = 0.95) -> Found:
         """The server's rounds over a support (docs/math.md §21.6): each round's candidates
         estimated from its sketch, kept (top ``keep`` or above the threshold) and extended;
