@@ -321,7 +321,7 @@ def render_dashboard(
         if shown == total_epochs
         else f" The page shows the latest {shown} of them (the API pages through all)."
     )
-    page = _PAGE.format(
+    return _PAGE.format(
         name=esc(info["name"]),
         description=esc(info.get("description") or ""),
         protocol=esc(info["protocol"]["name"]),
@@ -343,9 +343,7 @@ def render_dashboard(
         central=central_section(view.get("central")),
         ledger=ledger_section(view.get("ledger")),
         sybil=sybil_section(view.get("sybil")),
-    )
-    return page.replace(
-        '<script id="data"', discovered_section(view.get("discovered")) + '<script id="data"', 1
+        discovered=discovered_section(view.get("discovered")),
     )
 
 
@@ -412,6 +410,7 @@ data-shown="{shown}">{cap_words}</span></p>
 <table id="latest"><tr><th>value</th><th>estimate</th><th>SE</th><th>95% interval</th></tr>
 {latest}</table></div>
 </div>
+{discovered}
 {central}
 {sybil}
 {ledger}
