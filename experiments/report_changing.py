@@ -21,7 +21,9 @@ import numpy as np
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parent / "results"
-DOC = Path(__file__).resolve().parents[1] / "docs" / "streams.md"
+#: The pages that show the recommendation table between the markers (kept equal to the results
+#: by tests/test_changing_report.py).
+DOCS = tuple(Path(__file__).resolve().parents[1] / p for p in ("docs/streams.md", "README.md"))
 BEGIN, END = "<!-- BEGIN generated: changing table -->", "<!-- END generated: changing table -->"
 #: Privacy levels of the recommendation table: the 99th percentile of what users spent over
 #: the whole horizon must not exceed the level.
@@ -153,6 +155,19 @@ def ldp_ids_figure(path: Path, png: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+def recommendation_table(summary: str) -> str:
+    """The "which protocol for which change rate" block of a :func:`changing_summary` text."""
+    return summary.split("## Which protocol for which change rate")[1].split("\n## ")[0]
+
+
+def with_table(page: str, table: str) -> str:
+    """``page`` with the text between its BEGIN and END markers replaced by ``table``."""
+    if page.count(BEGIN) != 1 or page.count(END) != 1:
+        raise ValueError(f"the page must hold the markers {BEGIN!r} and {END!r} once each.")
+    head, rest = page.split(BEGIN)
+    return head + BEGIN + "\n" + table.strip("\n") + "\n" + END + rest.split(END)[1]
+
+
 def main() -> None:
     argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     main_path = ROOT / "changing" / "results.parquet"
@@ -160,14 +175,9 @@ def main() -> None:
         text = changing_summary(main_path)
         (ROOT / "changing" / "summary.md").write_text(text)
         print("wrote", ROOT / "changing" / "summary.md")
-        table = text.split("## Which protocol for which change rate")[1].split("\n## ")[0]
-        doc = DOC.read_text()
-        if BEGIN in doc and END in doc:
-            head, rest = doc.split(BEGIN)
-            DOC.write_text(
-                head + BEGIN + "\n" + table.strip("\n") + "\n" + END + rest.split(END)[1]
-            )
-            print("updated the table in", DOC)
+        for doc in DOCS:
+            doc.write_text(with_table(doc.read_text(), recommendation_table(text)))
+            print("updated the table in", doc)
     ids_path = ROOT / "changing_ldp_ids" / "results.parquet"
     if ids_path.exists():
         text = ldp_ids_figure(ids_path, ROOT / "changing_ldp_ids" / "figure.png")

@@ -25,7 +25,10 @@ TRIALS = 8
 def refusal(cls: type) -> str | None:
     """Why no frequency attack applies to a registered class, read from its traits alone (None:
     the attacks know it): an estimate that is not a frequency vector has no gain on target
-    values (longldp.attacks.kinds)."""
+    values (longldp.attacks.kinds); a fake user of a mechanism whose rounds the server plans
+    would need the plan of every epoch."""
+    if cls.rounds.planned:
+        return "rounds are planned by the server"
     if not cls.estimand.frequency_vector:
         return "estimates_frequencies is False"
     return None

@@ -73,3 +73,19 @@ def test_bad_entries_are_refused():
     bad["streams"][0]["pattern"] = "weekly"
     with pytest.raises(ValueError, match="pattern"):
         parse_study(bad)
+
+
+def test_the_pages_show_the_recommendation_table_of_the_committed_results():
+    """README.md and docs/streams.md show, between their markers, exactly the table that
+    experiments/report_changing.py derives from the committed results (never typed in)."""
+    import runpy
+
+    script = runpy.run_path(str(ROOT / "experiments" / "report_changing.py"))
+    summary = script["changing_summary"](ROOT / "experiments/results/changing/results.parquet")
+    table = script["recommendation_table"](summary)
+    assert "| stream |" in table
+    for page in script["DOCS"]:
+        text = page.read_text()
+        assert script["with_table"](text, table) == text, f"{page}: run report_changing.py"
+    with pytest.raises(ValueError, match="markers"):
+        script["with_table"]("no markers here", table)

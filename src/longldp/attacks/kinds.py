@@ -52,6 +52,11 @@ def attack_kind(proto: Any, owner: str = "attacks") -> str:
     attack applies."""
     if not isinstance(proto, Mechanism):
         raise ValueError(f"{owner}: 'proto' must be a protocol object; got {proto!r}.")
+    if proto.rounds.planned:  # a fake user would need the server's plan of every epoch
+        raise ValueError(
+            f"{owner}: {proto.name}'s rounds are planned by the server (rounds 'planned'); the "
+            "attacks' engines do not plan them."
+        )
     try:
         kind = proto.report_kind.attack_kind(proto)
     except ValueError as err:

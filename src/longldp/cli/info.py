@@ -22,12 +22,14 @@ def protocols_cmd(
     ] = 100,
     delta: Annotated[float, typer.Option(help="δ of the shuffled central figures.")] = 1e-6,
 ) -> None:
-    """Print every protocol with its estimand, what persists per device, its privacy parameters
-    and its accuracy figure at the given setting (V* of a frequency oracle, the worst-case
-    variance of a mean; numeric mechanisms on [0, 1]), and the central ε when each epoch's n
-    reports are shuffled (per epoch, and for a collection of τ epochs whose values never
-    change, by the routes valid for what persists; docs/math.md §17, `longldp privacy` for
-    details; "-" where no route is offered: planned budgets, history-dependent reports).
+    """Print every protocol with its estimand, privacy parameters and accuracy at a setting.
+
+    Each row: what persists per device, the chain's probabilities, ε of one report and of a
+    memo, a one-number accuracy figure (V* of a frequency oracle, the worst-case variance of a
+    mean; numeric mechanisms on [0, 1]), and the central ε when each epoch's n reports are
+    shuffled (per epoch, and for a collection of τ epochs whose values never change, by the
+    routes valid for what persists; docs/math.md §17, `longldp privacy` for details; "-" where
+    no route is offered: planned budgets, history-dependent reports).
 
     A protocol that cannot reach the setting (e.g. L-OUE at a large α) shows why in its row;
     a setting that no protocol accepts (k = 1, n = 0, ...) is refused.

@@ -61,6 +61,7 @@ class CoalescedWrites:
         self._flush_soon: asyncio.Handle | None = None
 
     def write(self, data: bytes) -> None:
+        """Hold ``data`` until the event loop's step ends (sent at once past FLUSH_BYTES)."""
         if not data:
             return
         self._held.append(data)
@@ -82,10 +83,12 @@ class CoalescedWrites:
             self._transport.write(data)
 
     def close(self) -> None:
+        """Send what is held, then close the wrapped transport."""
         self.flush()
         self._transport.close()
 
     def abort(self) -> None:
+        """Drop what is held and abort the wrapped transport."""
         if self._flush_soon is not None:
             self._flush_soon.cancel()
             self._flush_soon = None

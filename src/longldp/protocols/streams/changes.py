@@ -87,6 +87,13 @@ class ChangeReports(ReportKind):
     name: ClassVar[str] = "change"
     statistic: ClassVar[str] = "symbols"
 
+    def attack_kind(self, proto: Any) -> str:
+        raise ValueError(
+            f"no frequency attack applies to '{proto.name}': its estimate is {proto.estimand} "
+            "(estimates_frequencies is False), and its reports follow each device's own past "
+            "values, which the attacks' fake users do not model."
+        )
+
     def output_space_size(self, proto: Any) -> int:
         return int(sum(ch.shape[1] for ch in proto.context_channels()))
 
