@@ -1,11 +1,17 @@
 """A discovery collection on the server (PEM, docs/heavy_hitters.md): devices each answer one
 round of the epoch with one report, the server runs the rounds on the epoch's counts, the API
 and the dashboard list the items found with 95% intervals; one answer per device per epoch;
-a protocol that discovers nothing is refused the endpoint."""
+a protocol that discovers nothing is refused the endpoint; end to end, Python and JS devices
+enroll with `longldp serve`, answer, and headless chromium shows the dashboard's items."""
 
 from __future__ import annotations
 
+import json
+import re
+import subprocess
+
 import numpy as np
+import pytest
 
 import longldp as ll
 from server_helpers import bearer, new_ids, records, wire_reports
@@ -65,3 +71,118 @@ def test_one_answer_per_device_per_epoch_and_other_protocols_are_refused(tmp_pat
         "/v1/collections/cms/epochs/0/discovered", headers=bearer(cms["read_token"])
     )
     assert refused.status_code == 422 and "not discovered items" in refused.json()["error"]
+
+
+# ------------------------------------------------------------------ end to end, live server
+#: The live collection: 3-letter words over a-z (15-bit codes), three rounds of 5 bits.
+LIVE_SPEC = {
+    "name": "PEM",
+    "params": {"eps": 6.0, "bits": None, "alphabet": "abcdefghijklmnopqrstuvwxyz",
+               "length": 3, "start": 0, "step": 5, "m": 64, "d": 4, "keep": 4},
+}  # fmt: skip
+LIVE_WORDS, LIVE_SHARES = ["cat", "dog", "owl"], [0.6, 0.25, 0.15]
+N_PY = N_JS = 120
+
+JS_DEVICES = """
+import { DeviceClient, MemoryStore, Uploader } from "./src/index.js";
+const [base, collection, enrollToken, spec, words] = JSON.parse(process.argv[1]);
+const sent = [];
+for (const word of words) {
+  const client = await DeviceClient.open({ store: new MemoryStore(), spec, collection });
+  await client.report(word, 0);
+  const uploader = new Uploader({ baseUrl: base, collection, enrollToken, sleep: async () => {} });
+  sent.push((await uploader.flush(client)).acknowledged);
+}
+console.log(JSON.stringify(sent));
+"""
+
+
+def _live_words(rng: np.random.Generator, n: int) -> list[str]:
+    return [LIVE_WORDS[i] for i in rng.choice(len(LIVE_WORDS), n, p=LIVE_SHARES)]
+
+
+@pytest.mark.slow
+@pytest.mark.node
+@pytest.mark.browser
+def test_python_and_js_devices_answer_the_rounds_of_a_live_server(tmp_path):
+    """`longldp serve` with a PEM collection whose devices enroll: Python devices
+    (DeviceClient + Uploader) and JS devices (node: DeviceClient + Uploader) each answer one
+    round of epoch 0 with one report (a second report of a device in the epoch is refused
+    with 409 and dropped by its uploader); the server runs the rounds on the epoch's counts:
+    its answer is ``discover`` of its own exported reports, the frequent word is found within
+    5 standard errors of its share, and the dashboard rendered by headless chromium lists the
+    discovered words with the API's numbers."""
+    import httpx
+
+    from longldp.archive import aggregate_archive
+    from longldp.client.device import DeviceClient
+    from longldp.client.upload import Uploader
+    from real_parts import CHROMIUM
+    from server_helpers import ADMIN, LiveServer
+    from test_js_client import run_node
+
+    proto = ll.protocol_from_spec(LIVE_SPEC)
+    rng = np.random.default_rng(31)
+    py_words, js_words = _live_words(rng, N_PY), _live_words(rng, N_JS)
+    srv = LiveServer(str(tmp_path / "live.db"), tmp_path).start()
+    try:
+        col = httpx.post(
+            f"{srv.base}/v1/collections",
+            json={"name": "words", "protocol": LIVE_SPEC, "first_epoch": 0},
+            headers=bearer(ADMIN),
+            timeout=30,
+        ).json()
+        assert "enroll_token" in col, col
+        acked = []
+        for i, word in enumerate(py_words):
+            device = DeviceClient(tmp_path / f"py-{i}.json", proto, "words")
+            device.report(word, 0)
+            if i == 0:  # a second answer of one device in the epoch
+                device.report("dog", 0)
+            up = Uploader(srv.base, "words", enroll_token=col["enroll_token"], sleep=lambda s: None)
+            got = up.flush(device)
+            acked.append(got.acknowledged)
+            if i == 0:
+                assert got.dropped == 1 and device.dropped == 1, got
+        assert acked == [1] * N_PY
+        args = [srv.base, "words", col["enroll_token"], LIVE_SPEC, js_words]
+        assert json.loads(run_node(JS_DEVICES, json.dumps(args))) == [1] * N_JS
+
+        read = bearer(col["read_token"])
+        found = httpx.get(
+            f"{srv.base}/v1/collections/words/epochs/0/discovered", headers=read, timeout=60
+        ).json()
+        n = N_PY + N_JS
+        assert found["n"] == n and sum(r["reports"] for r in found["rounds"]) == n
+        blob = httpx.get(
+            f"{srv.base}/v1/collections/words/epochs/0/reports.parquet", headers=read, timeout=60
+        ).content
+        (tmp_path / "export.parquet").write_bytes(blob)
+        agg = aggregate_archive(tmp_path / "export.parquet").by_epoch[0]
+        want = proto.discover(agg.support_counts, agg.n).as_dict()
+        assert found["items"] == want["items"] and found["rounds"] == want["rounds"]
+        top = found["items"][0]
+        share = (py_words + js_words).count("cat") / n
+        assert top["item"] == "cat" and abs(top["estimate"] - share) <= 5 * top["se"], top
+
+        url = f"{srv.base}/collections/words/dashboard?token={col['read_token']}"
+        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                 "--disable-background-networking", f"--user-data-dir={tmp_path / 'chromium'}",
+                 "--virtual-time-budget=5000"]  # fmt: skip
+        dom = subprocess.run(
+            [CHROMIUM, *flags, "--dump-dom", url],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+    finally:
+        srv.stop()
+    table = re.search(r'<table id="discovered">(.*?)</table>', dom, re.S)
+    assert table is not None, "the dashboard has no discovered items"
+    shown = re.findall(
+        r'<td class="item">([^<]*)</td><td class="num" data-estimate="([^"]+)">', table.group(1)
+    )
+    assert [(w, float(e)) for w, e in shown] == [
+        (r["item"], r["estimate"]) for r in found["items"]
+    ]
