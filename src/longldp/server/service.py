@@ -1318,7 +1318,9 @@ class Service:
         names = proto.estimate_labels()
 
         def label(v: int) -> str:
-            return names[v] if names else dashboard.position_label(proto.estimate_shape, v)
+            if names:
+                return names[v]
+            return dashboard.position_label(proto.estimate_shape, v, proto.estimate_axes)
 
         view["chart_values"] = top
         view["chart_labels"] = [label(v) for v in top]

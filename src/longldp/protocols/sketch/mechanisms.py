@@ -423,6 +423,11 @@ class SketchEstimator(Estimator):
     def estimate_shape(self) -> tuple[int, ...]:
         return (self.d, self.m)
 
+    @property
+    def estimate_axes(self) -> tuple[str, ...] | None:
+        """A cell of the debiased (d, m) sketch: its row and column."""
+        return ("row", "column")
+
     # -- statistic
     def _table(self, support: NDArray) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """(statistic per cell (…, d, m), reports per row (…, d)) of a support."""

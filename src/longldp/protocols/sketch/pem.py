@@ -444,6 +444,11 @@ class PEM(Mechanism, Estimator, ReportCodec):
     def estimate_shape(self) -> tuple[int, ...]:
         return (self.rounds_count, self.d, self.m)
 
+    @property
+    def estimate_axes(self) -> tuple[str, ...] | None:
+        """A cell of one round's debiased sketch: its round, row and column."""
+        return ("round", "row", "column")
+
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
         """(R, d, m + 1): per round, reports per row then S[j, c] (HCMS supports)."""
         rep = self._check_reports(reports)
