@@ -50,3 +50,31 @@ def test_bad_keys_are_refused_naming_the_key(change, message):
     }  # fmt: skip
     with pytest.raises(ValueError, match=message):
         parse_study({**doc, **change})
+
+
+def test_the_docs_show_what_the_committed_results_say():
+    """docs/heavy_hitters.md's generated blocks (the study's findings, the benchmarks' table and
+    targets, the pure-ldp comparison) are what experiments/report_heavy_hitters.py derives from
+    the committed results (never typed in); a page without the markers is refused."""
+    import runpy
+
+    script = runpy.run_path(str(ROOT / "experiments" / "report_heavy_hitters.py"))
+    text = script["DOC"].read_text()
+    assert script["page"](text) == text, "docs/heavy_hitters.md: run report_heavy_hitters.py"
+    means, axes = script["_means"](script["RESULTS"])
+    assert "| pem |" in script["findings"](means, axes)
+    with pytest.raises(ValueError, match="markers"):
+        script["with_block"]("no markers here", script["STUDY"], "x")
+
+
+def test_the_docs_examples_run():
+    """The Python examples of docs/heavy_hitters.md run as written (HCMS queried for items,
+    PEM found the four words)."""
+    import re
+
+    text = (ROOT / "docs" / "heavy_hitters.md").read_text(encoding="utf-8")
+    scope: dict = {}
+    for block in re.findall(r"```python\n(.*?)```", text, flags=re.S):
+        exec(compile(block, "docs/heavy_hitters.md", "exec"), scope)
+    assert abs(scope["est"].raw[0] - 0.4) <= 5 * scope["est"].se[0]
+    assert sorted(scope["found"].items) == ["apple", "fig", "kiwi", "pear"]

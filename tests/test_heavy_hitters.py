@@ -4,6 +4,9 @@ accounting, the row store, bad input (docs/heavy_hitters.md, docs/math.md §21.6
 
 from __future__ import annotations
 
+import json
+import re
+
 import numpy as np
 import pytest
 
@@ -137,3 +140,73 @@ def test_bad_input_is_one_line(items, options, message):
     with pytest.raises(ValueError, match=message) as err:
         hh.find(items, 1.0, codec=CODEC, **options)
     assert "\n" not in str(err.value)
+
+
+# ------------------------------------------------------------------ the command line
+def test_cli_finds_the_frequent_words_of_a_file(tmp_path):
+    """`longldp heavy-hitters FILE`: one device per line; the words drawn most often are
+    found with intervals, each round's devices and ε printed, the JSON the library's."""
+    from typer.testing import CliRunner
+
+    from longldp.cli import app
+
+    rng = np.random.default_rng(5)
+    words = rng.choice(["apple", "pear", "fig"], 6000, p=[0.5, 0.3, 0.2])
+    path = tmp_path / "words.txt"
+    path.write_text("\n".join(words) + "\n", encoding="utf-8")
+    args = ["heavy-hitters", str(path), "--eps", "4", "--length", "6", "--k", "3"]
+    got = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "f.json")])
+    assert got.exit_code == 0, got.output
+    assert "pem: 6,000 devices, ε = 4 per device" in got.stdout and "round 0 (prefix" in got.stdout
+    found = json.loads((tmp_path / "f.json").read_text())
+    want = hh.find(list(words), 4.0, codec=hh.text_codec(length=6), k=3, rng=0).as_dict()
+    assert found == json.loads(json.dumps(want))
+    assert {r["item"] for r in found["items"]} == {"apple", "pear", "fig"}
+
+
+@pytest.mark.parametrize(
+    ("content", "options", "message"),
+    [
+        (b"", [], "at least one item; got an empty set"),
+        (b"ab\ncd\n", ["--length", "2", "--alphabet", "abcd", "--k", "65"],
+         "'--k' must be <= the domain size 2\\^6"),
+        (b"apple\nbananas\n", ["--length", "6"], "at most 6 characters .* item 1 has 7"),
+        (b"apple\n\xff\xfe\n", [], "item 1 is not UTF-8"),
+        (b"5\n70000\n", ["--bits", "16"], "line 2 must be a decimal integer in \\[0, 2\\^16\\)"),
+        (b"5\n", ["--method", "x"], "'--method' must be one of"),
+    ],
+)  # fmt: skip
+def test_cli_bad_input_is_one_error_line(tmp_path, content, options, message):
+    from test_cli_errors import one_error_line
+
+    path = tmp_path / "items.txt"
+    path.write_bytes(content)
+    out = tmp_path / "f.json"
+    line = one_error_line(["heavy-hitters", str(path), *options, "--out", str(out)])
+    assert re.search(message, line), line
+    assert not out.exists()  # nothing half-written
+
+
+# ------------------------------------------------------------------ the server
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"eps": 2.0, "bits": 4, "start": 0, "step": 2, "keep": 17},
+         "'keep' must be <= the domain size 2\\^4"),
+        ({"eps": 2.0, "bits": None, "alphabet": "", "length": 3}, "alphabet"),
+        ({"eps": 2.0, "bits": None, "alphabet": "ab", "length": 0}, "length"),
+        ({"eps": 2.0, "bits": 4, "alphabet": "ab"}, "not both"),
+    ],
+)  # fmt: skip
+def test_server_refuses_a_bad_discovery_collection_with_4xx_json(tmp_path, params, message):
+    """A PEM collection whose parameters are refused (k = keep above the domain's size, an
+    empty alphabet, a zero length, integers and text at once): 422 with the reason as JSON,
+    and no collection is created."""
+    from server_helpers import ADMIN, bearer
+    from test_server_protocols import make
+
+    client = make(tmp_path)
+    spec = {"name": "PEM", "params": params}
+    r = client.post("/v1/collections", json={"name": "p", "protocol": spec}, headers=bearer(ADMIN))
+    assert r.status_code == 422 and re.search(message, r.json()["error"]), r.text
+    assert client.get("/v1/collections/p", headers=bearer(ADMIN)).status_code == 404

@@ -237,7 +237,10 @@ def run_cell(cell: Cell) -> list[dict[str, Any]]:
 def _options(method: str, width: int) -> dict[str, Any]:
     """Each method's round structure for a ``width``-bit code (as the user page states)."""
     if method == "pem":
-        return {"start": 5, "step": 5} if width % 5 == 0 else {"start": 8, "step": 8}
+        # 5-bit symbols of text: one symbol per round; integers: 4 bits per round (as the
+        # benchmarks and pure-ldp's examples; 8-bit steps test 2^16 candidates in round 1, which
+        # costs O(n·2^16) hash evaluations with OLH)
+        return {"start": 5, "step": 5} if width % 5 == 0 else {"start": 4, "step": 4}
     if method == "treehist":
         return {"start": 0, "step": 5 if width % 5 == 0 else 4}
     frag = 10 if width % 10 == 0 else 8

@@ -277,6 +277,10 @@ class PEM(Mechanism, Estimator, ReportCodec):
         formulas.check_shape(own, self.m, self.d, True)
         check.integer(own, "salt", self.salt, minimum=0, maximum=(1 << 62))
         check.integer(own, "keep", self.keep, minimum=1)
+        if width < 63 and self.keep > 1 << width:  # more candidates than items: refused
+            raise ValueError(
+                f"{own}: 'keep' must be <= the domain size 2^{width}; got {self.keep}."
+            )
         if self.alpha is not None:
             check.positive_float(own, "alpha", self.alpha, upper=1.0)
         if self.rounds_count > MAX_ROUNDS:
@@ -309,7 +313,7 @@ class PEM(Mechanism, Estimator, ReportCodec):
         select = discovery.Selection(
             "top" if self.alpha is None else "threshold",
             0.05 if self.alpha is None else self.alpha,
-            min(self.keep, 1 << min(self.domain.width, 62)),
+            self.keep,
         )
         return discovery.PrefixPlan(
             self.domain.width, self.eps, self.start, self.step, select, "hcms", None,
