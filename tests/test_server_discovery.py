@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 
 import numpy as np
 import pytest
@@ -114,6 +113,7 @@ def test_python_and_js_devices_answer_the_rounds_of_a_live_server(tmp_path):
     discovered words with the API's numbers."""
     import httpx
 
+    from chromium_cdp import one_shot
     from longldp.archive import aggregate_archive
     from longldp.client.device import DeviceClient
     from longldp.client.upload import Uploader
@@ -166,16 +166,7 @@ def test_python_and_js_devices_answer_the_rounds_of_a_live_server(tmp_path):
         assert top["item"] == "cat" and abs(top["estimate"] - share) <= 5 * top["se"], top
 
         url = f"{srv.base}/collections/words/dashboard?token={col['read_token']}"
-        flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 "--disable-background-networking", f"--user-data-dir={tmp_path / 'chromium'}",
-                 "--virtual-time-budget=5000"]  # fmt: skip
-        dom = subprocess.run(
-            [CHROMIUM, *flags, "--dump-dom", url],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        ).stdout
+        dom = one_shot(CHROMIUM, tmp_path / "chromium", url, "--dump-dom")
     finally:
         srv.stop()
     table = re.search(r'<table id="discovered">(.*?)</table>', dom, re.S)
@@ -183,6 +174,4 @@ def test_python_and_js_devices_answer_the_rounds_of_a_live_server(tmp_path):
     shown = re.findall(
         r'<td class="item">([^<]*)</td><td class="num" data-estimate="([^"]+)">', table.group(1)
     )
-    assert [(w, float(e)) for w, e in shown] == [
-        (r["item"], r["estimate"]) for r in found["items"]
-    ]
+    assert [(w, float(e)) for w, e in shown] == [(r["item"], r["estimate"]) for r in found["items"]]
