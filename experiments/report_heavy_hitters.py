@@ -235,12 +235,14 @@ def speed_block(path: Path) -> str:
             f"{row['ratio_to_pure_ldp']:.0f} |"
         )
     disc = res["discovery"]
-    rates = [r["stored_by_row_reports_per_s"] for r in res["cms"]]
-    hcms = [r["ours_reports_per_s"] for r in res["hcms"]]
-    unsorted = [r["ours_reports_per_s"] for r in res["cms"]]
     ratios = [r["ratio_to_pure_ldp"] for r in res["cms"] + res["hcms"]]
-    fast = [r["m"] for r in res["cms"] if r["stored_by_row_reports_per_s"] >= TARGET_RATE]
-    fast_m = max(fast, default=0)
+    def where(rows: list[dict], key: str) -> str:
+        ok = [r["m"] for r in rows if r[key] >= TARGET_RATE]
+        bad = [r["m"] for r in rows if r[key] < TARGET_RATE]
+        said = [f"met at m = {', '.join(map(str, ok))}"] if ok else []
+        said += [f"not at m = {', '.join(map(str, bad))}"] if bad else []
+        return "; ".join(said) if ok else "not met at any m"
+
     lines += [
         "",
         f"Discovery (PEM, OLH rounds): {disc['n']:,} devices holding {disc['width']}-bit values, "
@@ -248,11 +250,10 @@ def speed_block(path: Path) -> str:
         f"one core ({disc['top10_found']} of the 10 most frequent found).",
         "",
         f"Targets: aggregation ≥ {TARGET_RATE / 1e6:.0f} M reports/s per core — HCMS "
-        f"{met(min(hcms) >= TARGET_RATE)}; CMS with reports stored by row "
-        f"{met(min(rates) >= TARGET_RATE)} at every m "
-        f"(≥ {TARGET_RATE / 1e6:.0f} M at m ≤ {fast_m}"
-        f"); CMS on an unsorted batch {met(min(unsorted) >= TARGET_RATE)} at every m. "
-        f"Discovery < {TARGET_SECONDS:.0f} s: {met(disc['seconds'] < TARGET_SECONDS)}. "
+        f"{where(res['hcms'], 'ours_reports_per_s')}; CMS with its reports stored by row "
+        f"{where(res['cms'], 'stored_by_row_reports_per_s')}; CMS on an unsorted batch "
+        f"{where(res['cms'], 'ours_reports_per_s')}. Discovery over 10⁶ devices and 48-bit "
+        f"values < {TARGET_SECONDS:.0f} s: {met(disc['seconds'] < TARGET_SECONDS)}. "
         f"≥ {TARGET_RATIO:.0f}× pure-ldp on the same reports: "
         f"{met(min(ratios) >= TARGET_RATIO)} (at least {min(ratios):.0f}×).",
     ]
