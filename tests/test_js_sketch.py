@@ -90,6 +90,9 @@ for (const [p, v] of [[o, "abcde"], [o, new Uint8Array([0xff])], [o, "a\\u0000"]
 }
 try { await protocolFromSpec({ name: "HCMS", params: { m: 12, eps: 1 } }); }
 catch (e) { out.push(e.message); }
+try {
+  await protocolFromSpec({ name: "PEM", params: { eps: 2, bits: 4, start: 0, step: 2, keep: 17 } });
+} catch (e) { out.push(e.message); }
 console.log(JSON.stringify(out));
 """
 
@@ -102,4 +105,5 @@ def test_js_refuses_what_python_refuses_in_one_line():
     assert "must be a str" in got[3]
     assert all("'value' must be an int in [0, 2^16)" in g for g in got[4:7])
     assert "'m' must be a power of two" in got[7]
+    assert "'keep' must be <= the domain size 2^4; got 17" in got[8]  # as Python's PEM says
     assert all("\n" not in g for g in got)

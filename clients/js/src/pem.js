@@ -37,6 +37,7 @@ export function derive(name, P) {
   if (!(P.m >= 2 && (P.m & (P.m - 1)) === 0)) throw fail(name, "m", "a power of two >= 2", P.m);
   int(name, "d", P.d, 1, 2 ** 16);
   int(name, "keep", P.keep, 1);
+  if (width < 63 && P.keep > 2 ** width) throw fail(name, "keep", `<= the domain size 2^${width}`, P.keep);
   const ls = lengths(name, width, P.start, P.step);
   if (ls.length > 64) throw new RangeError(`${name}: at most 64 rounds; got ${ls.length}`);
   const seeds = ls.map((_, r) => seeds63([P.salt + 1 + r, 0x5ce7c4], 2 * P.d).slice(0, P.d));
