@@ -118,7 +118,7 @@ def test_python_and_js_devices_answer_the_rounds_of_a_live_server(tmp_path):
     from longldp.client.device import DeviceClient
     from longldp.client.upload import Uploader
     from real_parts import CHROMIUM
-    from server_helpers import ADMIN, LiveServer
+    from server_helpers import LiveServer, create_shared
     from test_js_client import run_node
 
     proto = ll.protocol_from_spec(LIVE_SPEC)
@@ -126,12 +126,7 @@ def test_python_and_js_devices_answer_the_rounds_of_a_live_server(tmp_path):
     py_words, js_words = _live_words(rng, N_PY), _live_words(rng, N_JS)
     srv = LiveServer(str(tmp_path / "live.db"), tmp_path).start()
     try:
-        col = httpx.post(
-            f"{srv.base}/v1/collections",
-            json={"name": "words", "protocol": LIVE_SPEC, "first_epoch": 0},
-            headers=bearer(ADMIN),
-            timeout=30,
-        ).json()
+        col = create_shared(srv.base, "words", LIVE_SPEC, auth="device", first_epoch=0)
         assert "enroll_token" in col, col
         acked = []
         for i, word in enumerate(py_words):
