@@ -4,12 +4,13 @@ docs/guide/shuffling.md).
 Usage: python experiments/shuffle_table.py [--n N] [--epochs T] [--delta D] > table.md
 
 Setting: ε∞ = 2 and ε1 = 0.8 for the memoizing chains, ε = ε1 = 0.8 for one-shot oracles,
-k = 74, n = 10⁶ devices, τ = 100 epochs, δ = 10⁻⁶, values that never change (one memo per
-device). Mechanisms whose rounds the server plans (the LDP-IDS methods, docs/streams.md) are
-left out: their budget at each epoch is the server's plan, which this fixed setting does not
-have. Every number comes from `longldp.shuffle.central_summary` (docs/math.md §17), whose
-routes follow what persists per device (the protocols' ``linkage`` trait, its own column);
-tests/test_shuffle_table.py checks that docs/guide/shuffling.md shows exactly this output.
+k = 74 (open item spaces: a sketch of m = 1024 columns), n = 10⁶ devices, τ = 100 epochs,
+δ = 10⁻⁶, values that never change (one memo per device). Mechanisms whose rounds the server
+plans (the LDP-IDS methods, docs/streams.md) are left out: their budget at each epoch is the
+server's plan, which this fixed setting does not have. Every number comes from
+`longldp.shuffle.central_summary` (docs/math.md §17), whose routes follow what persists per
+device (the protocols' ``linkage`` trait, its own column); tests/test_shuffle_table.py checks
+that docs/guide/shuffling.md shows exactly this output.
 """
 
 from __future__ import annotations

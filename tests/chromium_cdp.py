@@ -31,6 +31,30 @@ FLAGS = [
 ]
 
 
+#: Flags of a one-shot headless run (``--dump-dom``, ``--screenshot``): the page's scripts get
+#: 5 s of virtual time.
+ONE_SHOT = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--no-first-run",
+    "--virtual-time-budget=5000",
+]
+
+
+def one_shot(binary: str, profile: Path, url: str, *action: str) -> str:
+    """Run chromium once on ``url`` with ``action`` (``--dump-dom``, ``--screenshot=…``) and a
+    fresh profile folder; its standard output (the DOM after the page's scripts ran)."""
+    return subprocess.run(
+        [binary, *ONE_SHOT, f"--user-data-dir={profile}", *action, url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+
+
 class CdpError(RuntimeError):
     """A DevTools command failed, or the page threw."""
 

@@ -85,6 +85,20 @@ def two_round_chain(cls: type) -> bool:
     return tuple(cls.budget_params) == ("eps_perm", "eps_1")
 
 
+def exact_channel(cls: type) -> bool:
+    """Its report kind gives the exact channel: every kind but a density that is not piecewise
+    constant (SHE's and Laplace's floats: the audit bins them for its black-box game; Laplace's
+    claim is checked by tests/test_numeric_privacy.py)."""
+    return cls.report_kind.exact
+
+
+def sampled_items(cls: type) -> bool:
+    """An exact channel over items (values or an open domain's items, not numbers): the
+    sampler-threshold test rebuilds its channel from the probabilities its sampler draws with
+    (a numeric mechanism's claims at high ε: tests/test_numeric_privacy.py)."""
+    return exact_channel(cls) and cls.input_domain.kind != "interval"
+
+
 def options(cls: type, params: dict[str, Any]) -> dict[str, Any]:
     """The test parameters other than the budget and k (calibration, hash_pool, d, …)."""
     return {k: v for k, v in params.items() if k not in cls.budget_params and k != "k"}

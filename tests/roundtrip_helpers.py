@@ -36,16 +36,9 @@ def same(actual: object, desired: object, err_msg: str = "") -> None:
 
 
 def estimate_shape(proto: ll.FrequencyOracle) -> tuple[int, ...]:
-    """What every estimate array must look like, from the protocol's traits: a vector of
-    ``estimate_size`` frequencies, RAPPOR's (cohorts m, bits k) shares of set bits, or a
-    change-based mechanism's parts (``change-parts``: its ``estimate_shape``)."""
-    if type(proto).estimates_frequencies:
-        return (proto.estimate_size,)
-    if proto.estimand in ("mean", "distribution"):  # a numeric mean (1,) or its buckets
-        return tuple(proto.estimate_shape)
-    if proto.estimand == "change-parts":
-        return proto.estimate_shape
-    return (proto.m, proto.k)
+    """What every estimate array must look like: the estimator's ``estimate_shape`` (a vector
+    of frequencies, RAPPOR's (cohorts, bits) shares of set bits, a sketch's (rows, columns))."""
+    return tuple(proto.estimate_shape)
 
 
 def device_batches(
@@ -111,13 +104,14 @@ def as_array(value: Any) -> np.ndarray:
 
 def archive_arrays(rows: list[dict], epoch: int, shape: tuple[int, ...]) -> dict[str, np.ndarray]:
     """The estimate arrays of ``epoch`` rebuilt from :meth:`ArchiveCounts.estimates` rows (one
-    row per value, or per cohort and bit)."""
+    row per value, or per cohort and bit, or per round, sketch row and column)."""
     out = {name: np.full(shape, np.nan) for name in FIELDS}
     seen = np.zeros(shape, dtype=np.int64)
     for row in rows:
         if row["epoch"] != epoch:
             continue
-        where = (row["cohort"], row["value"]) if "cohort" in row else (row["value"],)
+        lead = tuple(row[key] for key in ("round", "cohort") if key in row)
+        where = (*lead, row["value"])
         seen[where] += 1
         for name in FIELDS:
             out[name][where] = row[name]

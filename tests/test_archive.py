@@ -43,9 +43,9 @@ FAMILIES = {
 def _all_reports(path: Path) -> tuple[np.ndarray, np.ndarray]:
     table = pq.read_table(path)
     width = table.schema.field("report").type.byte_width
-    reports = np.frombuffer(
-        b"".join(table.column("report").to_pylist()), dtype=np.uint8
-    ).reshape(-1, width)
+    reports = np.frombuffer(b"".join(table.column("report").to_pylist()), dtype=np.uint8).reshape(
+        -1, width
+    )
     return table.column("epoch").to_numpy(), reports
 
 
@@ -250,8 +250,19 @@ def test_cli_simulate_then_aggregate(tmp_path):
     runner = CliRunner()
     made = runner.invoke(
         app,
-        ["simulate-reports", "L-OSUE", "k=16", "eps_perm=2", "eps_1=1", "--out", str(path),
-         "--n", "2000", "--epochs", "2"],
+        [
+            "simulate-reports",
+            "L-OSUE",
+            "k=16",
+            "eps_perm=2",
+            "eps_1=1",
+            "--out",
+            str(path),
+            "--n",
+            "2000",
+            "--epochs",
+            "2",
+        ],
     )
     assert made.exit_code == 0, made.output
     est = tmp_path / "est.json"

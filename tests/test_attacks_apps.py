@@ -30,10 +30,20 @@ def test_promote_string_mga_beats_ria(pets):
     names, counts = pets
     proto = ll.protocols.RAPPOR(k=128, h=2, m=16, f=0.5, p=0.5, q=0.75)
     cands = [*names[:200], "Zorglub"]
-    mga = apps.promote_string(proto, names, counts, "Zorglub", 0.05, candidates=cands, rng=1,
-                              selection="lasso-sigma")
-    ria = apps.promote_string(proto, names, counts, "Zorglub", 0.05, attack="RIA",
-                              candidates=cands, rng=1, selection="lasso-sigma")
+    mga = apps.promote_string(
+        proto, names, counts, "Zorglub", 0.05, candidates=cands, rng=1, selection="lasso-sigma"
+    )
+    ria = apps.promote_string(
+        proto,
+        names,
+        counts,
+        "Zorglub",
+        0.05,
+        attack="RIA",
+        candidates=cands,
+        rng=1,
+        selection="lasso-sigma",
+    )
     assert not mga.detected_before and mga.p_value_before > 0.01
     assert mga.detected_after and mga.p_value_after < 1e-10
     assert ria.p_value_after > mga.p_value_after

@@ -24,8 +24,9 @@ def _attacked_archive(tmp_path, name="L-GRR"):
     proto = ll.protocol(name, k=K, eps_perm=2.0, eps_1=1.0)
     values = np.tile(np.repeat(np.arange(K), (F * 4000).astype(int)), (20, 1))
     threat = atk.ThreatModel(targets=[6, 7], beta=0.05)
-    run = atk.run_attack(proto, threat, "MGA", values=values, engine="reports",
-                         variant="persistent", rng=4)
+    run = atk.run_attack(
+        proto, threat, "MGA", values=values, engine="reports", variant="persistent", rng=4
+    )
     path = write_device_archive(tmp_path / "attacked.parquet", proto, run.log, rng=5)
     return proto, run, path
 

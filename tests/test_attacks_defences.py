@@ -62,8 +62,9 @@ def test_detection_finds_mga(name):
     kw = {"eps": 1.0} if name in ("OUE", "OLH", "SS") else {"eps_perm": 2.0, "eps_1": 1.0}
     proto = ll.protocol(name, k=K, **kw)
     threat = atk.ThreatModel(targets=TARGETS, beta=0.05)
-    run = atk.run_attack(proto, threat, "MGA", values=population(20_000), engine="reports",
-                         rng=1, hash_trials=1000)
+    run = atk.run_attack(
+        proto, threat, "MGA", values=population(20_000), engine="reports", rng=1, hash_trials=1000
+    )
     det = detection.detect_fake_reports(proto, run.log.records, alpha=0.01, min_share=0.6)
     assert any(set(TARGETS) <= set(items) for items in det.itemsets), det.itemsets
     fake = run.log.fake
@@ -133,8 +134,12 @@ def test_recover_bad_input():
     with pytest.raises(ValueError, match="'estimates' must be"):
         recovery.recover(proto, F[:3], targets=[1])
     with pytest.raises(ValueError, match="'defence' must be one of"):
-        defend(atk.run_attack(proto, atk.ThreatModel(targets=[1], beta=0.1), "MGA",
-                              values=population(100)), "magic")
+        defend(
+            atk.run_attack(
+                proto, atk.ThreatModel(targets=[1], beta=0.1), "MGA", values=population(100)
+            ),
+            "magic",
+        )
 
 
 def test_fake_share_learned_from_sum():

@@ -37,9 +37,7 @@ def refusal(cls: type) -> str | None:
 #: Registered protocols no frequency attack applies to, with the reason each is refused,
 #: derived from the traits (never a list of names).
 REFUSED = {
-    cls.name: why
-    for cls in ll.protocols.PROTOCOL_CLASSES
-    if (why := refusal(cls)) is not None
+    cls.name: why for cls in ll.protocols.PROTOCOL_CLASSES if (why := refusal(cls)) is not None
 }
 
 
@@ -66,7 +64,13 @@ def simulated(
     values = np.tile(VALUES, (tau, 1))
     g = [
         atk.run_attack(
-            proto, threat, attack, values=values, engine=engine, rng=s, hash_trials=trials,
+            proto,
+            threat,
+            attack,
+            values=values,
+            engine=engine,
+            rng=s,
+            hash_trials=trials,
             variant=variant,
         ).time_average_gain
         for s in range(seeds)
@@ -82,7 +86,11 @@ def test_gain_matches_closed_form(name, attack, engine):
     proto = ll.protocol(name, k=K, eps=1.0)
     mean, se, threat = simulated(proto, attack, engine)
     forecast = atk.expected_gain(
-        proto, attack, TARGETS, threat.share(N), proto.true_frequencies(VALUES),
+        proto,
+        attack,
+        TARGETS,
+        threat.share(N),
+        proto.true_frequencies(VALUES),
         hash_trials=TRIALS,
     )
     assert se > 0
@@ -102,7 +110,11 @@ def test_every_registered_protocol_is_attacked_or_refused(proto):
     for attack in ("MGA", "RIA"):
         mean, se, threat = simulated(proto, attack, "count-level", seeds=100, targets=T)
         forecast = atk.expected_gain(
-            proto, attack, T, threat.share(N), proto.true_frequencies(VALUES),
+            proto,
+            attack,
+            T,
+            threat.share(N),
+            proto.true_frequencies(VALUES),
             hash_trials=TRIALS,
         )
         assert abs(mean - forecast.total) <= 3 * se, (attack, mean, se, forecast.total)
@@ -192,9 +204,13 @@ def test_join_epoch_and_report_rate():
     forecast = atk.expected_time_average_gain(proto, "MGA", threat, N, truth)
     se = np.std(g, ddof=1) / 10
     assert abs(np.mean(g) - forecast.total) <= 3 * se
-    assert forecast.total < 0.5 * atk.expected_time_average_gain(
-        proto, "MGA", atk.ThreatModel(targets=TARGETS, beta=0.05), N, truth
-    ).total
+    assert (
+        forecast.total
+        < 0.5
+        * atk.expected_time_average_gain(
+            proto, "MGA", atk.ThreatModel(targets=TARGETS, beta=0.05), N, truth
+        ).total
+    )
 
 
 @pytest.mark.parametrize("attack", atk.ATTACKS)
@@ -257,8 +273,13 @@ def test_bad_threat_and_attack():
     with pytest.raises(ValueError, match="one-shot"):
         atk.craft_memos(proto, [1], 3)
     with pytest.raises(ValueError, match="memo-mimic"):
-        atk.run_attack(proto, atk.ThreatModel(targets=[1], beta=0.1), "RPA", values=VALUES,
-                     variant="memo-mimic")
+        atk.run_attack(
+            proto,
+            atk.ThreatModel(targets=[1], beta=0.1),
+            "RPA",
+            values=VALUES,
+            variant="memo-mimic",
+        )
 
 
 def test_bloom_rappor_is_refused():

@@ -100,8 +100,9 @@ def test_catches_replays_not_mimics():
     proto = ll.protocol("L-GRR", k=K, eps_perm=2.0, eps_1=1.0)
     threat = atk.ThreatModel(targets=[6, 7], beta=0.05)
     for variant, expect in (("persistent", 1.0), ("memo-mimic", None)):
-        run = atk.run_attack(proto, threat, "MGA", values=stable(5000), engine="reports",
-                           variant=variant, rng=2)
+        run = atk.run_attack(
+            proto, threat, "MGA", values=stable(5000), engine="reports", variant=variant, rng=2
+        )
         verdict = memo_consistency(proto, run.log.device, run.log.records, alpha=ALPHA)
         fake = verdict.devices >= run.n
         if expect is not None:
@@ -116,8 +117,16 @@ def _time_average(proto, variant, defended, seeds=12, n=5000):
     threat = atk.ThreatModel(targets=[6, 7], beta=0.05)
     out = []
     for seed in range(seeds):
-        run = atk.run_attack(proto, threat, "MGA", values=stable(n), engine="reports",
-                           variant=variant, rng=seed, hash_trials=20)
+        run = atk.run_attack(
+            proto,
+            threat,
+            "MGA",
+            values=stable(n),
+            engine="reports",
+            variant=variant,
+            rng=seed,
+            hash_trials=20,
+        )
         if not defended:
             out.append(run.time_average_gain)
             continue
@@ -202,8 +211,11 @@ def test_sparse_and_dense_counting_agree(monkeypatch):
 def test_does_not_apply(name, kw):
     proto = ll.protocol(name, k=K, **kw)
     with pytest.raises(ValueError, match="memo_consistency: '"):
-        memo_consistency(proto, np.zeros(1, dtype=np.int64), proto.perturb([0], rng=0)
-                         if not proto.longitudinal else np.zeros(1))
+        memo_consistency(
+            proto,
+            np.zeros(1, dtype=np.int64),
+            proto.perturb([0], rng=0) if not proto.longitudinal else np.zeros(1),
+        )
 
 
 @pytest.mark.parametrize("proto", registry_cases.cases(k=K))

@@ -183,9 +183,7 @@ def test_secure_randomness_and_loop_clients():
 # ---------------------------------------------------------------------- positive controls
 
 
-@pytest.mark.parametrize(
-    "key", table_ids(lambda c: c.report_kind == "bits" and not c.longitudinal)
-)
+@pytest.mark.parametrize("key", table_ids(lambda c: c.report_kind == "bits" and not c.longitudinal))
 def test_misencoded_unary_is_caught(key):
     bad = misencoded_unary(small(key))
     res = audit_game(bad, 20_000, rng=6)

@@ -65,6 +65,8 @@ def example_protocol(cls: type, k: int = 4) -> ll.protocols.FrequencyOracle:
     unknown = [name for name in required if name not in EXAMPLE_PARAMS]
     assert not unknown, f"{cls.name}: add example values for {unknown}"
     params = {name: EXAMPLE_PARAMS[name] for name in required}
+    if cls.input_domain.kind == "items":  # a sketch's width m sets its audited inputs (m + 1)
+        params["m"] = EXAMPLE_PARAMS["m"]
     if cls.name == "dBitFlipPM":
         params["b"] = 4
     if any(f.name == "k" and f.init for f in dataclasses.fields(cls)):

@@ -109,10 +109,20 @@ def test_inputs_outside_the_domain(cls, params):
                 proto.perturb(np.array([lo, bad, hi]), memo, rng)
         with pytest.raises(ValueError, match=r"'values' must be real numbers.*bool"):
             proto.perturb(np.array([True, False, True]), memo, rng)
-    elif size is None:  # strings (Bloom RAPPOR): anything else is refused
+    elif size is None:  # strings (Bloom RAPPOR, open item spaces): anything else is refused
         with pytest.raises(ValueError, match="values must be str"):
             proto.perturb([1, 2, 3], memo, rng)
-    else:
+    if proto.domain.kind == "items" and size is None:  # text of a declared length (math §21.8)
+        longest = proto.domain.max_length
+        with pytest.raises(ValueError, match=rf"at most {longest} characters .* item 1 has"):
+            proto.perturb(["a", "x" * (longest + 1), "b"], memo, rng)
+        with pytest.raises(ValueError, match="item 2 is not UTF-8"):
+            proto.perturb(["a", b"b", b"\xff\xfe"], memo, rng)
+        with pytest.raises(ValueError, match="at least one item; got an empty set"):
+            proto.perturb([], memo, rng)
+        with pytest.raises(ValueError, match="NUL"):
+            proto.perturb(["a\x00", "b", "c"], memo, rng)
+    if size is not None:
         top = rf"'values' must be integers in \[0, {size}\); got {size}"
         with pytest.raises(ValueError, match=top):
             proto.perturb(np.array([0, size, 1]), memo, rng)

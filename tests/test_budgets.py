@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import longldp as ll
 from longldp import privacy
 from longldp.simulate import simulate
-from registry_cases import cases, takes_k, with_budget
+from registry_cases import cases, options, takes_k, with_budget
 
 #: Every protocol whose budget is given as ε (one-shot) or ε∞, ε1 (chains); RAPPOR's own
 #: parameters (f, p, q) are checked in tests/test_rappor_protocol.py.
@@ -31,9 +31,12 @@ N = 1000
 
 
 def build(name: str, k: int, eps: float, alpha: float) -> ll.FrequencyOracle:
+    """``name`` at this budget: with ``k`` when its inputs are codes, else with the other
+    parameters of its first test parameters (an open item space's m and d)."""
     cls = ll.get_protocol_class(name)
     budget = {"eps": eps, "eps_perm": eps, "eps_1": alpha * eps}
-    return with_budget(name, k, **{p: budget[p] for p in cls.budget_params})
+    extra = {} if takes_k(cls) else options(cls, cls.test_params[0])  # a sketch's m and d
+    return with_budget(name, k, **extra, **{p: budget[p] for p in cls.budget_params})
 
 
 def unreachable(name: str, eps: float, alpha: float) -> bool:
@@ -77,7 +80,13 @@ def test_every_budget_builds_or_is_refused(name, k, eps, alpha):
     params = np.array([proto.p1, proto.q1, proto.p2, proto.q2])
     assert np.all(np.isfinite(params)) and np.all((params >= 0) & (params <= 1)), params
     assert proto.P1 > proto.P0
+    eps_claims = (proto.single_report_epsilon(), proto.first_round_epsilon())
+    assert all(math.isfinite(e) and e > 0 for e in eps_claims)
     f = np.array([0.0, 0.3, 1.0])
+    if not proto.estimates_frequencies:  # queried items: the variance of (21.4) at Σf² = 1
+        v = proto.variance(N, f, 1.0)
+        assert np.all(np.isfinite(v)) and np.all(v > 0) and proto.approx_variance(N) > 0
+        return
     for v in (proto.approx_variance(N), *proto.variance(N, f)):
         assert math.isfinite(v) and v > 0
     v1 = proto.first_round_variance(N, f)

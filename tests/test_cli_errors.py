@@ -366,10 +366,14 @@ def test_an_output_file_behind_a_link_loop_is_refused(links):
 @pytest.mark.parametrize(
     ("args", "contains"),
     [
-        (["audit", "L-OSUE", "--eps-perm", "2", "--eps-1", "1", "--claim-eps-1", "-1"],
-         "'--claim-eps-1' must be a finite number > 0"),
-        (["audit", "L-OSUE", "--eps-perm", "2", "--eps-1", "1", "--claim-eps-perm", "0"],
-         "'--claim-eps-perm'"),
+        (
+            ["audit", "L-OSUE", "--eps-perm", "2", "--eps-1", "1", "--claim-eps-1", "-1"],
+            "'--claim-eps-1' must be a finite number > 0",
+        ),
+        (
+            ["audit", "L-OSUE", "--eps-perm", "2", "--eps-1", "1", "--claim-eps-perm", "0"],
+            "'--claim-eps-perm'",
+        ),
         (["audit", "L-OSUE", "--eps-perm", "2", "--eps-1", "1", "--seed", "-1"], "'--seed'"),
         (["simulate-reports", *LOSUE, "--seed", "-1"], "'--seed'"),
         (["demo", "--seed", "-1"], "'--seed'"),
@@ -406,9 +410,7 @@ def test_a_capped_client_never_shows_more_than_its_cap(tmp_path):
     from longldp.client import BudgetExceededError, DeviceClient
 
     proto = ll.protocol("L-GRR", k=8, eps_perm=4.0, eps_1=1.0)
-    client = DeviceClient(
-        tmp_path / "state", proto, "c", secret=b"s" * 32, max_epsilon=3.0
-    )
+    client = DeviceClient(tmp_path / "state", proto, "c", secret=b"s" * 32, max_epsilon=3.0)
     for value in (1, 2, 3):  # three reports of three values: 3·ε1 = 3 < 3·ε∞
         client.report(value, epoch=value)
     assert client.spent_budget.epsilon == 3.0

@@ -38,17 +38,20 @@ def test_committed_vectors_are_the_python_clients(fresh):
 
 
 def test_vectors_cover_every_registered_protocol_and_a_refusal(fresh):
-    """Every protocol of this package's registry declares its device client (``client_spec``)
-    and has a case (its ``vector_cases``), so a protocol added to the registry fails here until
-    it has vectors and the JS client implements it."""
+    """Every protocol of this package's registry that devices run declares its device client
+    (``client_spec``) and has a case (its ``vector_cases``), so a protocol added to the registry
+    fails here until it has vectors and the JS client implements it. A mechanism given for
+    comparison only (its ``comparison_only`` reason: SHE) has no device client outside Python."""
     from longldp.protocols._registry import BUILTIN_CLASSES
 
-    undeclared = [cls.name for cls in BUILTIN_CLASSES if cls.client_spec is None]
+    devices = [cls for cls in BUILTIN_CLASSES if cls.comparison_only is None]
+    undeclared = [cls.name for cls in devices if cls.client_spec is None]
     assert not undeclared, f"{undeclared} declare no client_spec (docs/client-spec.md)"
+    assert all(cls.client_spec is None for cls in BUILTIN_CLASSES if cls.comparison_only)
     names = {c["spec"]["name"] for c in fresh["cases"]}
-    missing = sorted({cls.name for cls in BUILTIN_CLASSES} - names)
+    missing = sorted({cls.name for cls in devices} - names)
     assert not missing, f"no client vector case for {missing}: declare the class's vector_cases"
-    assert fresh["protocols"] == [cls.name for cls in BUILTIN_CLASSES]
+    assert fresh["protocols"] == [cls.name for cls in devices]
     assert any(s.get("refused") for c in fresh["cases"] for s in c["steps"])
     assert any(c["spec"]["params"].get("hash_pool") for c in fresh["cases"])
 
@@ -67,8 +70,9 @@ def test_generation_reads_no_os_randomness(monkeypatch):
 def test_a_wrong_round1_derivation_fails_the_vectors(fresh, monkeypatch):
     """A client that derives round 1 under another HMAC context must fail the vectors: for every
     longitudinal protocol (and the hash-pool variant), some case's memos change. BiLOLOHA
-    (g = 2) and RAPPOR-boolean (one bit) have two memo keys of one bit each, so a wrong
-    derivation keeps both with probability about (p1² + q1²)² whatever the case: left out."""
+    (g = 2), RAPPOR-boolean (one bit) and L-HCMS (the parity bit) have two memo keys of one
+    bit each, so a wrong derivation keeps both with probability about (p1² + q1²)² whatever
+    the case: left out."""
     import longldp.protocols.client as round1
 
     monkeypatch.setattr(round1, "ROUND1_LABEL", b"longldp/round1/vX|")
@@ -86,5 +90,6 @@ def test_a_wrong_round1_derivation_fails_the_vectors(fresh, monkeypatch):
     chains = {p.name for p in ll.list_protocols() if p.longitudinal} - {
         "BiLOLOHA",
         "RAPPOR-boolean",
+        "L-HCMS",
     }
     assert chains | {"OLOLOHA+pool"} <= sensitive, sorted(chains | {"OLOLOHA+pool"} - sensitive)

@@ -66,9 +66,7 @@ def test_core_dependencies_are_numpy_only():
     assert [d.split(">")[0].split("=")[0] for d in project["dependencies"]] == ["numpy"]
     extras = project["optional-dependencies"]
     assert {"data", "apps", "experiments", "cli", "all", "dev"} <= set(extras)
-    assert any(
-        all(x in d for x in ("data", "apps", "experiments", "cli")) for d in extras["all"]
-    )
+    assert any(all(x in d for x in ("data", "apps", "experiments", "cli")) for d in extras["all"])
 
 
 def test_import_longldp_loads_no_heavy_package():

@@ -45,8 +45,14 @@ def test_tiny_rows(tiny) -> None:
             assert r["gain"] > 0 and r["expected_gain"] > 0
             assert abs(r["gain"] - r["expected_gain"]) < 0.5 * r["expected_gain"] + 0.05
     # The memo defence removes replayed MGA on the chains (τ = 12, β = 0.1).
-    memo = [r for r in ok if r["defence"] == "memo" and r["variant"] == "persistent"
-            and r["attack"] == "MGA" and r["protocol"] == "L-GRR"]
+    memo = [
+        r
+        for r in ok
+        if r["defence"] == "memo"
+        and r["variant"] == "persistent"
+        and r["attack"] == "MGA"
+        and r["protocol"] == "L-GRR"
+    ]
     assert memo and all(abs(r["gain"]) < 0.1 for r in memo)
 
 

@@ -18,7 +18,14 @@ from _pytest.mark.structures import ParameterSet
 import longldp as ll
 from longldp.protocols.mechanism import Mechanism
 from protocol_table import PROTOCOLS
-from registry_cases import CLASSES, engine_frequencies, one_shot_eps, takes_k, two_round_chain
+from registry_cases import (
+    CLASSES,
+    engine_frequencies,
+    one_shot_eps,
+    sampled_items,
+    takes_k,
+    two_round_chain,
+)
 
 Trait = Callable[[type], bool]
 
@@ -128,10 +135,10 @@ COMMON: dict[str, dict[str, Trait]] = {
     },
     "test_roundtrip_server": {"test_server_round_trip": every},
     "test_roundtrip_archive": {"test_archive_round_trip": every},
-    # Its channel rebuild reads the frequency oracles' stored p1, q1, p2, q2; the numeric
-    # mechanisms draw positions too, and their claims against what their samplers realize at
-    # high ε are checked by tests/test_numeric_privacy.py.
-    "test_sampler_thresholds": {"test_claims_equal_what_the_sampler_realizes": frequencies},
+    # Its channel rebuild reads the stored probabilities of an exact channel over items; the
+    # numeric mechanisms draw positions too, and their claims against what their samplers
+    # realize at high ε are checked by tests/test_numeric_privacy.py.
+    "test_sampler_thresholds": {"test_claims_equal_what_the_sampler_realizes": sampled_items},
     "test_shuffle_linkage": {
         "test_declared_linkage_covers_what_the_reports_carry": every,
         "test_routes_follow_the_linkage": no_history,

@@ -27,7 +27,7 @@ import pytest
 
 import longldp as ll
 from longldp import privacy
-from registry_cases import CLASSES
+from registry_cases import CLASSES, options, sampled_items
 
 GRID = 2**53
 #: Budgets from 15 up to the largest allowed (EPS_MAX = 30).
@@ -120,7 +120,14 @@ def realized_epsilons(proto: ll.FrequencyOracle) -> tuple[float, float]:
         channels = proto.context_channels({name: float(p) for name, p in t.items()})
         eps = max(privacy.channel_epsilon(ch) for ch in channels)
         return eps, eps
-    if kind in ("symbol", "hashed", "hadamard"):
+    if kind in (
+        "symbol",
+        "hashed",
+        "hadamard",
+        "sketch-hadamard",
+        "memo-sketch-hadamard",
+        "prefix-sketch",
+    ):
         m = proto.k if kind == "symbol" else proto.g  # type: ignore[attr-defined]
         k1 = t["p1"]  # keep, else a uniform other symbol of m
         k2 = t.get("p2", Fraction(1))
@@ -153,14 +160,15 @@ def realized_epsilons(proto: ll.FrequencyOracle) -> tuple[float, float]:
 
 
 def high_budget_cases():
-    """Every registered class at each high ε (chains at α = ε1/ε∞ of ALPHAS when reachable;
-    RAPPOR's own (f, p, q) set to give ε∞ = ε and ε1 = α·ε for one bit, h = 1)."""
+    """Every registered class with an exact channel at each high ε (chains at α = ε1/ε∞ of
+    ALPHAS when reachable; RAPPOR's own (f, p, q) set to give ε∞ = ε and ε1 = α·ε for one
+    bit, h = 1)."""
     for cls in CLASSES:
-        if not cls.estimates_frequencies:  # numeric: tests/test_numeric_privacy.py
+        if not sampled_items(cls):  # numeric: tests/test_numeric_privacy.py; SHE: no channel
             continue
         for eps in EPSILONS:
-            for alpha in ALPHAS if "eps_1" in cls.budget_params or "f" in cls.budget_params else (
-                None,
+            for alpha in (
+                ALPHAS if "eps_1" in cls.budget_params or "f" in cls.budget_params else (None,)
             ):
                 if "eps_1" in cls.budget_params and alpha >= cls.max_alpha(eps):
                     continue
@@ -169,7 +177,8 @@ def high_budget_cases():
 
 def build_high(cls: type, eps: float, alpha: float | None) -> ll.FrequencyOracle:
     takes = {f.name for f in dataclasses.fields(cls) if f.init}
-    params: dict = {"k": 3} if "k" in takes else {}
+    # k = 3, or the other parameters of its test parameters (a sketch's m and d)
+    params: dict = {"k": 3} if "k" in takes else options(cls, cls.test_params[0])
     if "f" in cls.budget_params:
         # PRR bit keeps w.p. 1 − f/2 with ln((1 − f/2)/(f/2)) = ε/2 (ε∞ = 2·that for h = 1);
         # IRR: p = 1/(e^x + 1), q = 1 − p.

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import longldp as ll
+from chromium_cdp import one_shot
 from longldp.client import DeviceClient
 from longldp.client.upload import Uploader, fetch_protocol
 from longldp.server import db
@@ -322,28 +323,10 @@ def test_dashboard_renders_in_headless_chromium(tmp_path):
             f"{srv.base}/v1/collections/dash/series", headers=bearer(col["read_token"]), timeout=30
         ).json()["epochs"]
         url = f"{srv.base}/collections/dash/dashboard?token={col['read_token']}"
-        flags = [
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-background-networking",
-            "--no-first-run",
-            f"--user-data-dir={tmp_path / 'chromium'}",
-            "--virtual-time-budget=5000",
-        ]
-        dom = subprocess.run(
-            [CHROMIUM, *flags, "--dump-dom", url],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        ).stdout
+        dom = one_shot(CHROMIUM, tmp_path / "chromium", url, "--dump-dom")
         shot = tmp_path / "dash.png"
-        subprocess.run(
-            [CHROMIUM, *flags, "--window-size=1000,900", f"--screenshot={shot}", url],
-            capture_output=True,
-            timeout=120,
-            check=True,
+        one_shot(
+            CHROMIUM, tmp_path / "chromium", url, "--window-size=1000,900", f"--screenshot={shot}"
         )
     finally:
         srv.stop()

@@ -276,6 +276,7 @@ def test_every_central_claim_survives_the_linkage_attack(cls, params, route):
 #: n, τ and worlds of each kind of the tight sizes (module docstring): a world is n·τ = 4
 #: reports, so 10,000 worlds cost little and leave a slack e^ε·ln(4/α)/N below 0.005.
 TIGHT_N, TIGHT_EPOCHS, TIGHT_TRIALS = 2, 2, 10_000
+#: Every route of every protocol whose reports depend on each epoch's value alone.
 ROUTE_CASES = [
     pytest.param(c, p, r, id=f"{i}-{r}")
     for c, p, i in triples(no_history)
@@ -436,11 +437,15 @@ def at_budget(cls: type, params: dict, k: int, eps_1: float, eps_perm: float):
 def _linkage_case(cls: type):
     """The linkage rule's protocol: the class's first test parameters at ε1 = 2 per report and
     ε∞ = τ·ε1, with every persistent field taking at least 4n values (k = 4n Hadamard rows or
-    hash inputs where the parameters do not set k; m = 4n cohorts) and one Bloom hash (with
-    two, the filters of two strings over 8 bits share bits and a report says far less about
-    the pair than ε1: the attack's hit rate falls from 0.6 to 0.1, docs/audit.md §14)."""
+    hash inputs where the parameters do not set k; m = 4n cohorts; d = 4n sketch rows) and one
+    Bloom hash (with two, the filters of two strings over 8 bits share bits and a report says
+    far less about the pair than ε1: the attack's hit rate falls from 0.6 to 0.1,
+    docs/audit.md §14)."""
     params = dict(cls.test_params[0])
-    for name, value in (("m", 4 * LINK_N), ("h", 1)):
+    # the field's values: RAPPOR's cohorts m; over an open item space the sketch's rows d (the
+    # hash functions a report names; m is its columns there)
+    sizes = (("d", 4 * LINK_N),) if cls.input_domain.kind == "items" else (("m", 4 * LINK_N),)
+    for name, value in (*sizes, ("h", 1)):
         if name in params or name in {f.name for f in dataclasses.fields(cls) if f.init}:
             params[name] = value
     return at_budget(cls, params, 4 * LINK_N, LINK_EPS1, LINK_EPOCHS * LINK_EPS1)

@@ -1,5 +1,6 @@
 // The public hash pool of the local-hashing protocols (hash_pool = m): NumPy's
-// default_rng(SeedSequence([pool_seed, 0x10CA1])).integers(0, 2**63, m), i.e. SeedSequence's
+// default_rng(SeedSequence([pool_seed, 0x10CA1])).integers(0, 2**63, m) (and a sketch's row
+// seeds, SeedSequence([salt, 0x5CE7C4]), src/sketch.js), i.e. SeedSequence's
 // entropy mixing then PCG64 (XSL-RR 128/64), whose bounded draw on [0, 2⁶³) is the output
 // shifted right by one (docs/client-spec.md, appendix A). Loaded only by protocols with a pool.
 
@@ -49,7 +50,15 @@ const MULT = (2549297995355413924n << 64n) | 4865540595714422341n;
 
 /** The pool's m hash seeds for ``pool_seed`` (BigInt, each in [0, 2⁶³)). */
 export function poolSeeds(poolSeed, m) {
-  const [s0, s1, i0, i1] = seedState([poolSeed, 0x10ca1]);
+  return seeds63([poolSeed, 0x10ca1], m);
+}
+
+/**
+ * default_rng(SeedSequence(entropy)).integers(0, 2**63, m) as BigInt (the public seeds of the
+ * hash pool and of a sketch's rows, docs/client-spec.md appendix A).
+ */
+export function seeds63(entropy, m) {
+  const [s0, s1, i0, i1] = seedState(entropy);
   const inc = ((((i0 << 64n) | i1) << 1n) | 1n) & M128;
   let state = 0n;
   const step = () => (state = (state * MULT + inc) & M128);

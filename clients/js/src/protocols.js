@@ -4,7 +4,7 @@
 
 import { budget, checkValue, fail, int, real, show } from "./check.js";
 import { PyFloat } from "./json.js";
-import { ALIASES, B, F, FAMILIES, I, OPT, S, TABLE } from "./registry.js";
+import { ALIASES, B, F, FAMILIES, I, OPT, OPTF, OPTS, S, TABLE } from "./registry.js";
 
 /** Canonical protocol names (Python's registry, longldp.protocols.NAMES, with a device client). */
 export const PROTOCOL_NAMES = Object.keys(TABLE);
@@ -39,6 +39,8 @@ export async function protocolFromSpec(spec) {
     if (type === F) real(name, key, v);
     else if (type === I) int(name, key, v, key === "k" ? (family === "rappor" ? 1 : 2) : 0);
     else if (type === OPT && v !== null) int(name, key, v, 1);
+    else if (type === OPTF && v !== null) real(name, key, v);
+    else if (type === OPTS && v !== null && typeof v !== "string") throw fail(name, key, "a string or null", v, TypeError);
     else if (type === S && typeof v !== "string") throw fail(name, key, "a string", v, TypeError);
     else if (type === B && typeof v !== "boolean") throw fail(name, key, "true or false", v, TypeError);
     P[key] = v;
@@ -47,7 +49,7 @@ export async function protocolFromSpec(spec) {
   const fam = await FAMILIES[family]();
   const [p1, q1, p2, q2, more] = fam.derive(name, P);
   const typed = {};
-  for (const [key, type] of Object.entries(types)) typed[key] = type === F ? new PyFloat(P[key]) : P[key];
+  for (const [key, type] of Object.entries(types)) typed[key] = type === F || (type === OPTF && P[key] !== null) ? new PyFloat(P[key]) : P[key];
   const methods = typeof fam.methods === "function" ? fam.methods(name) : fam.methods;
   const proto = Object.assign(Object.create({ check: checkValue, state: async () => ({}), round2: async (x) => x, ...methods }), {
     name, id, memoizes: !!memoizes, k: P.k, params: P, spec: { name, params: typed },

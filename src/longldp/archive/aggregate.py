@@ -111,7 +111,9 @@ class ArchiveCounts:
         return cls(proto, state["collection"], by_epoch, int(state["slices"]))
 
     def estimates(self, postprocess: str | None = None, level: float = 0.95) -> list[dict]:
-        """One row per (epoch, value), or per (epoch, cohort, bit) for RAPPOR's Bloom filters.
+        """One row per (epoch, value), or per (epoch, cohort, bit) for RAPPOR's Bloom filters
+        (and a sketch's rows and columns), or per (epoch, round, cohort, column) for a
+        discovery's sketches (PEM: a cohort is a sketch row).
 
         Each row has the support count, the estimate (post-processed when a method is given),
         the unbiased estimate ``raw``, its standard error and its normal interval around
@@ -134,7 +136,17 @@ class ArchiveCounts:
                         int(support[cohort, 0]),
                         support[cohort, 1:],
                         est,
-                        cohort,
+                        (cohort,),
+                    )
+                continue
+            if est.raw.ndim == 3:  # (rounds, rows, columns): a discovery's sketch per round
+                for r, cohort in np.ndindex(*est.raw.shape[:2]):
+                    rows += _rows(
+                        {"epoch": epoch, "round": r, "cohort": cohort},
+                        int(support[r, cohort, 0]),
+                        support[r, cohort, 1:],
+                        est,
+                        (r, cohort),
                     )
                 continue
             counts = support if support.shape == est.raw.shape else np.full(est.raw.size, -1)
@@ -143,9 +155,10 @@ class ArchiveCounts:
 
 
 def _rows(
-    where: dict[str, int], n: int, support: np.ndarray, est: Estimate, row: int | None
+    where: dict[str, int], n: int, support: np.ndarray, est: Estimate, row: tuple[int, ...] | None
 ) -> list[dict]:
-    """One dict per value of ``est`` (its row ``row`` for a 2-D estimate)."""
+    """One dict per value of ``est`` (its row ``row``, an index of the leading axes, for an
+    estimate of more than one dimension)."""
     pick = (lambda a: a) if row is None else (lambda a: a[row])
     estimate, raw, se = pick(est.estimate), pick(est.raw), pick(est.se)
     lower, upper = pick(est.lower), pick(est.upper)

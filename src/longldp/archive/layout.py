@@ -69,9 +69,7 @@ REPORT_ID_BYTES = 16
 def archive_schema(proto: FrequencyOracle, collection: str) -> pa.Schema:
     """The Arrow schema of an archive of ``proto``'s reports for ``collection``."""
     if not isinstance(collection, str) or not collection.strip():
-        raise ValueError(
-            f"archive: 'collection' must be a non-empty name; got {collection!r}."
-        )
+        raise ValueError(f"archive: 'collection' must be a non-empty name; got {collection!r}.")
     meta = {
         "version": LAYOUT_VERSION,
         "collection": collection,
@@ -232,9 +230,7 @@ def _cohort_column(cohorts: ArrayLike | None, n: int) -> pa.Array:
     raw = np.broadcast_to(raw, (n,))
     known = raw[np.array([c is not None for c in raw], dtype=bool)] if raw.dtype == object else raw
     values = np.asarray(known.tolist() if raw.dtype == object else known)
-    if values.size and (
-        values.dtype.kind not in "iu" or values.min() < 0 or values.max() > 0xFFFF
-    ):
+    if values.size and (values.dtype.kind not in "iu" or values.min() < 0 or values.max() > 0xFFFF):
         raise ValueError("archive: 'cohorts' must be integers in [0, 2**16) or None.")
     if raw.dtype == object:
         return pa.array(raw.tolist(), type=pa.uint16())

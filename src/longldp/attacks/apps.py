@@ -219,8 +219,8 @@ def promote_items(
     perm_rng, run_rng = gen.spawn(2)
     poisoned = with_fake_sets(data, T, m)
     clean_t = to_longitudinal(data, tau, np.random.default_rng(perm_rng)) if tau > 1 else data
-    dirty_t = to_longitudinal(poisoned, tau, np.random.default_rng(perm_rng)) if tau > 1 else (
-        poisoned
+    dirty_t = (
+        to_longitudinal(poisoned, tau, np.random.default_rng(perm_rng)) if tau > 1 else (poisoned)
     )
     seeds = np.random.default_rng(run_rng).integers(0, 2**63, size=2)
     before = miner.run(clean_t, int(seeds[0]), engine)
@@ -280,8 +280,9 @@ def shift_range(
     :func:`longldp.apps.felip.pipeline.run_felip` (oracle, eps, alpha, tau, engine, ...)."""
     from longldp.apps.felip.pipeline import run_felip
 
-    q = workload.queries[check.integer(OWNER, "query", query, minimum=0,
-                                       maximum=len(workload.queries) - 1)]
+    q = workload.queries[
+        check.integer(OWNER, "query", query, minimum=0, maximum=len(workload.queries) - 1)
+    ]
     m = fake_count(table.n, beta)
     names = workload.schema.names
     values = {names[a]: (lo + hi) // 2 for a, lo, hi in zip(q.attributes, q.lo, q.hi, strict=True)}
@@ -291,6 +292,9 @@ def shift_range(
     clean = run_felip(table.select(names), workload, rng=a_rng, **felip_options)
     dirty = run_felip(poisoned, workload, rng=b_rng, **felip_options)
     return RangeShift(
-        clean.answers[:, query], dirty.answers[:, query],
-        clean.truth[:, query], dirty.truth[:, query], m / (table.n + m),
+        clean.answers[:, query],
+        dirty.answers[:, query],
+        clean.truth[:, query],
+        dirty.truth[:, query],
+        m / (table.n + m),
     )

@@ -223,9 +223,11 @@ def best_outputs(proto: FrequencyOracle, targets: NDArray[np.int64]) -> NDArray[
 def mean_support(proto: FrequencyOracle, outputs: NDArray[np.int64] | None) -> NDArray:
     """E[1{report supports v}] of a report uniform over ``outputs`` (None: every output)."""
     kind = proto.report_kind
-    blocks = _output_blocks(proto) if outputs is None else [
-        outputs[i : i + _OUTPUT_BLOCK] for i in range(0, outputs.size, _OUTPUT_BLOCK)
-    ]
+    blocks = (
+        _output_blocks(proto)
+        if outputs is None
+        else [outputs[i : i + _OUTPUT_BLOCK] for i in range(0, outputs.size, _OUTPUT_BLOCK)]
+    )
     total, count = np.zeros(proto.k), 0
     for block in blocks:
         total += kind.supports(proto, block).sum(axis=0)
@@ -448,8 +450,11 @@ def _check_memo_space(proto: FrequencyOracle, kind: str, owner: str) -> None:
     if not proto.longitudinal or kind == "bucket-bits":
         raise ValueError(
             f"{owner}: memo-space attacks need a two-round memoizing chain; '{proto.name}' "
-            + ("is one-shot." if not proto.longitudinal else "has one round (its memo is the "
-               "report): use the 'persistent' variant.")
+            + (
+                "is one-shot."
+                if not proto.longitudinal
+                else "has one round (its memo is the report): use the 'persistent' variant."
+            )
         )
 
 

@@ -183,5 +183,9 @@ def _frequencies(proto: FrequencyOracle, f: ArrayLike) -> NDArray[np.float64]:
 
 def describe(proto: FrequencyOracle) -> dict[str, Any]:
     """The protocol's name, report kind and support probabilities (for study rows)."""
-    return {"protocol": proto.name, "kind": kinds.attack_kind(proto), "P1": proto.P1,
-            "P0": proto.P0}
+    return {
+        "protocol": proto.name,
+        "kind": kinds.attack_kind(proto),
+        "P1": proto.P1,
+        "P0": proto.P0,
+    }

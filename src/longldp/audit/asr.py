@@ -252,9 +252,7 @@ def _one_report_asr(proto: FrequencyOracle, prior: NDArray[np.float64]) -> float
     exact = report_kind(proto).channel(proto, np.random.default_rng(0))
     if not exact.exhaustive:
         return None
-    return float(
-        np.mean([np.sum(np.max(prior[:, None] * ch, axis=0)) for ch in exact.single])
-    )
+    return float(np.mean([np.sum(np.max(prior[:, None] * ch, axis=0)) for ch in exact.single]))
 
 
 def memo_asr(proto: FrequencyOracle, prior: ArrayLike | None = None) -> float | None:

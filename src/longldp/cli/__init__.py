@@ -52,6 +52,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "serve",
     "devices",
     "rappor",
+    "heavy_hitters",
     "audit",
     "archive",
     "privacy",

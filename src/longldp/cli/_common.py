@@ -103,8 +103,7 @@ class ErrorsAsExit(TyperGroup):
             if err.name is None or err.name.split(".")[0] == "longldp":
                 raise
             raise fail(
-                f"this command needs the optional package {err.name!r}: "
-                "pip install 'longldp[all]'"
+                f"this command needs the optional package {err.name!r}: pip install 'longldp[all]'"
             ) from None
 
 
@@ -429,9 +428,7 @@ def print_table(
     do not all fit in the console's width, they are split over several tables, each repeating
     the key columns. Key columns fold long text onto more lines.
     """
-    natural = [
-        max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)
-    ]
+    natural = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(header)]
     fixed = 1 + sum(min(w, KEY_WIDTH) + 3 for w in natural[:keys])
     chunks: list[list[int]] = []
     current: list[int] = []

@@ -163,18 +163,22 @@ def aggregate_cmd(
     top: Annotated[int, typer.Option(help="Rows per epoch shown in the table (>= 1).")] = 10,
     defence: Annotated[
         str | None,
-        typer.Option(help="Poisoning defence: memo, memo-replay, detect or normalize "
-                     "(docs/attacks.md §9)."),
+        typer.Option(
+            help="Poisoning defence: memo, memo-replay, detect or normalize (docs/attacks.md §9)."
+        ),
     ] = None,
     alpha: Annotated[
         float,
-        typer.Option(help="False-positive budget of --defence: the share of honest devices it "
-                     "may drop."),
+        typer.Option(
+            help="False-positive budget of --defence: the share of honest devices it may drop."
+        ),
     ] = 0.01,
     min_share: Annotated[
         float | None,
-        typer.Option(help="--defence detect: flag a report that supports this share of an "
-                     "itemset, instead of the threshold derived from --alpha."),
+        typer.Option(
+            help="--defence detect: flag a report that supports this share of an "
+            "itemset, instead of the threshold derived from --alpha."
+        ),
     ] = None,
 ) -> None:
     """Support counts, estimates and 95% intervals per epoch of a report archive."""
@@ -236,15 +240,23 @@ def aggregate_cmd(
         console().print(f"estimates written to {out}")
 
 
-_UNITS = {"": 1, "B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "KIB": 2**10, "MIB": 2**20,
-          "GIB": 2**30}
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "KB": 10**3,
+    "MB": 10**6,
+    "GB": 10**9,
+    "KIB": 2**10,
+    "MIB": 2**20,
+    "GIB": 2**30,
+}
 
 
 def parse_bytes(text: str) -> int:
     """'200MB' -> 200_000_000; plain integers are bytes."""
     raw = text.strip().upper().replace(" ", "")
     number = raw.rstrip("KMGIB")
-    unit = raw[len(number):]
+    unit = raw[len(number) :]
     if unit not in _UNITS or not number:
         raise ValueError(
             f"a memory size is a number with an optional unit (B, KB, MB, GB, KiB, MiB, GiB); "

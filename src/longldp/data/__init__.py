@@ -16,7 +16,8 @@ Synthetic data (`longldp.data.synthetic`, `longldp.data.standins`)
 Set-valued views of tables (`longldp.data.itemsets`)
     `table_to_itemsets` (one item per attribute=value pair).
 Real strings (`longldp.data.names`)
-    `seattle_pet_names` (names and counts, for RAPPOR's string studies).
+    `seattle_pet_names` (names and counts, for RAPPOR's string studies), `english_words`
+    (word frequencies, for the heavy-hitter studies).
 Longitudinal interpolation (`longldp.data.longitudinal`)
     `to_longitudinal`, `permutations`, `LongitudinalTable`, `LongitudinalSets`.
 Data that changes (`longldp.data.panels`, `longldp.data.streams`)
@@ -34,7 +35,7 @@ from longldp.data.longitudinal import (
     permutations,
     to_longitudinal,
 )
-from longldp.data.names import seattle_pet_names
+from longldp.data.names import english_words, seattle_pet_names
 from longldp.data.panels import Panel, load_panel
 from longldp.data.registry import DatasetInfo, dataset_names, list_datasets, load, verify_checksums
 from longldp.data.standins import (
@@ -76,6 +77,7 @@ __all__ = [
     "change_rates",
     "changing_stream",
     "dataset_names",
+    "english_words",
     "gaussian",
     "gaussian_probabilities",
     "kosarak_standin",

@@ -74,6 +74,7 @@ def drawn(p: float) -> float:
     """
     return math.ceil(p * UNIFORM_GRID) / UNIFORM_GRID
 
+
 #: Largest hash range g of the local-hashing protocols: the hash maps 32 mixed bits to [0, g)
 #: by a multiply-shift (:func:`longldp.protocols.lh.mix_hash`), exact for g ≤ 2³².
 G_MAX = 2**32

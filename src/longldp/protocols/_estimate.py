@@ -83,6 +83,8 @@ def _json_floats(arr: NDArray) -> Any:
     if a.ndim == 0:
         x = float(a)
         return x if math.isfinite(x) else None
-    return [_json_floats(row) for row in a] if a.ndim > 1 else [
-        float(x) if math.isfinite(x) else None for x in a.tolist()
-    ]
+    return (
+        [_json_floats(row) for row in a]
+        if a.ndim > 1
+        else [float(x) if math.isfinite(x) else None for x in a.tolist()]
+    )

@@ -39,6 +39,8 @@ from longldp.protocols.rappor import (
     RapporOneTime,
 )
 from longldp.protocols.report_kinds import ReportKind
+from longldp.protocols.sketch.mechanisms import CMS, HCMS, LCMS, LHCMS, PCS, SHE, THE
+from longldp.protocols.sketch.pem import PEM
 from longldp.protocols.streams.changes import DDRM, ChangesTree, Thresh
 from longldp.protocols.streams.ldp_ids import LBA, LBD, LBU, LPA, LPD, LPU, LSP
 from longldp.protocols.subset import SubsetSelection
@@ -86,6 +88,14 @@ BUILTIN_CLASSES: tuple[type[FrequencyOracle], ...] = (
     Thresh,
     ChangesTree,
     DDRM,
+    CMS,
+    HCMS,
+    PCS,
+    SHE,
+    THE,
+    LCMS,
+    LHCMS,
+    PEM,
     *NUMERIC_CLASSES,
 )
 
@@ -192,8 +202,10 @@ def check_class(cls: type) -> None:
     _check_linkage(cls)
     for trait, kind in TRAITS.items():
         value = getattr(cls, trait, None)
-        if value is None or not isinstance(value, kind) or isinstance(value, bool) != (
-            kind is bool
+        if (
+            value is None
+            or not isinstance(value, kind)
+            or isinstance(value, bool) != (kind is bool)
         ):
             raise RuntimeError(
                 f"protocol registry: {name} does not declare {trait!r} "

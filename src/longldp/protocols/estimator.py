@@ -60,6 +60,12 @@ class Estimator:
         the generic "value v" (or "cohort j, bit i")."""
         return None
 
+    @property
+    def estimate_axes(self) -> tuple[str, ...] | None:
+        """Names of the estimate's axes for displays of a position ("row j, column c" of a
+        sketch), when :meth:`estimate_labels` lists none; None: the generic names."""
+        return None
+
     def estimate_variance(
         self, support: NDArray, n: int, plug_in: NDArray[np.float64]
     ) -> NDArray[np.float64]:

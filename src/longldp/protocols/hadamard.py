@@ -251,9 +251,7 @@ class LSH(_Hadamard, _LOLOHA):
         # A one-bit memo per value: the case above keeps its memos under a wrong round-1
         # derivation with probability about 1/8; twelve memo keys at ε1 = 0.25 do not
         # (tests/test_client_vectors.py checks it).
-        VectorCase(
-            {"k": 40, "eps_perm": 1.0, "eps_1": 0.25}, (*range(12), 0), suffix="memos"
-        ),
+        VectorCase({"k": 40, "eps_perm": 1.0, "eps_1": 0.25}, (*range(12), 0), suffix="memos"),
     )
     test_params: ClassVar[tuple[dict, ...]] = ({"eps_perm": 2.0, "eps_1": 1.0},)
     m: int = field(init=False)

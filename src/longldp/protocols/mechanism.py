@@ -135,12 +135,18 @@ class Mechanism(ABC):
     #: Derived from ``estimand``: the estimate is a vector of value frequencies, so the
     #: frequency tests, post-processing and the count-level engine apply.
     estimates_frequencies: ClassVar[bool]
+    #: The budget parameter ``eps`` is nominal: a report's exact ε is below it (THE thresholds
+    #: SHE's noisy values on the device, docs/math.md §21.4). Every claim is the exact ε.
+    nominal_budget: ClassVar[bool] = False
     #: What a device of a planned mechanism needs from the server before each epoch or round
     #: (the keys of its plan); empty when nothing is planned.
     plan_keys: ClassVar[tuple[str, ...]] = ()
     #: How devices of other languages run it (docs/client-spec.md's tables, the JavaScript
     #: family module); None: no device client outside Python (:mod:`.clientspec`).
     client_spec: ClassVar[ClientSpec | None] = None
+    #: Why no device runs this mechanism (it is given for comparison only: no ``client_spec``,
+    #: no JavaScript family, no test vectors); None for a mechanism devices run.
+    comparison_only: ClassVar[str | None] = None
     #: The device test vectors' cases of this protocol (docs/client-spec.md §9).
     vector_cases: ClassVar[tuple[VectorCase, ...]] = ()
     #: What a device keeps of its own past values when its reports depend on them (the

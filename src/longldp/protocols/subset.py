@@ -87,8 +87,7 @@ class SubsetSelection(OneShot, FrequencyOracle):
     client_spec: ClassVar[ClientSpec | None] = ClientSpec(
         family="ss",
         chain=(
-            "with A = ω·e^ε: p1 = D(A/(A + k − ω)), q1 = (ω − p1)/(k − 1); also n1 = 1 − p1 "
-            "(exact)"
+            "with A = ω·e^ε: p1 = D(A/(A + k − ω)), q1 = (ω − p1)/(k − 1); also n1 = 1 − p1 (exact)"
         ),
         round2="1, 0",
         eps_1="ρ(ln(p1·(k − ω)/(n1·ω)))",

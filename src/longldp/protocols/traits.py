@@ -108,8 +108,10 @@ class Categorical(Domain):
         return check.domain_values(owner, arr, self.n, name)
 
     def as_inputs(self, codes: ArrayLike) -> NDArray[np.int64]:
-        return np.asarray(codes, dtype=np.int64) % self.n if self.booleans else np.asarray(
-            codes, dtype=np.int64
+        return (
+            np.asarray(codes, dtype=np.int64) % self.n
+            if self.booleans
+            else np.asarray(codes, dtype=np.int64)
         )
 
 
@@ -225,6 +227,12 @@ class ItemSpace(Domain):
         if self.bits is not None:
             check.integer("ItemSpace", "bits", self.bits, minimum=1, maximum=64)
 
+    @classmethod
+    def setting_params(cls, k: int) -> dict[str, Any]:
+        """A sketch of m = 1024 columns over the open item space (a listing's k values are
+        not the domain here; the sketch's width is, and 1024 ≫ k keeps collisions rare)."""
+        return {"m": 1024}
+
     @property
     def size(self) -> int | None:
         return None if self.bits is None else 1 << self.bits
@@ -267,6 +275,9 @@ class Estimand(enum.StrEnum):
     DISTRIBUTION = "distribution"
     #: Frequencies of queried items of an open domain (no full vector exists).
     QUERIED_ITEMS = "queried-items"
+    #: The frequent items of an open domain themselves, found by the server's rounds from one
+    #: collection's reports (the estimator's ``discover``), with their frequencies.
+    DISCOVERED_ITEMS = "discovered-items"
     #: The parts of frequencies tracked over epochs that one epoch's reports estimate (an
     #: initial histogram, net flows over dyadic nodes of time, a share of changed users, the
     #: estimates of an update round); the mechanism's ``release`` (or its kernel) combines them

@@ -195,9 +195,7 @@ class OUE(_OneShotUE):
     linkage: ClassVar[Linkage] = Linkage()
     wire_id: ClassVar[int] = 3
     client_spec: ClassVar[ClientSpec | None] = OUE_CLIENT
-    vector_cases: ClassVar[tuple[VectorCase, ...]] = (
-        VectorCase({"k": 12, "eps": 1.5}, (5, 5, 2)),
-    )
+    vector_cases: ClassVar[tuple[VectorCase, ...]] = (VectorCase({"k": 12, "eps": 1.5}, (5, 5, 2)),)
 
     def __post_init__(self) -> None:
         self._validate_common()

@@ -612,6 +612,15 @@ def create_app(service: Service, *, cors_origins: tuple[str, ...] = ()) -> Colle
         return await run_in_threadpool(service.estimate, col, epoch, method, offset, count)
 
     @app.get(
+        "/v1/collections/{name}/epochs/{epoch}/discovered",
+        tags=["queries"],
+        summary="Items discovered in one epoch (discovery protocols: PEM), with 95% intervals",
+    )
+    async def discovered(name: Name, epoch: Epoch, request: Request) -> dict[str, Any]:
+        col = await _collection(request, name, {"admin", "read"})
+        return await run_in_threadpool(service.discovered, col, epoch)
+
+    @app.get(
         "/v1/collections/{name}/series",
         tags=["queries"],
         summary="Estimates of the epochs with reports in [start, stop], a page at a time",

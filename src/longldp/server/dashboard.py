@@ -55,6 +55,22 @@ WORDS: dict[str, dict[str, str]] = {
         "axis": "estimated mean",
         "table": "Epoch {epoch}: the estimated mean",
     },
+    "queried-items": {
+        "heading": "Debiased sketch cells over epochs",
+        "lines": "Lines: the {top} cells (row, column) of the debiased sketch with the largest "
+        "mean value {over}; a queried item's estimate is the sum of its cells over the rows "
+        "(docs/math.md §21.12); shaded: their 95% intervals.",
+        "axis": "debiased cell (share of reports)",
+        "table": "Epoch {epoch}: the {count} largest sketch cells",
+    },
+    "discovered-items": {
+        "heading": "Debiased sketch cells of the rounds over epochs",
+        "lines": "Lines: the {top} cells (round, row, column) of the rounds' debiased sketches "
+        "with the largest mean value {over} (the items the rounds found are listed above); "
+        "shaded: their 95% intervals.",
+        "axis": "debiased cell (share of the round's reports)",
+        "table": "Epoch {epoch}: the {count} largest sketch cells",
+    },
     "distribution": {
         "heading": "Estimated distribution over epochs",
         "lines": "Lines: the {top} buckets with the largest mean estimated share {over} (each "
@@ -71,9 +87,15 @@ def words(view: dict[str, Any]) -> dict[str, str]:
     return WORDS.get(str(view.get("estimand")), WORDS["frequencies"])
 
 
-def position_label(shape: tuple[int, ...], position: int) -> str:
-    """What a position of a flattened estimate of ``shape`` is: "value v", or "cohort j, bit i"
+def position_label(
+    shape: tuple[int, ...], position: int, axes: tuple[str, ...] | None = None
+) -> str:
+    """What a position of a flattened estimate of ``shape`` is: named by ``axes`` when the
+    estimator names them ("row j, column c" of a sketch), else "value v", or "cohort j, bit i"
     for RAPPOR's (m, k) Bloom shares."""
+    if axes is not None and len(axes) == len(shape):
+        index = np.unravel_index(int(position), tuple(int(s) for s in shape))
+        return ", ".join(f"{name} {int(i)}" for name, i in zip(axes, index, strict=True))
     if len(shape) == 1:
         return f"value {position}"
     j, i = divmod(int(position), int(shape[-1]))
@@ -343,6 +365,37 @@ def render_dashboard(
         central=central_section(view.get("central")),
         ledger=ledger_section(view.get("ledger")),
         sybil=sybil_section(view.get("sybil")),
+        discovered=discovered_section(view.get("discovered")),
+    )
+
+
+def discovered_section(found: dict[str, Any] | None) -> str:
+    """The items a discovery protocol's rounds found in the latest epoch (PEM), with their
+    estimates, standard errors and 95% intervals, and each round's reports and candidates;
+    empty for other protocols."""
+    if found is None:
+        return ""
+    esc = html.escape
+    rows = "".join(
+        f'<tr><td class="item">{esc(str(r["item"]))}</td>'
+        f'<td class="num" data-estimate="{r["estimate"]!r}">{r["estimate"]:.4f}</td>'
+        f'<td class="num">{r["se"]:.4f}</td>'
+        f'<td class="num">[{r["lower"]:.4f}, {r["upper"]:.4f}]</td></tr>'
+        for r in found["items"]
+    )
+    rounds = "".join(
+        f'<tr><td>{i}</td><td class="num">{r["bits"]}</td><td class="num">{r["reports"]:,}</td>'
+        f'<td class="num">{r["candidates"]:,}</td><td class="num">{r["kept"]}</td></tr>'
+        for i, r in enumerate(found["rounds"])
+    )
+    return (
+        f"<h2>Discovered items, epoch {found['epoch']}</h2>\n"
+        f'<p class="muted">Found by the server\'s rounds (each report answers one round at '
+        f"ε = {found['epsilon']:.4g}); estimates are shares of the last round's reports.</p>\n"
+        '<table id="discovered"><tr><th>item</th><th>estimate</th><th>SE</th>'
+        f"<th>95% interval</th></tr>{rows}</table>\n"
+        '<table id="rounds"><tr><th>round</th><th>prefix bits</th><th>reports</th>'
+        f"<th>candidates</th><th>kept</th></tr>{rounds}</table>\n"
     )
 
 
@@ -368,6 +421,7 @@ td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
 <p id="summary"><span id="total">{total}</span> reports over
 <span id="n-epochs">{n_epochs}</span> {epochs_word}.<span id="shown"
 data-shown="{shown}">{cap_words}</span></p>
+{discovered}
 <h2>{heading}</h2>
 <p id="chart-note" class="muted">{lines}</p>
 <svg id="chart" width="760" height="320" role="img"

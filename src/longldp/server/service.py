@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from sqlalchemy.engine import Engine
 
 from longldp import postprocess as pp
-from longldp.protocols import Estimate, FrequencyOracle, protocol_from_spec
+from longldp.protocols import Estimand, Estimate, FrequencyOracle, protocol_from_spec
 from longldp.server import _codec as codec
 from longldp.server import central, db, ingest, sizing, tokens
 from longldp.server.errors import ClientError
@@ -1206,6 +1206,22 @@ class Service:
         payload = estimate_payload(col.proto, support, n, postprocess, window)
         return {"epoch": epoch, **payload, "values": _window_info(col, window)}
 
+    def discovered(self, col: Collection, epoch: int) -> dict[str, Any]:
+        """The items one epoch's reports reveal, for a protocol whose estimand is
+        ``discovered-items`` (PEM): the server's rounds run on the epoch's support
+        (``proto.discover``), the items found with frequencies, standard errors and 95%
+        intervals, and each round's reports, candidates, threshold and kept."""
+        if col.proto.estimand is not Estimand.DISCOVERED_ITEMS:
+            raise ClientError(
+                422,
+                f"{col.proto.name} estimates {col.proto.estimand}, not discovered items; use "
+                "the estimate endpoint.",
+            )
+        n, support = self.counts(col, epoch)
+        if n == 0:
+            raise ClientError(404, f"epoch {epoch} has no reports.")
+        return {"epoch": epoch, "n": n, **col.proto.discover(support, n).as_dict()}
+
     def series(
         self,
         col: Collection,
@@ -1302,12 +1318,17 @@ class Service:
         names = proto.estimate_labels()
 
         def label(v: int) -> str:
-            return names[v] if names else dashboard.position_label(proto.estimate_shape, v)
+            if names:
+                return names[v]
+            return dashboard.position_label(proto.estimate_shape, v, proto.estimate_axes)
 
         view["chart_values"] = top
         view["chart_labels"] = [label(v) for v in top]
         view["chart"] = [{"epoch": e, "n": counts[e][0], **_pick(flat[e], top)} for e in epochs]
         last = epochs[-1]
+        if proto.estimand is Estimand.DISCOVERED_ITEMS:  # the items the rounds found
+            found = proto.discover(counts[last][1], counts[last][0]).as_dict()
+            view["discovered"] = {"epoch": last, **found}
         now = flat[last]["estimate"]
         best = np.argsort(-np.nan_to_num(now, nan=-np.inf), kind="stable")[: dashboard.TOP_TABLE]
         best = [int(v) for v in best if np.isfinite(now[v])]

@@ -131,13 +131,13 @@ def associate(
     n = L1.shape[0]
     it = 0
     for it in range(1, max_iter + 1):  # noqa: B007
-        d = np.einsum("na,ab,nb->n", L1, pi, L2)
+        d = np.sum((L1 @ pi) * L2, axis=1)  # Σ_ab L1[n,a]·π[a,b]·L2[n,b], through BLAS
         new = pi * ((L1 / d[:, None]).T @ L2) / n
         done = np.max(np.abs(new - pi)) < tol
         pi = new
         if done:
             break
-    d = np.einsum("na,ab,nb->n", L1, pi, L2)
+    d = np.sum((L1 @ pi) * L2, axis=1)
     J = (L1[:, :, None] * L2[:, None, :]).reshape(n, a * b) / d[:, None]
     info = J.T @ J
     cov = np.linalg.pinv(info)

@@ -288,7 +288,7 @@ def select(p_values: NDArray[np.float64], alpha: float, correction: str) -> NDAr
     return out
 
 
-def _blas_limit() -> contextlib.AbstractContextManager:
+def blas_limit() -> contextlib.AbstractContextManager:
     """One BLAS thread for the small dense algebra here (threads cost more than they save on
     a 200×200 inverse); a no-op without threadpoolctl (installed with scikit-learn)."""
     try:
@@ -332,7 +332,7 @@ def decode(
     lasso : force LASSO on or off (default: when the distinct columns U > 0.8·k·m or
         U·k·m > 10⁶).
     """
-    with _blas_limit():
+    with blas_limit():
         return _decode(
             proto,
             counts,

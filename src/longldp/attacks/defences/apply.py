@@ -82,8 +82,9 @@ def defend(
     proto = run.proto
     defence = check_defence(proto, defence)
     if defence in REPORT_LEVEL and run.log is None:
-        raise ValueError(f"{OWNER}: defence {defence!r} needs the run's stored reports "
-                         "(engine 'reports').")
+        raise ValueError(
+            f"{OWNER}: defence {defence!r} needs the run's stored reports (engine 'reports')."
+        )
     T = run.targets
     if defence == "none":
         return Defended(run.before, run.after, T)
@@ -134,7 +135,9 @@ def defend(
     dev_flag = _device_flags(log, flag_all)
     fake_dev = np.unique(log.device[log.fake])
     return Defended(
-        before, after, T,
+        before,
+        after,
+        T,
         {
             "flagged_fake": float(np.isin(fake_dev, dev_flag).mean()) if fake_dev.size else 0.0,
             "flagged_genuine": float(np.isin(np.arange(run.n), dev_flag).mean()),

@@ -184,12 +184,8 @@ def memo_consistency(
                 if x <= tau:
                     flagged[sel] |= (block >= x).sum(axis=0) >= c + 1
         else:
-            flagged[sel] |= (
-                (top[sel] >= law.x_hi) | (top[sel] <= law.x_lo) | (runner[sel] >= law.y)
-            )
-    return MemoVerdict(
-        proto, alpha, ids, idx, n_rep, top, runner, changed, flagged, laws, tests
-    )
+            flagged[sel] |= (top[sel] >= law.x_hi) | (top[sel] <= law.x_lo) | (runner[sel] >= law.y)
+    return MemoVerdict(proto, alpha, ids, idx, n_rep, top, runner, changed, flagged, laws, tests)
 
 
 def _hash_changes(idx: NDArray[np.int64], hash_id: NDArray[np.int64], n: int) -> NDArray:

@@ -275,4 +275,3 @@ def kept_support(
     if kind == "symbol":
         return p1_kept, q1 * a + (1.0 - q1) * rest
     return p1_kept, P0
-

@@ -46,6 +46,7 @@ BUILTIN_KINDS: dict[str, str] = {
     "setvalued": "longldp.experiments.kinds.setvalued",
     "gfim": "longldp.experiments.kinds.gfim",
     "attacks": "longldp.experiments.kinds.attacks",
+    "heavy_hitters": "longldp.experiments.kinds.heavy_hitters",
     "changing": "longldp.experiments.kinds.changing",
     "numeric": "longldp.experiments.kinds.numeric",
     "mixed": "longldp.experiments.kinds.mixed",

@@ -226,9 +226,7 @@ class RapporOneTime(OneTime, RAPPOR):
     wire_id: ClassVar[int] = 19
     client_spec: ClassVar[ClientSpec | None] = ONE_TIME_CLIENT
     vector_cases: ClassVar[tuple[VectorCase, ...]] = (
-        VectorCase(
-            {"k": 16, "h": 2, "m": 4, "f": 0.0, "p": 0.25, "q": 0.75}, ("apple", "pear")
-        ),
+        VectorCase({"k": 16, "h": 2, "m": 4, "f": 0.0, "p": 0.25, "q": 0.75}, ("apple", "pear")),
     )
     test_params: ClassVar[tuple[dict, ...]] = (
         {"k": 8, "h": 2, "m": 2, "f": 0.0, "p": 0.25, "q": 0.75},
