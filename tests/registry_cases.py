@@ -75,6 +75,18 @@ def cases(where=None, k: int | None = None) -> list[Any]:
     return [pytest.param(c, p, id=i) for c, p, i in triples(where)]
 
 
+def deployable(cls: type) -> bool:
+    """A mechanism devices run and collections serve: not given for comparison only (its
+    ``comparison_only`` trait; SHE, whose float Laplace draws are not the channel its ε
+    describes)."""
+    return cls.comparison_only is None
+
+
+def comparison_only(cls: type) -> bool:
+    """A mechanism given for comparison only: devices and collections refuse it."""
+    return cls.comparison_only is not None
+
+
 def one_shot_eps(cls: type) -> bool:
     """A one-shot oracle whose budget is ε."""
     return tuple(cls.budget_params) == ("eps",)

@@ -52,13 +52,13 @@ import longldp as ll
 from longldp.server import db
 from longldp.server._codec import support_dtype
 from longldp.server.group import FAULT_PAUSE_ENV
-from registry_cases import build, triples
+from registry_cases import build, deployable, triples
 from server_helpers import ADMIN, LiveServer, PgCluster, bearer, records
 
 #: Every registered protocol's test parameters (tests/registry_cases.py) at k = 16: sequence
 #: ``seed`` runs on ``PROTOCOLS[seed % len(PROTOCOLS)]``, so any run of len(PROTOCOLS)
 #: consecutive seeds covers every registered protocol.
-PROTOCOLS = [build(cls, params, 16).spec() for cls, params, _ in triples()]
+PROTOCOLS = [build(cls, params, 16).spec() for cls, params, _ in triples(deployable)]
 OPS = {
     # operation: weight
     "upload": 30,

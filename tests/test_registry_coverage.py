@@ -20,6 +20,8 @@ from longldp.protocols.mechanism import Mechanism
 from protocol_table import PROTOCOLS
 from registry_cases import (
     CLASSES,
+    comparison_only,
+    deployable,
     engine_frequencies,
     one_shot_eps,
     sampled_items,
@@ -130,10 +132,11 @@ COMMON: dict[str, dict[str, Trait]] = {
         ),
     },
     "test_server_protocols": {
-        "test_footprint_is_within_the_budget_and_bounds_what_is_allocated": every,
-        "test_every_registered_protocol_is_collected_and_served": every,
+        "test_footprint_is_within_the_budget_and_bounds_what_is_allocated": deployable,
+        "test_every_registered_protocol_is_collected_and_served": deployable,
+        "test_comparison_only_mechanisms_are_refused": comparison_only,
     },
-    "test_roundtrip_server": {"test_server_round_trip": every},
+    "test_roundtrip_server": {"test_server_round_trip": deployable},
     "test_roundtrip_archive": {"test_archive_round_trip": every},
     # Its channel rebuild reads the stored probabilities of an exact channel over items; the
     # numeric mechanisms draw positions too, and their claims against what their samplers

@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 
 from longldp.archive import aggregate_archive
 from longldp.server import build_app
-from registry_cases import build, cases
+from registry_cases import build, cases, deployable
 from roundtrip_helpers import (
     EPOCHS,
     FIELDS,
@@ -77,7 +77,7 @@ def _requests(client: TestClient, spec: dict[str, Any], batches: dict[int, bytes
     return got
 
 
-@pytest.mark.parametrize(("cls", "params"), cases())
+@pytest.mark.parametrize(("cls", "params"), cases(deployable))
 def test_server_round_trip(cls, params, tmp_path: Path) -> None:
     proto = build(cls, params, K)
     batches, records = device_batches(proto, tmp_path, NAME, seed=cls.wire_id)

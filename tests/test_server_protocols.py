@@ -27,9 +27,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 import longldp as ll
+from longldp.client import DeviceClient
 from longldp.server import Limits, build_app, central
 from longldp.shuffle import central_summary, clones_epsilon
-from registry_cases import cases
+from registry_cases import cases, comparison_only, deployable
 from server_helpers import ADMIN, bearer, new_ids, records, wire_reports
 
 OCTET = "application/octet-stream"
@@ -62,7 +63,7 @@ def upload(client: TestClient, name: str, token: str, body: bytes):  # type: ign
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("proto", cases(k=1024))
+@pytest.mark.parametrize("proto", cases(deployable, k=1024))
 def test_footprint_is_within_the_budget_and_bounds_what_is_allocated(proto, tmp_path):
     """The sizing of every registered protocol (its report kind decides how support counting is
     sized) is an upper bound of the memory a full ingest and an estimate answer allocate."""
@@ -97,7 +98,21 @@ def test_footprint_is_within_the_budget_and_bounds_what_is_allocated(proto, tmp_
     assert estimate_peak <= need.estimate_bytes, (estimate_peak, need.estimate_bytes)
 
 
-@pytest.mark.parametrize("proto", cases(k=16))
+@pytest.mark.parametrize("proto", cases(comparison_only, k=16))
+def test_comparison_only_mechanisms_are_refused(proto, tmp_path):
+    """A mechanism given for comparison only (its trait says why) gets no collection (422 with
+    the reason) and no device client (one-line ValueError)."""
+    client = make(tmp_path)
+    res = client.post("/v1/collections", json={"name": "c", "protocol": proto.spec()},
+                      headers=bearer(ADMIN))  # fmt: skip
+    assert res.status_code == 422, res.text
+    assert "comparison only" in res.json()["error"] and proto.comparison_only in res.text
+    with pytest.raises(ValueError, match="comparison only") as err:
+        DeviceClient(tmp_path / "state.json", proto=proto)
+    assert "\n" not in str(err.value)
+
+
+@pytest.mark.parametrize("proto", cases(deployable, k=16))
 def test_every_registered_protocol_is_collected_and_served(proto, tmp_path):
     """Enrolled devices upload one report per epoch; every answer is the protocol's own."""
     client = make(tmp_path)

@@ -156,6 +156,11 @@ class DeviceClient:
                 raise ValueError(
                     f"DeviceClient: no state at {self.path}; pass the collection's protocol."
                 )
+            if proto.comparison_only:  # a research comparison, not a device's randomizer
+                raise ValueError(
+                    f"DeviceClient: {proto.name} is given for comparison only "
+                    f"({proto.comparison_only}); no device runs it."
+                )
             self.proto = proto
             self.collection = "default" if collection is None else collection
             self._reports = 0

@@ -479,6 +479,11 @@ class Service:
             proto = protocol_from_spec(spec_in)
         except (ValueError, TypeError) as exc:
             raise ClientError(422, f"'protocol': {exc}") from None
+        if proto.comparison_only:  # its realized channel is not the one its ε describes
+            raise ClientError(
+                422, f"'protocol': {proto.name} is given for comparison only "
+                f"({proto.comparison_only}); no collection runs it."
+            )
         shards = COUNT_SHARDS_POSTGRES if db.is_postgres(self.engine) else 1
         need = self.limits.footprint(proto, shards)
         budget = self.limits.max_collection_bytes
