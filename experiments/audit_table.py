@@ -61,6 +61,11 @@ SETTINGS = (
     ("A", 2.0, 0.8, {"h": 2, "m": 4, "f": 0.5, "p": 0.5, "q": 0.75}),
     ("B", 1.0, 0.5, {"h": 1, "m": 4, "f": 0.25, "p": 0.25, "q": 0.75}),
 )
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "experiments" / "results" / "audit"
+#: The page that shows the tables, between ``<!-- BEGIN generated: NAME -->`` and
+#: ``<!-- END generated: NAME -->`` markers (``audit table``, ``asr table``).
+GUIDE = ROOT / "docs" / "guide" / "privacy-audit.md"
 K = 8
 TAUS = (1, 10, 100, 1000)
 CURVE_TAUS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
@@ -157,6 +162,24 @@ def audit_plan(label: str, proto: Any) -> Entry:
 
 def entries(eps_perm: float, eps_1: float, rappor: dict) -> list[Entry]:
     return [audit_plan(label, proto) for label, proto in protocols(eps_perm, eps_1, rappor)]
+
+
+def with_block(page: str, name: str, text: str) -> str:
+    """``page`` with its generated block ``name`` replaced by ``text``."""
+    begin, end = f"<!-- BEGIN generated: {name} -->", f"<!-- END generated: {name} -->"
+    if page.count(begin) != 1 or page.count(end) != 1:
+        raise ValueError(f"the page must hold the markers {begin!r} and {end!r} once each.")
+    head, rest = page.split(begin)
+    return head + begin + "\n\n" + text.strip("\n") + "\n\n" + end + rest.split(end)[1]
+
+
+def show(out: Path, name: str, block: str) -> None:
+    """Write the results file ``name`` under ``out``, and into the guide's ``block`` when
+    ``out`` is the committed results folder."""
+    text = (out / name).read_text(encoding="utf-8")
+    if out.resolve() == RESULTS.resolve():
+        GUIDE.write_text(with_block(GUIDE.read_text(encoding="utf-8"), block, text))
+        print(f"updated the {block} of {GUIDE.relative_to(ROOT)}")
 
 
 def _seed(label: str, *extra: int) -> np.random.Generator:
@@ -288,6 +311,7 @@ def table(out: Path, trials: int, lifetime_trials: dict[int, int], bb: dict[str,
             print(f"{label} {entry.label}: {rows[-1]['seconds']:.1f} s", flush=True)
             (out / "table.json").write_text(json.dumps(rows, indent=2))
     (out / "table.md").write_text(render(rows, trials, lifetime_trials, bb))
+    show(out, "table.md", "audit table")
 
 
 def _f(x: float | None) -> str:
@@ -336,17 +360,26 @@ def render(rows: list[dict], trials: int, life: dict[int, int], bb: dict[str, An
                 f"{_f(r['exact_first_round'] if r['eps_perm'] is not None else None)} | "
                 f"{_f(r['one_report_lower'])} | " + " | ".join(cells) + " |"
             )
-        lines.append("")
-        for r in refused:
-            exact = ""
-            if "exact_single" in r:
-                exact = (
-                    f" (exact ε of one report {_f(r['exact_single'])}, claimed {_f(r['eps_1'])})"
-                )
-            lines.append(f"- Not audited here: **{r['protocol']}**{exact}. {r['reason']}")
-        if refused:
-            lines.append("")
+        lines += refusal_lines("audited", refused)
     return "\n".join(lines)
+
+
+def refusal_text(name: str, reason: str) -> str:
+    """A refusal's reason as the tables print it (its leading "NAME: " dropped)."""
+    return reason.removeprefix(f"{name}: ")
+
+
+def refusal_lines(what: str, refused: list[dict]) -> list[str]:
+    """One line per distinct reason under a table, naming every protocol refused for it (with
+    the exact ε of one report against its claim where the row has them)."""
+    groups: dict[str, list[str]] = {}
+    for r in refused:
+        name = f"**{r['protocol']}**"
+        if r.get("exact_single") is not None:
+            name += f" (exact ε of one report {_f(r['exact_single'])}, claimed {_f(r['eps_1'])})"
+        groups.setdefault(refusal_text(r["protocol"], r["reason"]), []).append(name)
+    lines = ["", *(f"- Not {what} here: {', '.join(n)}. {why}" for why, n in groups.items())]
+    return [*lines, ""] if groups else [""]
 
 
 def curve(out: Path, trials: int) -> None:
@@ -433,20 +466,30 @@ def _asr_cell(res) -> str:
     return f"{res.asr:.3f} ± {(res.high - res.low) / 2:.3f}"
 
 
+def asr_refusals(eps_perm: float, eps_1: float, rappor: dict) -> dict[str, str | None]:
+    """Per registered protocol at one setting, why the ASR table does not measure it (the
+    constructor's reason, no single mechanism, or ``asr_refusal``), or None."""
+    out: dict[str, str | None] = {}
+    for name, proto in protocols(eps_perm, eps_1, rappor, extras=False):
+        why = proto if isinstance(proto, str) else None
+        if why is None:
+            audited, why = device_mechanism(proto)
+            why = asr_refusal(audited) if why is None else why
+        out[name] = why
+    return out
+
+
 def asr(out: Path, trials: int) -> None:
     """ASR of every registered protocol at τ = 1, 10, 100 (uniform prior), a line for each the
     ASR's client model refuses (``asr_refusal``) or the setting is outside of, and the curve."""
     rows = []
     for label, eps_perm, eps_1, rappor in SETTINGS:
+        refusals = asr_refusals(eps_perm, eps_1, rappor)
         for name, proto in protocols(eps_perm, eps_1, rappor, extras=False):
-            why = proto if isinstance(proto, str) else None
-            if why is None:
-                audited, why = device_mechanism(proto)
-            if why is None:
-                why = asr_refusal(audited)
-            if why is not None:
-                rows.append({"setting": label, "protocol": name, "refused": why})
+            if refusals[name] is not None:
+                rows.append({"setting": label, "protocol": name, "reason": refusals[name]})
                 continue
+            audited, _ = device_mechanism(proto)
             if audited is not proto:
                 name = f"{name} (example plan)"
             start = time.perf_counter()
@@ -475,6 +518,7 @@ def asr(out: Path, trials: int) -> None:
             print(f"ASR {label} {name}: {rows[-1]['seconds']:.1f} s", flush=True)
     (out / "asr.json").write_text(json.dumps(rows, indent=2, default=str))
     (out / "asr.md").write_text(render_asr(rows, trials))
+    show(out, "asr.md", "asr table")
     asr_curve(out, trials)
 
 
@@ -499,7 +543,7 @@ def render_asr(rows: list[dict], trials: int) -> str:
         for r in rows:
             if r["setting"] != label:
                 continue
-            if "refused" in r:
+            if "reason" in r:
                 refused.append(r)
                 continue
             limit = "–" if r["memo_limit"] is None else f"{r['memo_limit']:.3f}"
@@ -510,11 +554,7 @@ def render_asr(rows: list[dict], trials: int) -> str:
                 + " | ".join(r["text"])
                 + f" | {limit} | {r['stateless_text']} |"
             )
-        lines.append("")
-        for r in refused:
-            lines.append(f"- Not measured here: **{r['protocol']}**. {r['refused']}")
-        if refused:
-            lines.append("")
+        lines += refusal_lines("measured", refused)
     return "\n".join(lines)
 
 
@@ -732,7 +772,7 @@ def reid(out: Path, targets: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("table", "curve", "asr", "reid", "all"), default="all")
-    parser.add_argument("--out", type=Path, default=Path("experiments/results/audit"))
+    parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--trials", type=int, default=1_000_000)
     parser.add_argument("--lifetime-trials", type=int, default=10_000)
     parser.add_argument("--long-trials", type=int, default=5_000, help="Trials at τ = 1000.")
