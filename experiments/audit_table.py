@@ -378,7 +378,7 @@ def refusal_lines(what: str, refused: list[dict]) -> list[str]:
         if r.get("exact_single") is not None:
             name += f" (exact ε of one report {_f(r['exact_single'])}, claimed {_f(r['eps_1'])})"
         groups.setdefault(refusal_text(r["protocol"], r["reason"]), []).append(name)
-    lines = ["", *(f"- Not {what} here: {', '.join(n)}. {why}" for why, n in groups.items())]
+    lines = ["", *(f"- Not {what} here: {', '.join(n)}: {why}" for why, n in groups.items())]
     return [*lines, ""] if groups else [""]
 
 
@@ -783,7 +783,7 @@ def main() -> None:
         "--blackbox-lifetime-trials", type=int, default=10_000, help="Black-box rows, τ > 1."
     )
     parser.add_argument(
-        "--blackbox-long-trials", type=int, default=5_000, help="Black-box rows at τ = 1000."
+        "--blackbox-long-trials", type=int, default=2_000, help="Black-box rows at τ = 1000."
     )
     parser.add_argument("--curve-trials", type=int, default=5_000)
     parser.add_argument("--asr-trials", type=int, default=20_000)
