@@ -310,7 +310,7 @@ def table(out: Path, trials: int, lifetime_trials: dict[int, int], bb: dict[str,
             rows.append({"setting": label, **row, "seconds": time.perf_counter() - start})
             print(f"{label} {entry.label}: {rows[-1]['seconds']:.1f} s", flush=True)
             (out / "table.json").write_text(json.dumps(rows, indent=2))
-    (out / "table.md").write_text(render(rows, trials, lifetime_trials, bb))
+    (out / "table.md").write_text(render(rows))
     show(out, "table.md", "audit table")
 
 
@@ -322,9 +322,36 @@ def _trials(n: int) -> str:
     return f"{n:,}" if n < 1_000_000 else f"10{'⁰¹²³⁴⁵⁶⁷⁸⁹'[len(str(n)) - 1]}"
 
 
-def render(rows: list[dict], trials: int, life: dict[int, int], bb: dict[str, Any]) -> str:
-    """The Markdown tables, one per setting, each followed by its refusal lines."""
-    lines = []
+def trial_counts(rows: list[dict], audit: str) -> str:
+    """The trials of the ``audit`` rows, read from the rows: one report, then a lifetime (and
+    the τ at which fewer were played)."""
+    got = [r for r in rows if r["audit"] == audit]
+    if not got:
+        return ""
+    life = {c["tau"]: c["trials"] for c in got[0]["lifetime"]}
+    fewer = [f"{n:,} at τ = {t}" for t, n in life.items() if n != life[TAUS[0]]]
+    return (
+        f"{_trials(got[0]['one_report_trials'])} trials per world for one report, "
+        f"{life[TAUS[0]]:,} for a lifetime" + (f" ({', '.join(fewer)})" if fewer else "")
+    )
+
+
+def registered_line() -> str:
+    """The first line of a generated block: how many protocols the registry holds."""
+    n = len(ll.list_protocols())
+    return f"{n} registered protocols, each in a row or a line under its table at both settings."
+
+
+def render(rows: list[dict]) -> str:
+    """The Markdown tables, one per setting, each followed by its refusal lines (everything,
+    trial counts included, read from ``rows``, so ``--part render`` rewrites them from the
+    committed table.json)."""
+    lines = [registered_line(), ""]
+    counts = "; ".join(
+        f"{how}: {trial_counts(rows, audit)}"
+        for audit, how in (("game", "game"), ("black box", "black box (binned)"))
+        if trial_counts(rows, audit)
+    )
     for label, eps_perm, eps_1, rappor in SETTINGS:
         lines += [
             f"Setting {label}: k = {K}, chains at ε∞ = {eps_perm:g}, ε1 = {eps_1:g}; one-shot "
@@ -333,10 +360,7 @@ def render(rows: list[dict], trials: int, life: dict[int, int], bb: dict[str, An
             "RAPPOR "
             + ", ".join(f"{k} = {v:g}" for k, v in rappor.items())
             + "; numeric mechanisms over [0, 1] (inputs: its ends). Each lifetime cell: audited "
-            f"lower bound / claim (exact ε of τ reports). game: {_trials(trials)} trials per "
-            f"world for one report, {life[10]:,} for a lifetime ({life[1000]:,} at τ = 1000); "
-            f"black box (binned): {_trials(bb['trials'])} and {bb['lifetime'][10]:,} "
-            f"({bb['lifetime'][1000]:,} at τ = 1000).",
+            f"lower bound / claim (exact ε of τ reports). {counts}.",
             "",
             "| protocol | audit | claimed ε1 | claimed ε∞ | exact ε1 | exact ε∞ | one-report "
             "bound | " + " | ".join(f"τ = {t}" for t in TAUS) + " |",
@@ -517,14 +541,16 @@ def asr(out: Path, trials: int) -> None:
             )
             print(f"ASR {label} {name}: {rows[-1]['seconds']:.1f} s", flush=True)
     (out / "asr.json").write_text(json.dumps(rows, indent=2, default=str))
-    (out / "asr.md").write_text(render_asr(rows, trials))
+    (out / "asr.md").write_text(render_asr(rows))
     show(out, "asr.md", "asr table")
     asr_curve(out, trials)
 
 
-def render_asr(rows: list[dict], trials: int) -> str:
-    """The ASR tables, one per setting, each followed by its refusal lines."""
-    lines = []
+def render_asr(rows: list[dict]) -> str:
+    """The ASR tables, one per setting, each followed by its refusal lines (read from
+    ``rows``, as :func:`render`)."""
+    trials = max(c["trials"] for r in rows if "cells" in r for c in r["cells"])
+    lines = [registered_line(), ""]
     for label, eps_perm, eps_1, rappor in SETTINGS:
         lines += [
             f"Setting {label}: k = {K}, chains at ε∞ = {eps_perm:g}, ε1 = {eps_1:g}; one-shot "
@@ -771,7 +797,9 @@ def reid(out: Path, targets: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--part", choices=("table", "curve", "asr", "reid", "all"), default="all")
+    parser.add_argument(
+        "--part", choices=("table", "curve", "asr", "reid", "all", "render"), default="all"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--trials", type=int, default=1_000_000)
     parser.add_argument("--lifetime-trials", type=int, default=10_000)
@@ -804,6 +832,15 @@ def main() -> None:
         asr(args.out, args.asr_trials)
     if args.part in ("reid", "all"):
         reid(args.out, args.reid_targets)
+    if args.part == "render":  # the two tables again from their JSON (a change of wording)
+        (args.out / "table.md").write_text(
+            render(json.loads((args.out / "table.json").read_text()))
+        )
+        show(args.out, "table.md", "audit table")
+        (args.out / "asr.md").write_text(
+            render_asr(json.loads((args.out / "asr.json").read_text()))
+        )
+        show(args.out, "asr.md", "asr table")
 
 
 if __name__ == "__main__":
