@@ -7,7 +7,11 @@ import math
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
 
+import longldp as ll
+from longldp.audit import audit_game, exact_epsilons
+from longldp.cli import app
 from longldp.data import numeric as data_numeric
 from longldp.privacy import numeric as nm
 from longldp.protocols import numeric as num
@@ -144,3 +148,24 @@ def test_bundled_numeric_within_declared_ranges():
     np.testing.assert_array_equal(
         np.minimum(np.floor(raw / 1000), 39).astype(int), coded.columns["funded_amnt"]
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [("PM", {"eps": 1.0}), ("Duchi", {"eps": 1.0}), ("L-PM", {"eps_perm": 2.0, "eps_1": 0.8})],
+)
+def test_the_game_refuses_numbers_in_one_line(name, params):
+    """The distinguishing game plays codes or strings: a numeric protocol is refused with the
+    audits that apply (the exact channel, the black box over its wire reports), by the
+    library and by ``longldp audit`` (one ``error:`` line, exit 2), never an AttributeError."""
+    proto = ll.protocol(name, lo=0.0, hi=1.0, **params)
+    with pytest.raises(ValueError) as err:
+        audit_game(proto, 100)
+    one_line(err, name, "not numbers", "--blackbox")
+    assert exact_epsilons(proto).single == pytest.approx(proto.single_report_epsilon())
+    budget = [f"--{k.replace('_', '-')}={v}" for k, v in params.items()]
+    result = CliRunner().invoke(
+        app, ["audit", name, *budget, "--param", "lo=0", "--param", "hi=1", "--trials", "100"]
+    )
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error:") and "not numbers" in result.output

@@ -315,6 +315,18 @@ def claimed_epsilon(
     return privacy.spent_epsilon(tau, memos, e1, einf if memoized(proto) else None)
 
 
+def require_game(proto: FrequencyOracle) -> None:
+    """``ValueError`` for a protocol the game cannot play: one over numbers (the numeric
+    mechanisms), whose claims the exact channel and the black box over the wire reports audit
+    (docs/audit.md §15)."""
+    if proto.domain.numbers:
+        raise ValueError(
+            f"{proto.name}: the distinguishing game plays codes or strings, not numbers "
+            f"({proto.domain.describe()}); audit it with exact_epsilons (outputs on cells) and "
+            "the black box over its wire reports (audit_randomizer; longldp audit --blackbox)."
+        )
+
+
 def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
     """Two inputs as far apart as possible, as audit codes: 0 and the last code of the domain
     (in different dBitFlipPM buckets; boolean RAPPOR: 0 and 1; an interval: its two ends,
@@ -396,6 +408,7 @@ def audit_game(
     GameResult, whose ``violates`` says whether the claim is refuted.
     """
     name = proto.name
+    require_game(proto)
     trials = check.integer(name, "trials", trials, minimum=10)
     tau = check.integer(name, "tau", tau, minimum=1)
     pattern = check.choice(name, "pattern", pattern, PATTERNS)

@@ -213,6 +213,7 @@ def audit_cmd(
         raise ValueError(f"'--control' must be one of {', '.join(CONTROLS)}; got {control!r}.")
     patterns = ["one-value", "alternating"] if pattern == "both" else [pattern]
     proto = _protocol(protocol, k, eps, eps_perm, eps_1, param)
+    audit.game.require_game(proto)  # numbers: refused in one line, --blackbox suggested
     if control == "misencoded":
         proto = audit.misencoded_unary(proto)
     rng: Any = "secure" if secure else np.random.default_rng(seed)

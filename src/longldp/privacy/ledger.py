@@ -326,25 +326,26 @@ class Ledger:
 def ledger(protocol: Any, trajectories: ArrayLike, run: Any = None, state: Any = None) -> Ledger:
     """Each user's spent ε under ``protocol.accounting`` (docs/math.md §19.6).
 
-    ``trajectories``: (n, τ) codes of the protocol's domain, one row per user and one report
-    per epoch. ``run``: what the server decided in a simulation (a w-event run's per-user
-    spending; a change-based run's levels, items or update epochs); without it a w-event
-    protocol is charged its guarantee (ε in every window) and a change-based one its worst case
-    over the public draws. ``state``: per-user state of a memo chain whose memo key depends on
-    it (LOLOHA's hash ids; without it the values stand for the keys, an upper bound), or of a
+    ``trajectories``: (n, τ) codes of the protocol's domain (numbers in the declared range for
+    the numeric mechanisms, math §20), one row per user and one report per epoch. ``run``: what
+    the server decided in a simulation (a w-event run's per-user spending; a change-based run's
+    levels, items or update epochs); without it a w-event protocol is charged its guarantee (ε
+    in every window) and a change-based one its worst case over the public draws. ``state``:
+    per-user state of a memo chain whose memo key depends on it (LOLOHA's hash ids, a numeric
+    chain's rounding offsets; without it the values stand for the keys, an upper bound), or of a
     change-based mechanism instead of a run (CHANGES-TREE's levels, DDRM's items, as a
     population's ``memo.state`` holds them).
     """
     acc = protocol.accounting
     size = protocol.domain_size
-    if size is None:
-        raise ValueError(
-            f"ledger: {protocol.name}'s inputs are not codes; the ledger needs (n, tau) codes."
-        )
-    x = check_trajectories(f"ledger ({protocol.name})", trajectories, size)
+    owner = f"ledger ({protocol.name})"
+    if size is None:  # numbers (an interval's, math §20.8) or refused by the domain
+        x = protocol.domain.trajectories(owner, trajectories)
+    else:
+        x = check_trajectories(owner, trajectories, size)
     tau = x.shape[1]
-    if acc.rule == "per-report":
-        spent = memo_spent(x, size, acc.eps_report, None)
+    if acc.rule == "per-report":  # τ·ε whatever the values (codes or numbers)
+        spent = np.full(x.shape[0], float(spent_epsilon(tau, 0, acc.eps_report, None)))
         lifetime = spent
     elif acc.rule == "per-memo":
         keys = protocol.ledger_keys(x, state)

@@ -142,12 +142,17 @@ def duchi_bound(eps: float) -> float:
     return 1.0 / duchi_slope(eps)
 
 
-def duchi_threshold(eps: float, u: ArrayLike) -> NDArray[np.float64]:
+def duchi_threshold(
+    eps: float, u: ArrayLike, out: NDArray[np.float64] | None = None
+) -> NDArray[np.float64]:
     """x = 1/2 + tanh(ε/2)·u/2, what the sampler compares its uniform with (output +C when the
     uniform is below x). For uniforms on the 2⁻⁵³ grid, ``w < x`` and ``w < drawn(x)`` are the
     same event, so the sampler skips the rounding and the claims read
-    :func:`duchi_probability` = drawn(x) (math §20.12)."""
-    return 0.5 + 0.5 * duchi_slope(eps) * np.asarray(u, dtype=np.float64)
+    :func:`duchi_probability` = drawn(x) (math §20.12). ``out``: an array of u's shape to write
+    x into (the samplers' work arrays); the same two roundings either way."""
+    x = np.multiply(np.asarray(u, dtype=np.float64), 0.5 * duchi_slope(eps), out=out)
+    x += 0.5
+    return x
 
 
 def duchi_probability(eps: float, u: ArrayLike) -> NDArray[np.float64]:

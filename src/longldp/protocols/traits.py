@@ -41,6 +41,9 @@ class Domain(ABC):
     kind: ClassVar[str]
     #: Inputs are integer codes in [0, size).
     codes: ClassVar[bool] = False
+    #: Inputs are real numbers (an interval's): the audit's distinguishing game, which plays
+    #: codes or strings, refuses them (docs/audit.md §15).
+    numbers: ClassVar[bool] = False
 
     @property
     @abstractmethod
@@ -70,6 +73,15 @@ class Domain(ABC):
         """Distinct inputs :meth:`as_inputs` gives the audits (codes 0..audit_size − 1): the
         domain's size when it is listed, 2 for an interval (its ends), None otherwise."""
         return self.size if self.codes else None
+
+    def trajectories(self, owner: str, trajectories: Any) -> NDArray:
+        """(n, τ) trajectories of inputs that are not codes, checked for the privacy ledger
+        (:func:`longldp.privacy.ledger`; codes are checked there): refused unless the domain
+        says how (an interval's numbers)."""
+        raise ValueError(
+            f"{owner}: the inputs are {self.describe()}, not codes or numbers; the ledger needs "
+            "(n, tau) codes or numbers."
+        )
 
 
 @dataclass(frozen=True)
@@ -137,6 +149,7 @@ class Interval(Domain):
     hi: float
     clip: bool = False
     kind: ClassVar[str] = "interval"
+    numbers: ClassVar[bool] = True
 
     @classmethod
     def setting_params(cls, k: int) -> dict[str, Any]:
@@ -176,6 +189,17 @@ class Interval(Domain):
 
     def check(self, owner: str, values: Any, name: str = "values") -> NDArray[np.float64]:
         return self.clip_values(owner, values, name)[0]
+
+    def trajectories(self, owner: str, trajectories: Any) -> NDArray[np.float64]:
+        """An (n, τ) array of numbers, τ ≥ 1, checked as :meth:`check` checks values (finite,
+        in [lo, hi] unless ``clip``)."""
+        arr = np.asarray(trajectories)
+        if arr.ndim != 2 or arr.shape[1] < 1:
+            raise ValueError(
+                f"{owner}: 'trajectories' must be a 2-D (n, tau) array with tau >= 1; got "
+                f"shape {arr.shape}."
+            )
+        return self.check(owner, arr, "trajectories")
 
     @property
     def audit_size(self) -> int:

@@ -949,8 +949,41 @@ class SW(_OneShot, _RealCodec):
 # ---------------------------------------------------------------------- two-round forms
 
 
+class _Rounded:
+    """The privacy ledger's memo keys of the forms that memoize per α-rounded value (math §20.8,
+    §19.6)."""
+
+    name: str
+    domain: Interval
+
+    def _memo_key(self, values: NDArray, state: dict) -> NDArray[np.int64]:
+        raise NotImplementedError
+
+    def ledger_keys(self, trajectories: NDArray, state: Any = None) -> NDArray:
+        """The α-rounded key of every report of (n, τ) trajectories (numbers, checked by the
+        ledger) when ``state["offset"]`` gives the n users' offsets (as a population's
+        ``memo.state`` holds them); without it the values as integers (their bit patterns, −0
+        made +0), whose distinct count bounds the distinct keys from above (a user's key is a
+        function of her value)."""
+        x = np.asarray(trajectories, dtype=np.float64)
+        if state is None:
+            return (x + 0.0).view(np.int64)
+        if not isinstance(state, dict) or "offset" not in state:
+            raise ValueError(
+                f"{self.name}: 'state' must hold the users' rounding offsets under 'offset' "
+                "(a population's memo.state)."
+            )
+        offset = np.asarray(state["offset"], dtype=np.float64)
+        if offset.shape != x.shape[:1] or not np.all((offset >= 0) & (offset < 1)):
+            raise ValueError(
+                f"{self.name}: state['offset'] must be {x.shape[0]} offsets in [0, 1), one per "
+                f"user; got shape {offset.shape}."
+            )
+        return self._memo_key(x, {"offset": offset[:, None]})
+
+
 @dataclass(frozen=True)
-class _Chain(_BitSupport):
+class _Chain(_Rounded, _BitSupport):
     """A memoized two-round form: α-point rounding, a memo per key at ε∞, one bit per report
     (math §20.8–§20.9). Its parameters: the declared range, ε∞, ε1, the grid s (None: the
     default grid) and ``clip``."""
@@ -1187,7 +1220,7 @@ class LHM(_Chain):
 
 
 @dataclass(frozen=True)
-class LSW(NumericMechanism):
+class LSW(_Rounded, NumericMechanism):
     """L-SW: SW's output bucket at ε∞ memoized per rounded value, GRR over the buckets at each
     report (one report costs ε1); the distribution over the s + 1 grid points (ours, math
     §20.11)."""

@@ -43,14 +43,37 @@ def _uniform(rng: object, size: int | tuple[int, ...]) -> NDArray[np.float64]:
 #: client specification lists them (docs/client-spec.md §3.4) and, for a batch, each kind of
 #: uniform for the whole batch before the next kind; a kind that comes last (or alone) is drawn
 #: block by block, which is the same stream (a generator's uniforms come one 64-bit output each,
-#: in order), and the arithmetic runs block by block: its temporaries stay in the CPU cache and
-#: no batch-sized scratch array is allocated (fresh pages cost as much as the arithmetic;
-#: benchmarks/README.md, bench_numeric).
+#: in order), and the arithmetic runs block by block in work arrays allocated once per call
+#: (:func:`_work`): they stay in the CPU cache, and no temporary is allocated per operation
+#: (fresh pages cost as much as the arithmetic; benchmarks/README.md, bench_numeric).
 BLOCK = 1 << 15
 
 
 def _blocks(n: int) -> range:
     return range(0, n, BLOCK)
+
+
+@dataclass(frozen=True)
+class _Work:
+    """Work arrays of one sampler call, one block long: float64 ``reals`` and a boolean ``mask``.
+
+    The arithmetic writes into them with ``out=``; selections are a 0/1 mask times a constant
+    added (exact: x + 0 is x, and no operand here is −0) or :func:`numpy.putmask`, never a
+    ``where=`` ufunc or ``copyto(where=)``: on a random mask they cost 20 and 12 plain passes,
+    ``putmask`` 5.5 and a mask product 2 (NumPy 2.4; benchmarks/README.md, bench_numeric).
+    """
+
+    reals: tuple[NDArray[np.float64], ...]
+    mask: NDArray[np.bool_]
+
+    def cut(self, m: int) -> tuple[tuple[NDArray[np.float64], ...], NDArray[np.bool_]]:
+        """The first m entries of every work array (the last block may be short)."""
+        return tuple(r[:m] for r in self.reals), self.mask[:m]
+
+
+def _work(n: int, reals: int) -> _Work:
+    m = min(BLOCK, n)
+    return _Work(tuple(np.empty(m) for _ in range(reals)), np.empty(m, dtype=np.bool_))
 
 
 def laplace_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
@@ -92,18 +115,24 @@ def onebit_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np
 
 def _pm_block(
     u: NDArray[np.float64], v: NDArray[np.float64], z: NDArray[np.float64], pm: nm.PMParams,
-    out: NDArray[np.float64],
+    out: NDArray[np.float64], lft: NDArray[np.float64], inner: NDArray[np.float64],
+    mask: NDArray[np.bool_],
 ) -> None:  # fmt: skip
     """PM's outputs of one block from its uniforms v (position) and z (piece), into ``out``:
-    uniform on [ℓ(u), r(u)] if z < ``pm.center``, else uniform on the rest of [−C, C]."""
+    uniform on [ℓ(u), r(u)] if z < ``pm.center``, else uniform on the rest of [−C, C]; ``lft``,
+    ``inner`` and ``mask`` are work arrays as long as ``out`` (ℓ(u), the centre piece)."""
     c = pm.C
-    lft = pm.left(u)
+    np.multiply(u, (c + 1) / 2, out=lft)  # ℓ(u), as PMParams.left computes it
+    lft -= pm.width / 2
     np.multiply(v, c + 1, out=out)
     out -= c  # uniform on [−C, 1): the part at or past ℓ moves up by the centre's width
-    np.add(out, pm.width, out=out, where=out >= lft)
-    inner = v * pm.width
+    np.greater_equal(out, lft, out=mask)
+    np.multiply(mask, pm.width, out=inner)
+    out += inner
+    np.multiply(v, pm.width, out=inner)
     inner += lft
-    np.copyto(out, inner, where=z < pm.center)
+    np.less(z, pm.center, out=mask)
+    np.putmask(out, mask, inner)
 
 
 def pm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.float64]:
@@ -112,17 +141,20 @@ def pm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
 
     One uniform v places the output in either piece (v(C − 1) from ℓ, or v(C + 1) − C shifted
     past the centre piece), another, z, chooses the piece: every position keeps its precision
-    at large ε, where C − 1 is tiny. The batch's v, then its z (block by block); arithmetic and
-    masked copies, no masked loops (they cost ten times an arithmetic pass).
+    at large ε, where C − 1 is tiny. The batch's v, then its z (block by block); arithmetic in
+    the call's work arrays (:class:`_Work`).
     """
     pm = nm.pm_params(eps)
     flat_u = np.ravel(u)
-    v = _uniform(rng, flat_u.size)
-    out = np.empty(flat_u.size)
+    out = _uniform(rng, flat_u.size)  # the batch's v, replaced block by block by the reports
+    work = _work(flat_u.size, 3)
     for first in _blocks(flat_u.size):
-        sl = slice(first, first + BLOCK)
-        ob = out[sl]
-        _pm_block(flat_u[sl], v[sl], _uniform(rng, ob.size), pm, ob)
+        ob = out[first : first + BLOCK]
+        (vb, lft, inner), mask = work.cut(ob.size)
+        np.copyto(vb, ob)
+        _pm_block(
+            flat_u[first : first + BLOCK], vb, _uniform(rng, ob.size), pm, ob, lft, inner, mask
+        )
     return out.reshape(np.shape(u))
 
 
@@ -132,32 +164,34 @@ def hm_sample(u: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
     One uniform w chooses the branch (w < β), another Duchi's sign for the users of its branch
     (one uniform for both would make the +C atom vanish at large ε, where β + (1 − β)·Pr[+C]
     rounds to β: an infinite ε as the sampler realizes it). The stream: the batch's w, then its
-    sign uniforms, then PM's v and z for the branch's users only; w and the signs block by block
-    (:data:`BLOCK`). ±C is the bit times 2C less C, exactly.
+    sign uniforms, then PM's v and z for the branch's users only; w, the signs and the z block by
+    block (:data:`BLOCK`). ±C is the bit times 2C less C, exactly.
     """
     beta = nm.hm_beta(eps)
     c = nm.duchi_bound(eps)
     flat_u = np.ravel(u)
     n = flat_u.size
-    picks = [np.flatnonzero(_uniform(rng, min(BLOCK, n - f)) < beta) + f for f in _blocks(n)]
+    picks = [np.flatnonzero(_uniform(rng, min(BLOCK, n - f)) < beta) for f in _blocks(n)]
     y = np.empty(n)
+    work = _work(n, 4)
     for first in _blocks(n):
-        sl = slice(first, first + BLOCK)
-        yb = y[sl]
-        bit = _uniform(rng, yb.size) < nm.duchi_threshold(eps, flat_u[sl])
+        yb = y[first : first + BLOCK]
+        (thr, *_), bit = work.cut(yb.size)
+        nm.duchi_threshold(eps, flat_u[first : first + BLOCK], out=thr)
+        np.less(_uniform(rng, yb.size), thr, out=bit)
         np.multiply(bit, 2.0 * c, out=yb)
         yb -= c
     if beta > 0.0:
         k = sum(p.size for p in picks)
-        v = _uniform(rng, k)
-        z = _uniform(rng, k)
+        v = _uniform(rng, k)  # then the z, block by block (the last kind of uniform)
         pm = nm.pm_params(eps)
         first = 0
-        for at in picks:  # the branch's users of each block in turn, with their uniforms
+        for block, at in zip(_blocks(n), picks, strict=True):  # the branch's users, block by block
             last = first + at.size
-            placed = np.empty(at.size)
-            _pm_block(flat_u[at], v[first:last], z[first:last], pm, placed)
-            y[at] = placed
+            (lft, inner, ub, placed), mask = work.cut(at.size)
+            np.take(flat_u[block : block + BLOCK], at, out=ub)
+            _pm_block(ub, v[first:last], _uniform(rng, at.size), pm, placed, lft, inner, mask)
+            y[block : block + BLOCK][at] = placed
             first = last
     return y.reshape(np.shape(u))
 
@@ -169,17 +203,22 @@ def sw_sample(t: NDArray[np.float64], eps: float, rng: object) -> NDArray[np.flo
     sw = nm.sw_params(eps)
     b = sw.b
     flat_t = np.ravel(t)
-    v = _uniform(rng, flat_t.size)
-    out = np.empty(flat_t.size)
+    out = _uniform(rng, flat_t.size)  # the batch's v, replaced block by block by the reports
+    work = _work(flat_t.size, 2)
     for first in _blocks(flat_t.size):
         sl = slice(first, first + BLOCK)
-        vb, tb, ob = v[sl], flat_t[sl], out[sl]
+        tb, ob = flat_t[sl], out[sl]
+        (vb, inner), mask = work.cut(ob.size)
+        np.copyto(vb, ob)
         np.subtract(vb, b, out=ob)  # v − b on [−b, t − b), v + b past it
-        np.add(ob, 2 * b, out=ob, where=vb >= tb)
-        inner = vb * (2 * b)
+        np.greater_equal(vb, tb, out=mask)
+        np.multiply(mask, 2 * b, out=inner)
+        ob += inner
+        np.multiply(vb, 2 * b, out=inner)
         inner += tb
         inner -= b
-        np.copyto(ob, inner, where=_uniform(rng, ob.size) < sw.center)
+        np.less(_uniform(rng, ob.size), sw.center, out=mask)
+        np.putmask(ob, mask, inner)
     return out.reshape(np.shape(t))
 
 
