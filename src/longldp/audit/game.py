@@ -123,10 +123,7 @@ class _Tally:
 
     def __init__(self, proto: FrequencyOracle, n: int, a: Any, b: Any):
         self.proto, self.n, self.value_a, self.value_b = proto, n, a, b
-        self.tau = 0
-        why = game_refusal(proto)
-        if why is not None:
-            raise ValueError(why)
+        self.tau = 0  # audit_game has refused what the game cannot play (require_game)
         self.kind = report_kind(proto)
         self.bits = self.kind.statistic == "bits"
         self.channel = self.kind.symbol_channel(proto)
@@ -151,10 +148,9 @@ class _Tally:
     def _target(self, reports: NDArray, value: Any) -> NDArray:
         """Per client what ``value`` points at: its symbol (n,), its bit mask (n, width), or
         for an enumerated channel the channel row of the value."""
-        if self.channel is not None:  # the row of the value's audit code
+        if self.channel is not None:
             return np.asarray(value)
-        inputs = [value] if self.proto.domain.audit_size is None else self.proto.as_inputs([value])
-        got = self.kind.targets(self.proto, reports, inputs)
+        got = self.kind.targets(self.proto, reports, [value])
         if self.bits:
             return np.broadcast_to(got[:, 0, :], self.counts.shape)
         return np.asarray(got[:, 0])
@@ -167,6 +163,8 @@ class _Tally:
 def _score(tally: _Tally, attack: str, rng: np.random.Generator) -> NDArray[np.float64]:
     """Evidence for 'this client holds a' over 'holds b' (higher: more like world 0)."""
     p = tally.proto
+    tau, p1, q1, p2, q2 = tally.tau, p.p1, p.q1, p.p2, p.q2
+    kept = memoized(p)
     if tally.channel is not None:  # the log-likelihood ratio of each output
         channel = tally.channel
         r = np.log(channel[tally.a]) - np.log(channel[tally.b])
@@ -174,8 +172,6 @@ def _score(tally: _Tally, attack: str, rng: np.random.Generator) -> NDArray[np.f
             mode = np.argmax(tally.counts + rng.random(tally.counts.shape) * 0.5, axis=1)
             return r[mode]
         return tally.counts @ r
-    tau, p1, q1, p2, q2 = tally.tau, p.p1, p.q1, p.p2, p.q2
-    kept = memoized(p)
     if attack == "majority" or (kept and q2 == 0.0):
         return _majority_score(tally, rng)
     if tally.bits:
@@ -211,51 +207,10 @@ def _majority_score(tally: _Tally, rng: np.random.Generator) -> NDArray[np.float
 
 
 def value_batch(proto: FrequencyOracle, value: Any, n: int) -> Any:
-    """n copies of one input, as the protocol's population path takes them: the input that the
-    audit code ``value`` stands for (``proto.as_inputs``: the code itself, or an interval's end),
-    or n copies of a string (a domain with no audit codes, Bloom RAPPOR)."""
-    if proto.domain.audit_size is None:  # strings (Bloom RAPPOR)
+    """n copies of one input, as the protocol's population path takes them."""
+    if proto.domain_size is None:  # strings (Bloom RAPPOR)
         return [value] * n
-    return proto.as_inputs(np.full(n, value, dtype=np.int64))
-
-
-def game_refusal(proto: FrequencyOracle) -> str | None:
-    """Why the game cannot play ``proto`` (the reason, naming the audits that apply), or None.
-
-    The game's client model is one law of every report given the value, tallied per symbol or
-    bit (docs/math.md §13.2). It refuses, from the traits: a history-dependent mechanism (its
-    reports follow the device's own past values, docs/design.md §2.5); a continuous report kind
-    (nothing to tally: the black-box audit bins its reports); and an enumerated report channel
-    of a memoizing protocol, or of more than :data:`MAX_ENUMERATED` outputs (its τ reports are
-    not i.i.d. draws of that channel, or too many to tally). The exact audit
-    (:func:`~longldp.audit.channels.exact_epsilons`) and the black-box audits
-    (:func:`~longldp.audit.blackbox.audit_randomizer`, ``audit_lifetime``) may still apply.
-    """
-    name = proto.name
-    black_box = "longldp audit --blackbox, longldp.audit.audit_randomizer and audit_lifetime"
-    if proto.history is not None:
-        return (
-            f"{name}: its reports depend on the client's own past values (history-dependent, "
-            "docs/design.md §2.5), which the distinguishing game's client model does not "
-            f"describe; audit it black-box ({black_box}) and by its exact channel."
-        )
-    kind = report_kind(proto)
-    if not kind.discrete:
-        return (
-            f"{name}: the game tallies discrete reports; report kind {kind.name!r} is "
-            f"continuous: audit it black-box, which bins its reports ({black_box})."
-        )
-    if kind.symbol_channel(proto) is None:
-        return None
-    width = kind.width(proto)
-    if proto.longitudinal or width > MAX_ENUMERATED:
-        return (
-            f"{name}: the game tallies enumerated reports of one-shot protocols with at most "
-            f"{MAX_ENUMERATED} outputs; this one "
-            + ("memoizes its reports" if proto.longitudinal else f"has {width}")
-            + f": audit it black-box ({black_box})."
-        )
-    return None
+    return np.full(n, value, dtype=np.int64)
 
 
 # ------------------------------------------------------------------------------ the game
@@ -315,26 +270,65 @@ def claimed_epsilon(
     return privacy.spent_epsilon(tau, memos, e1, einf if memoized(proto) else None)
 
 
-def require_game(proto: FrequencyOracle) -> None:
-    """``ValueError`` for a protocol the game cannot play: one over numbers (the numeric
-    mechanisms), whose claims the exact channel and the black box over the wire reports audit
-    (docs/audit.md §15)."""
-    if proto.domain.numbers:
-        raise ValueError(
-            f"{proto.name}: the distinguishing game plays codes or strings, not numbers "
-            f"({proto.domain.describe()}); audit it with exact_epsilons (outputs on cells) and "
-            "the black box over its wire reports (audit_randomizer; longldp audit --blackbox)."
+def game_refusal(proto: FrequencyOracle) -> str | None:
+    """Why the game cannot play ``proto`` (the reason, naming the audits that apply), or None.
+
+    The game plays codes or strings, and tallies each client's reports per symbol or bit under
+    one law given the value (docs/math.md §13.2). It refuses, from the traits: a
+    history-dependent mechanism (its reports follow the device's own past values, docs/design.md
+    §2.5); a protocol over numbers (the numeric mechanisms, docs/audit.md §15); a continuous
+    report kind (nothing to tally: the black box bins its reports); and an enumerated report
+    channel of a memoizing protocol, or of more than :data:`MAX_ENUMERATED` outputs (its τ
+    reports are not i.i.d. draws of that channel, or too many to tally). The exact audit
+    (:func:`~longldp.audit.channels.exact_epsilons`) and the black box over the wire reports
+    (:func:`~longldp.audit.blackbox.audit_randomizer`, ``audit_lifetime``) may still apply.
+    """
+    name = proto.name
+    black_box = "the black box over its wire reports (audit_randomizer; longldp audit --blackbox)"
+    if proto.history is not None:
+        return (
+            f"{name}: its reports depend on the client's own past values (history-dependent, "
+            "docs/design.md §2.5), which the distinguishing game's client model does not "
+            f"describe; audit it with {black_box} and by its exact channel."
         )
+    if proto.domain.numbers:
+        return (
+            f"{name}: the distinguishing game plays codes or strings, not numbers "
+            f"({proto.domain.describe()}); audit it with exact_epsilons (outputs on cells) and "
+            f"{black_box}."
+        )
+    kind = report_kind(proto)
+    if not kind.discrete:
+        return (
+            f"{name}: the game tallies discrete reports; report kind {kind.name!r} is "
+            f"continuous: audit it with {black_box}, which bins them."
+        )
+    if kind.symbol_channel(proto) is None:
+        return None
+    width = kind.width(proto)
+    if proto.longitudinal or width > MAX_ENUMERATED:
+        return (
+            f"{name}: the game tallies enumerated reports of one-shot protocols with at most "
+            f"{MAX_ENUMERATED} outputs; this one "
+            + ("memoizes its reports" if proto.longitudinal else f"has {width}")
+            + f": audit it with {black_box}."
+        )
+    return None
+
+
+def require_game(proto: FrequencyOracle) -> None:
+    """``ValueError`` with :func:`game_refusal`'s reason for a protocol the game cannot play."""
+    why = game_refusal(proto)
+    if why is not None:
+        raise ValueError(why)
 
 
 def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
-    """Two inputs as far apart as possible, as audit codes: 0 and the last code of the domain
-    (in different dBitFlipPM buckets; boolean RAPPOR: 0 and 1; an interval: its two ends,
-    ``Interval.as_inputs``); for a protocol over strings (Bloom RAPPOR) the two of
-    ``proto.as_inputs(range(32))`` whose filters differ in the most bits over the first 64
-    cohorts."""
-    audit_size = proto.domain.audit_size
-    if audit_size is None:
+    """Two inputs as far apart as possible: 0 and the last value of the domain (in different
+    dBitFlipPM buckets; boolean RAPPOR: 0 and 1); for a protocol over strings (Bloom RAPPOR)
+    the two of ``proto.as_inputs(range(32))`` whose filters differ in the most bits over the
+    first 64 cohorts."""
+    if proto.domain_size is None:
         words = list(proto.as_inputs(np.arange(32)))
         cohorts = np.arange(min(proto.m, 64))
         masks = np.stack(
@@ -346,22 +340,20 @@ def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
         diff = (masks[:, None] ^ masks[None, :]).sum(axis=(2, 3))
         i, j = np.unravel_index(np.argmax(diff), diff.shape)
         return words[int(i)], words[int(j)]
-    return 0, audit_size - 1
+    return 0, proto.domain_size - 1
 
 
 def check_inputs(proto: FrequencyOracle, inputs: tuple[Any, Any]) -> tuple[Any, Any]:
-    """Validate the game's two inputs: two different audit codes of the protocol's domain
-    (``[0, audit_size)``: the values themselves, an interval's two ends), or two strings."""
+    """Validate the game's two inputs: two different values of the protocol's domain."""
     name = proto.name
     if len(inputs) != 2:
         raise ValueError(f"{name}: 'inputs' must be two values; got {inputs!r}.")
     x0, x1 = inputs
-    audit_size = proto.domain.audit_size
-    if audit_size is None:
+    if proto.domain_size is None:
         if not all(isinstance(x, (str, bytes)) for x in inputs):
             raise ValueError(f"{name}: a protocol over strings audits strings; got {inputs!r}.")
     else:
-        vals = check.domain_values(name, np.array([x0, x1]), audit_size, "inputs")
+        vals = check.domain_values(name, np.array([x0, x1]), proto.domain_size, "inputs")
         x0, x1 = int(vals[0]), int(vals[1])
     if x0 == x1:
         raise ValueError(f"{name}: 'inputs' must be two different values; got {x0!r} twice.")
@@ -396,8 +388,7 @@ def audit_game(
         (x0, x1, x0, … against x1, x0, x1, …).
     attack : ``"lr"`` or ``"majority"`` (see the module docstring).
     alpha : 1 − confidence of the bound.
-    inputs : the two inputs as audit codes (default 0 and k − 1; an interval's codes 0 and 1
-        are its ends), or two strings for a protocol over strings.
+    inputs : the two values (default 0 and k − 1).
     claim : the ε to hold the bound against (default :func:`claimed_epsilon`).
     clients : ``"population"`` (vectorized client path), ``"stateless"`` (positive control:
         memo redrawn every report) or ``"loop"`` (one device client per trial, slow).

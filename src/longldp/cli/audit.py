@@ -282,23 +282,18 @@ def _check_audit_memory(
     (measured per client) and the per-client tallies (4 bytes per report symbol, one tally per
     pair of values, two for the alternating pattern); the τ values of the sequences.
     """
-    from longldp.audit.game import CHUNK, game_refusal
-    from longldp.audit.randomizers import audit_domain
+    from longldp.audit.game import CHUNK
 
-    why = game_refusal(proto)  # refused before any memory is sized
-    if why is not None:
-        raise ValueError(why)
     width = proto.report_kind.width(proto)  # what the game tallies per report
-    k = audit_domain(proto)  # the inputs audited (an interval: its two ends)
     fixed, per_client = client_memory(proto)
     games = [(trials, 1, "--trials"), *((lifetime_trials, t, "--taus") for t in taus)]
     for clients, tau, option in games:
         chunk = min(CHUNK, clients)
         tallies = (2 if alternating and tau > 1 else 1) * 4 * width
-        need = 32 * clients + fixed + chunk * (per_client + tallies + k) + 100 * tau
+        need = 32 * clients + fixed + chunk * (per_client + tallies + proto.k) + 100 * tau
         check_memory(
             need,
-            f"the audit game with {clients:,} clients per world, τ = {tau:,} and k = {k:,}",
+            f"the audit game with {clients:,} clients per world, τ = {tau:,} and k = {proto.k:,}",
             f"lower {option}"
             + (" or --k." if option == "--trials" else ", --lifetime-trials or --k."),
         )
