@@ -54,7 +54,7 @@ from longldp.audit import (
 )
 from longldp.audit.asr import asr_refusal, attacker_success, memo_asr
 from longldp.audit.game import game_refusal
-from longldp.audit.randomizers import audit_domain, protocol_lifetime, protocol_randomizer
+from longldp.audit.randomizers import protocol_lifetime, protocol_randomizer
 
 #: (label, ε∞, ε1, RAPPOR's parameters) of the two settings; k = 8 throughout.
 SETTINGS = (
@@ -92,10 +92,13 @@ def setting_params(cls: type, eps_perm: float, eps_1: float, rappor: dict) -> di
     """A registered class's constructor parameters at one setting, from its traits: the
     class's own listing setting (``setting_params``: chains at ε∞ and ε1, one-shot mechanisms
     at ε = ε1, a mechanism's single budget of its own at ε∞, other required parameters at test
-    values), the setting's RAPPOR parameters for a class whose budget is RAPPOR's (f, p, q),
-    and ``SAMPLED_BUCKETS`` for a report that samples buckets."""
+    values) with its input domain's audit parameters (``Domain.audit_params``: the listing's,
+    unless a domain's listing is too large to audit), the setting's RAPPOR parameters for a
+    class whose budget is RAPPOR's (f, p, q), and ``SAMPLED_BUCKETS`` for a report that
+    samples buckets."""
     params = cls.setting_params(K, eps_perm, eps_1, eps_1)
     fields = {f.name for f in dataclasses.fields(cls) if f.init}
+    params |= {n: v for n, v in cls.input_domain.audit_params(K).items() if n in fields}
     if set(cls.budget_params) <= set(rappor):
         params |= {name: v for name, v in rappor.items() if name in fields}
     if cls.report_kind == "sampled-bits":
@@ -206,8 +209,14 @@ def _exact_lifetime(proto: Any, tau: int) -> float | None:
 
 
 def _exact(proto: Any) -> Any:
-    """The exact ε of one report and of round 1, when the report kind has an exact channel."""
-    return exact_epsilons(proto) if proto.report_kind.exact else None
+    """The exact ε of one report and of round 1, when the report kind has an exact channel
+    and it can be listed at these parameters (as :func:`audit_protocol` decides)."""
+    if not proto.report_kind.exact:
+        return None
+    try:
+        return exact_epsilons(proto)
+    except ValueError:  # more outputs than the exact audit lists
+        return None
 
 
 def audit_row(entry: Entry, trials: int, lifetime_trials: dict[int, int]) -> dict:
@@ -232,7 +241,7 @@ def audit_row(entry: Entry, trials: int, lifetime_trials: dict[int, int]) -> dic
         eps_perm = proto.first_round_epsilon() if proto.longitudinal else None
         exact_single = None if ex is None else ex.single
         exact_first = None if ex is None else ex.first_round
-        k = audit_domain(proto)
+        k = proto.domain.audit_size or K  # a domain with no listed inputs: as_inputs(0..K−1)
         pair = (0, k - 1)
         common = {"confidence": CONFIDENCE, "classifier": False, "inputs": pair}
         res = audit_randomizer(

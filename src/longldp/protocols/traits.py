@@ -64,6 +64,14 @@ class Domain(ABC):
         ``k`` values (``longldp protocols``, the shuffle table): none by default."""
         return {}
 
+    @classmethod
+    def audit_params(cls, k: int) -> dict[str, Any]:
+        """Constructor parameters that fix this kind of domain for the audits at a setting of
+        ``k`` audited inputs (``experiments/audit_table.py``): the listing's
+        (:meth:`setting_params`) unless a domain whose listing is too large for the exact
+        channel and the game (an open domain's sketch width) says otherwise."""
+        return cls.setting_params(k)
+
     def describe(self) -> str:
         """One line for listings: the kind and its size or range."""
         return self.kind if self.size is None else f"{self.kind}[{self.size}]"
@@ -108,8 +116,10 @@ class Categorical(Domain):
         return check.domain_values(owner, arr, self.n, name)
 
     def as_inputs(self, codes: ArrayLike) -> NDArray[np.int64]:
-        return np.asarray(codes, dtype=np.int64) % self.n if self.booleans else np.asarray(
-            codes, dtype=np.int64
+        return (
+            np.asarray(codes, dtype=np.int64) % self.n
+            if self.booleans
+            else np.asarray(codes, dtype=np.int64)
         )
 
 
