@@ -110,13 +110,9 @@ def attacker_success(
     AttackSuccess
     """
     owner = proto.name
-    if proto.history is not None:
-        raise ValueError(
-            f"{owner}: its reports depend on the client's own past values (a history-dependent "
-            "mechanism, docs/design.md §2.5), which the ASR's client model (one value, the same "
-            "report law at every report) does not describe; audit its lifetime with "
-            "longldp.audit.audit_lifetime."
-        )
+    why = asr_refusal(proto)
+    if why is not None:
+        raise ValueError(why)
     tau = check.integer(owner, "tau", tau, minimum=1)
     method = check.choice(owner, "method", method, METHODS)
     k = domain_size(proto)
@@ -140,6 +136,20 @@ def attacker_success(
     mean, _ = simulate_asr(proto, tau, pi, model == "stateless", trials, gen)
     low, high = wilson_interval(mean, trials, float(norm.isf((1 - confidence) / 2)))
     return AttackSuccess(proto.name, tau, label, model, mean, low, high, "simulated", trials, base)
+
+
+def asr_refusal(proto: FrequencyOracle) -> str | None:
+    """Why :func:`attacker_success` cannot describe ``proto`` (the reason), or None: a
+    history-dependent mechanism's reports follow the device's own past values, not one law per
+    value (docs/design.md §2.5)."""
+    if proto.history is None:
+        return None
+    return (
+        f"{proto.name}: its reports depend on the client's own past values (a history-dependent "
+        "mechanism, docs/design.md §2.5), which the ASR's client model (one value, the same "
+        "report law at every report) does not describe; audit its lifetime with "
+        "longldp.audit.audit_lifetime."
+    )
 
 
 def wilson_interval(mean: float, n: int, z: float) -> tuple[float, float]:

@@ -123,21 +123,11 @@ class _Tally:
 
     def __init__(self, proto: FrequencyOracle, n: int, a: Any, b: Any):
         self.proto, self.n, self.value_a, self.value_b = proto, n, a, b
-        self.tau = 0
+        self.tau = 0  # audit_game has refused what the game cannot play (require_game)
         self.kind = report_kind(proto)
-        if not self.kind.discrete:
-            raise ValueError(
-                f"{proto.name}: the game tallies discrete reports; report kind "
-                f"{self.kind.name!r} is continuous (audit it with the binned black box)."
-            )
         self.bits = self.kind.statistic == "bits"
         self.channel = self.kind.symbol_channel(proto)
         width = self.kind.width(proto)
-        if self.channel is not None and (proto.longitudinal or width > MAX_ENUMERATED):
-            raise ValueError(
-                f"{proto.name}: the game tallies enumerated reports of one-shot protocols "
-                f"with at most {MAX_ENUMERATED} outputs; this one has {width}."
-            )
         self.counts = np.zeros((n, width), dtype=np.int32)
         self.a: NDArray = np.empty(0)
         self.b: NDArray = np.empty(0)
@@ -160,7 +150,8 @@ class _Tally:
         for an enumerated channel the channel row of the value."""
         if self.channel is not None:
             return np.asarray(value)
-        got = self.kind.targets(self.proto, reports, [value])
+        inputs = [value] if self.proto.domain.audit_size is None else self.proto.as_inputs([value])
+        got = self.kind.targets(self.proto, reports, inputs)
         if self.bits:
             return np.broadcast_to(got[:, 0, :], self.counts.shape)
         return np.asarray(got[:, 0])
@@ -217,10 +208,12 @@ def _majority_score(tally: _Tally, rng: np.random.Generator) -> NDArray[np.float
 
 
 def value_batch(proto: FrequencyOracle, value: Any, n: int) -> Any:
-    """n copies of one input, as the protocol's population path takes them."""
-    if proto.domain_size is None:  # strings (Bloom RAPPOR)
+    """n copies of one input, as the protocol's population path takes them: the input the
+    audit code ``value`` stands for (``proto.as_inputs``; a code itself for codes), or a
+    string's copies for a domain without audit codes (Bloom RAPPOR)."""
+    if proto.domain.audit_size is None:  # strings (Bloom RAPPOR)
         return [value] * n
-    return np.full(n, value, dtype=np.int64)
+    return proto.as_inputs(np.full(n, value, dtype=np.int64))
 
 
 # ------------------------------------------------------------------------------ the game
@@ -280,16 +273,61 @@ def claimed_epsilon(
     return privacy.spent_epsilon(tau, memos, e1, einf if memoized(proto) else None)
 
 
-def require_game(proto: FrequencyOracle) -> None:
-    """``ValueError`` for a protocol the game cannot play: one over numbers (the numeric
-    mechanisms), whose claims the exact channel and the black box over the wire reports audit
-    (docs/audit.md §15)."""
-    if proto.domain.numbers:
-        raise ValueError(
-            f"{proto.name}: the distinguishing game plays codes or strings, not numbers "
-            f"({proto.domain.describe()}); audit it with exact_epsilons (outputs on cells) and "
-            "the black box over its wire reports (audit_randomizer; longldp audit --blackbox)."
+def game_refusal(proto: FrequencyOracle) -> str | None:
+    """Why the game cannot play ``proto`` (the reason, naming the audits that apply), or None.
+
+    The game plays codes or strings, and tallies each client's reports per symbol or bit under
+    one law given the value (docs/math.md §13.2). It refuses, from the traits: a
+    history-dependent mechanism (its reports follow the device's own past values, docs/design.md
+    §2.5); a protocol over numbers (the numeric mechanisms, docs/audit.md §15); a continuous
+    report kind (nothing to tally: the black box bins its reports); and an enumerated report
+    channel of a memoizing protocol, or of more than :data:`MAX_ENUMERATED` outputs (its τ
+    reports are not i.i.d. draws of that channel, or too many to tally or to list). The exact audit
+    (:func:`~longldp.audit.channels.exact_epsilons`) and the black box over the wire reports
+    (:func:`~longldp.audit.blackbox.audit_randomizer`, ``audit_lifetime``) may still apply.
+    """
+    name = proto.name
+    black_box = "the black box over its wire reports (audit_randomizer; longldp audit --blackbox)"
+    if proto.history is not None:
+        return (
+            f"{name}: its reports depend on the client's own past values (history-dependent, "
+            "docs/design.md §2.5), which the distinguishing game's client model does not "
+            f"describe; audit it with {black_box} and by its exact channel."
         )
+    if proto.domain.numbers:
+        return (
+            f"{name}: the distinguishing game plays codes or strings, not numbers "
+            f"({proto.domain.describe()}); audit it with exact_epsilons (outputs on cells) and "
+            f"{black_box}."
+        )
+    kind = report_kind(proto)
+    if not kind.discrete:
+        return (
+            f"{name}: the game tallies discrete reports; report kind {kind.name!r} is "
+            f"continuous: audit it with {black_box}, which bins them."
+        )
+    try:
+        channel = kind.symbol_channel(proto)
+    except ValueError as err:  # an enumerated channel too large to list at these parameters
+        return f"{name}: the game needs its enumerated channel: {err} Or audit it with {black_box}."
+    if channel is None:
+        return None
+    width = kind.width(proto)
+    if proto.longitudinal or width > MAX_ENUMERATED:
+        return (
+            f"{name}: the game tallies enumerated reports of one-shot protocols with at most "
+            f"{MAX_ENUMERATED} outputs; this one "
+            + ("memoizes its reports" if proto.longitudinal else f"has {width}")
+            + f": audit it with {black_box}."
+        )
+    return None
+
+
+def require_game(proto: FrequencyOracle) -> None:
+    """``ValueError`` with :func:`game_refusal`'s reason for a protocol the game cannot play."""
+    why = game_refusal(proto)
+    if why is not None:
+        raise ValueError(why)
 
 
 def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
@@ -297,7 +335,8 @@ def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
     dBitFlipPM buckets; boolean RAPPOR: 0 and 1); for a protocol over strings (Bloom RAPPOR)
     the two of ``proto.as_inputs(range(32))`` whose filters differ in the most bits over the
     first 64 cohorts."""
-    if proto.domain_size is None:
+    audit_size = proto.domain.audit_size
+    if audit_size is None:
         words = list(proto.as_inputs(np.arange(32)))
         cohorts = np.arange(min(proto.m, 64))
         masks = np.stack(
@@ -309,7 +348,7 @@ def default_inputs(proto: FrequencyOracle) -> tuple[Any, Any]:
         diff = (masks[:, None] ^ masks[None, :]).sum(axis=(2, 3))
         i, j = np.unravel_index(np.argmax(diff), diff.shape)
         return words[int(i)], words[int(j)]
-    return 0, proto.domain_size - 1
+    return 0, audit_size - 1
 
 
 def check_inputs(proto: FrequencyOracle, inputs: tuple[Any, Any]) -> tuple[Any, Any]:
@@ -318,11 +357,12 @@ def check_inputs(proto: FrequencyOracle, inputs: tuple[Any, Any]) -> tuple[Any, 
     if len(inputs) != 2:
         raise ValueError(f"{name}: 'inputs' must be two values; got {inputs!r}.")
     x0, x1 = inputs
-    if proto.domain_size is None:
+    audit_size = proto.domain.audit_size
+    if audit_size is None:
         if not all(isinstance(x, (str, bytes)) for x in inputs):
             raise ValueError(f"{name}: a protocol over strings audits strings; got {inputs!r}.")
     else:
-        vals = check.domain_values(name, np.array([x0, x1]), proto.domain_size, "inputs")
+        vals = check.domain_values(name, np.array([x0, x1]), audit_size, "inputs")
         x0, x1 = int(vals[0]), int(vals[1])
     if x0 == x1:
         raise ValueError(f"{name}: 'inputs' must be two different values; got {x0!r} twice.")

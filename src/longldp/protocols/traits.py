@@ -64,6 +64,14 @@ class Domain(ABC):
         ``k`` values (``longldp protocols``, the shuffle table): none by default."""
         return {}
 
+    @classmethod
+    def audit_params(cls, k: int) -> dict[str, Any]:
+        """Constructor parameters that fix this kind of domain for the audits at a setting of
+        ``k`` audited inputs (``experiments/audit_table.py``): the listing's
+        (:meth:`setting_params`) unless a domain whose listing is too large for the exact
+        channel and the game (an open domain's sketch width) says otherwise."""
+        return cls.setting_params(k)
+
     def describe(self) -> str:
         """One line for listings: the kind and its size or range."""
         return self.kind if self.size is None else f"{self.kind}[{self.size}]"
