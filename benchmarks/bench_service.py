@@ -538,9 +538,10 @@ def devices_rate(
     endpoint: str,
     src: Path | None,
     spy: Callable[[int], subprocess.Popen] | None = None,
-) -> tuple[float, float, float, float]:
-    """(one-report requests per second, load, the server's and the devices' CPU seconds per
-    1,000 requests) of
+    db_pid: int | None = None,
+) -> tuple[float, float, float, float, float | None]:
+    """(one-report requests per second, load, the server's, the devices' and the database's
+    (PostgreSQL's, ``db_pid``'s process tree; None on SQLite) CPU seconds per 1,000 requests) of
     ``args.devices`` devices at once against a fresh server (of ``src``), posting to
     ``…/reports`` or ``…/reports/check``. The CPU time per request depends little on what
     else the shared machine runs; the rate does. ``spy(pid)``, if given, starts a profiler
@@ -570,6 +571,7 @@ def devices_rate(
         at = load()
         profiler = spy(proc.pid) if spy is not None else None
         cpu0, mine0 = cpu_seconds(proc.pid), sum(os.times()[:2])
+        db0 = cpu_seconds(db_pid) if db_pid is not None else 0.0
         done, elapsed = asyncio.run(_devices_run(port, per_device, args.device_seconds))
         if profiler is not None:
             _, err = profiler.communicate(timeout=120)
@@ -578,7 +580,8 @@ def devices_rate(
         per_k = 1000 / max(1, done)
         cpu = (cpu_seconds(proc.pid) - cpu0) * per_k
         client = (sum(os.times()[:2]) - mine0) * per_k
-        return done / elapsed, at, cpu, client
+        dbcpu = (cpu_seconds(db_pid) - db0) * per_k if db_pid is not None else None
+        return done / elapsed, at, cpu, client, dbcpu
     finally:
         stop(proc)
 
@@ -650,7 +653,10 @@ def profile_devices(
     """A sampled profile (py-spy, samples of the thread holding the GIL) of the server of
     ``src`` under :func:`devices_rate`'s load on ``…/reports``: per part of
     :data:`PROFILE_PARTS`, the share of the samples and the microseconds per request; beside
-    it the measured CPU seconds per request (the whole process, every thread) and the rate."""
+    it the measured CPU seconds per request (the whole process, every thread) and the rate.
+    The samples are of wall-clock time with the GIL held (a process descheduled by other jobs
+    while holding it is sampled too), so the shares are what to read; each part's share of the
+    measured CPU time is the estimate of its CPU time per request."""
     raw = Path(tempfile.mkdtemp(prefix="longldp-spy-")) / "raw.txt"
     spy_bin = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     seconds = max(1, int(args.device_seconds) - 1)
@@ -660,7 +666,7 @@ def profile_devices(
         cmd += f" --format raw --output {raw}"
         return subprocess.Popen(cmd.split(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
-    rate_s, at, cpu, _ = devices_rate(db_url, args, source, "reports", src, spy)
+    rate_s, at, cpu, _, _ = devices_rate(db_url, args, source, "reports", src, spy)
     parts: dict[str, int] = {}
     total = 0
     for line in raw.read_text().splitlines():
@@ -677,8 +683,14 @@ def profile_devices(
         "server_cpu_ms_per_request": round(cpu, 3),
         "gil_samples": total,
         "gil_ms_per_request": round(total / rate / requests * 1e3, 3),
+        # A part's share of the samples, its time with the GIL held per request, and that
+        # share of the measured CPU time per request.
         "parts": {
-            part: {"share": round(n / total, 3), "us_per_request": round(n / rate / requests * 1e6)}
+            part: {
+                "share": round(n / total, 3),
+                "gil_us_per_request": round(n / rate / requests * 1e6),
+                "cpu_us_per_request": round(n / total * cpu * 1e3),
+            }
             for part, n in sorted(parts.items(), key=lambda kv: -kv[1])
         },
     }
@@ -707,7 +719,7 @@ def profile_devices_part(args: argparse.Namespace, source: Reports) -> dict:
             flush=True,
         )
         for part, v in result["parts"].items():
-            print(f"    {v['us_per_request']:>6} µs  {v['share']:.3f}  {part}", flush=True)
+            print(f"    {v['cpu_us_per_request']:>6} µs  {v['share']:.3f}  {part}", flush=True)
     return out
 
 
@@ -775,10 +787,15 @@ def devices_part(args: argparse.Namespace, source: Reports) -> dict:
                     else:
                         assert cluster is not None
                         url = cluster.new_database()
-                    rate, at, cpu, client = devices_rate(url, args, source, endpoint, src)
+                    pid = cluster.pid() if cluster is not None else None
+                    rate, at, cpu, client, dbcpu = devices_rate(
+                        url, args, source, endpoint, src, db_pid=pid
+                    )
                     row[f"{kind}_per_s"], row[f"{kind}_load"] = round(rate, 1), at
                     row[f"{kind}_server_cpu_s_per_1000"] = round(cpu, 3)
                     row[f"{kind}_devices_cpu_s_per_1000"] = round(client, 3)
+                    if dbcpu is not None:
+                        row[f"{kind}_postgresql_cpu_s_per_1000"] = round(dbcpu, 3)
                 row["group_over_noop"] = row["group_per_s"] / row["noop_per_s"]
                 if folder is not None:
                     row["group_over_baseline"] = row["group_per_s"] / row["baseline_per_s"]
@@ -789,7 +806,12 @@ def devices_part(args: argparse.Namespace, source: Reports) -> dict:
                     + ", ".join(
                         f"{k} {row[f'{k}_per_s']:,.0f}/s (load {row[f'{k}_load']}; CPU s per "
                         f"1,000: server {row[f'{k}_server_cpu_s_per_1000']}, devices "
-                        f"{row[f'{k}_devices_cpu_s_per_1000']})"
+                        f"{row[f'{k}_devices_cpu_s_per_1000']}"
+                        + (
+                            f", PostgreSQL {row[f'{k}_postgresql_cpu_s_per_1000']})"
+                            if cluster is not None
+                            else ")"
+                        )
                         for k in shown
                     ),
                     flush=True,
@@ -802,7 +824,8 @@ def devices_part(args: argparse.Namespace, source: Reports) -> dict:
                         r[f"{k}_{who}_cpu_s_per_1000"] for r in runs
                     )
                     for k in ("group", "noop", *(("baseline",) if folder is not None else ()))
-                    for who in ("server", "devices")
+                    for who in ("server", "devices", "postgresql")
+                    if f"{k}_{who}_cpu_s_per_1000" in runs[0]
                 },
             }
             if folder is not None:
