@@ -21,17 +21,24 @@ Measured in one run (docs/server.md, "Performance"; benchmarks/README.md):
    stored, then batches of the next epoch): random 16-byte ids against the ids longldp's
    clients make (the epoch, then 12 random bytes);
 7. devices (``--devices`` 64 of them, each with its own credential, its own keep-alive
-   connection and its one report per request, all at once, for ``--device-seconds``): the
-   server's rate of one-report requests with group commit, against the same stack answering
-   ``POST …/reports/check`` (authenticates, reads and parses the same request, stores
-   nothing: the practical limit) and against the server of a baseline checkout
-   (``--baseline-ref``, default ``main``, checked out in a temporary git worktree: the code
-   before group commit), alternately in rounds, on SQLite and PostgreSQL.
+   connection and its one report per request, all at once, for ``--device-seconds``; each
+   sends one report per epoch, epoch after epoch, within the collection's quota of one
+   report per device and epoch, as honest devices do): the server's rate of one-report
+   requests with group commit, against the same stack answering ``POST …/reports/check``
+   (authenticates, reads and parses the same request, stores nothing: the practical limit)
+   and against the server of a baseline checkout (``--baseline-ref``, default main before
+   the group commit, checked out in a temporary git worktree), alternately in rounds, on
+   SQLite and PostgreSQL; the best of the rounds of each configuration, the medians, and the
+   CPU seconds per request of the server, the devices and PostgreSQL;
+8. with ``--profile-devices``: where the one-report request's time goes (py-spy's samples of
+   the server process under the devices' load, by part of the stack), for this checkout, the
+   server before the lean ingest path (``--profile-ref``) and the baseline.
 
 The machine load (``os.getloadavg``) is recorded with every number: on a shared machine the
 ratios, measured alternately in the same run, mean more than the absolute rates.
-Usage: ``python benchmarks/bench_service.py [--reports 100000] [--rounds 3] [--pg-seconds 8]``;
-results in benchmarks/results/service.json.
+Usage: ``python benchmarks/bench_service.py [--reports 100000] [--rounds 3] [--pg-seconds 8]``
+(``--only-devices [--profile-devices]``: parts 7 and 8 alone); results in
+benchmarks/results/service.json.
 """
 
 from __future__ import annotations
@@ -547,12 +554,14 @@ def devices_rate(
     else the shared machine runs; the rate does. ``spy(pid)``, if given, starts a profiler
     of the server process as the devices start (waited for after the run)."""
     port = free_port()
-    proc = start_server(db_url, port, src=src)
+    per = args.device_requests
+    # Epoch j of every device is open for the whole run: a window of `per` epochs.
+    proc = start_server(db_url, port, "--max-open-epochs", str(per + 1), src=src)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as http:
             r = http.post(
                 "/v1/collections",
-                json={"name": "dev", "protocol": SPEC, "reports_per_epoch": 1_000_000},
+                json={"name": "dev", "protocol": SPEC, "epoch_window": per},
                 headers={"Authorization": f"Bearer {ADMIN}"},
             )
             assert r.status_code == 201, r.text
@@ -562,11 +571,12 @@ def devices_rate(
                 r = http.post("/v1/collections/dev/devices", headers=bearer_of(enroll))
                 assert r.status_code == 201, r.text
                 creds.append(r.json()["credential"])
-        per = args.device_requests
         per_device = []
         for cred in creds:
+            # An honest device: one report per epoch (the collection's quota), epoch after
+            # epoch, as the devices of a real collection send theirs.
             ids, wires = source.take(per)
-            bodies = [body([i], [w]) for i, w in zip(ids, wires, strict=True)]
+            bodies = [body([i], [w], e) for e, (i, w) in enumerate(zip(ids, wires, strict=True))]
             per_device.append(device_requests(f"/v1/collections/dev/{endpoint}", cred, bodies))
         at = load()
         profiler = spy(proc.pid) if spy is not None else None
