@@ -434,7 +434,9 @@ def _tree(root: int) -> list[int]:
 
 
 def cpu_seconds(root: int) -> float:
-    """CPU time (user + system) used so far by ``root``'s process tree."""
+    """CPU time (user + system) used so far by ``root``'s process tree: of the processes
+    alive, and of the children they have reaped (a PostgreSQL backend whose connection was
+    closed, e.g. by a connection pool's overflow, counts in its postmaster's ``cutime``)."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0
     for pid in _tree(root):
@@ -442,7 +444,7 @@ def cpu_seconds(root: int) -> float:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
+        total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
     return total / tick
 
 
