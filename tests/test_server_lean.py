@@ -112,18 +112,17 @@ def cases() -> list[tuple[str, str, str | None, dict[str, str], bytes]]:
     json_one = json.dumps(
         {"reports": [{"id": ids[1].hex(), "epoch": 1, "report": _b64(wires[1])}]}
     ).encode()
+
+    def rec(first: int, epochs: list[int]) -> bytes:  # records first, first + 1, ...
+        n = len(epochs)
+        return records(ids[first : first + n], epochs, wires[first : first + n])
+
     rep, chk = "/v1/collections/d/reports", "/v1/collections/d/reports/check"
     shared = "/v1/collections/s/reports"
     return [
         ("one report", rep, "device0", OCTET, one),
         ("its duplicate", rep, "device0", OCTET, one),
-        (
-            "another id, same epoch: over the quota",
-            rep,
-            "device0",
-            OCTET,
-            records(ids[2:3], [0], wires[2:3]),
-        ),
+        ("another id, same epoch: over the quota", rep, "device0", OCTET, rec(2, [0])),
         ("no Authorization", rep, None, OCTET, one),
         ("not a bearer token", rep, None, {**OCTET, "Authorization": "Basic eDp5"}, one),
         ("an empty bearer token", rep, None, {**OCTET, "Authorization": "Bearer  "}, one),
@@ -140,20 +139,14 @@ def cases() -> list[tuple[str, str, str | None, dict[str, str], bytes]]:
         ("the admin", rep, "admin", OCTET, one),
         ("the read token", rep, "read", OCTET, one),
         ("the enrollment token", rep, "enroll", OCTET, one),
-        ("a revoked device", rep, "device2", OCTET, records(ids[3:4], [0], wires[3:4])),
+        ("a revoked device", rep, "device2", OCTET, rec(3, [0])),
         ("a device's credential on the shared collection", shared, "device1", OCTET, one),
         ("text/plain", rep, "device1", {"Content-Type": "text/plain"}, one),
         ("no Content-Type", rep, "device1", {}, one),
         ("declared too long", rep, "device1", OCTET, b"\0" * 5000),
         ("a binary body of the wrong length", rep, "device1", OCTET, one[:-1]),
         ("an empty binary body", rep, "device1", OCTET, b""),
-        (
-            "an epoch outside the window",
-            rep,
-            "device1",
-            OCTET,
-            records(ids[4:5], [10_000], wires[4:5]),
-        ),
+        ("an epoch outside the window", rep, "device1", OCTET, rec(4, [10_000])),
         (
             "a report that is not a report",
             rep,
@@ -186,23 +179,11 @@ def cases() -> list[tuple[str, str, str | None, dict[str, str], bytes]]:
         ),
         ("JSON without reports", rep, "device1", JSON, b"{}"),
         ("JSON, declared too long", rep, "device1", JSON, b" " * 5000),
-        ("the check endpoint", chk, "device1", OCTET, records(ids[6:7], [0], wires[6:7])),
+        ("the check endpoint", chk, "device1", OCTET, rec(6, [0])),
         ("the check endpoint, bad", chk, "device1", OCTET, b"\1\2\3"),
         ("the check endpoint, no token", chk, None, OCTET, one),
-        (
-            "the shared token's batch",
-            shared,
-            "ingest",
-            OCTET,
-            records(ids[7:10], [0, 0, 1], wires[7:10]),
-        ),
-        (
-            "the shared token's batch again",
-            shared,
-            "ingest",
-            OCTET,
-            records(ids[7:10], [0, 0, 1], wires[7:10]),
-        ),
+        ("the shared token's batch", shared, "ingest", OCTET, rec(7, [0, 0, 1])),
+        ("the shared token's batch again", shared, "ingest", OCTET, rec(7, [0, 0, 1])),
         (
             "the shared token with a repeated id",
             shared,
@@ -211,13 +192,7 @@ def cases() -> list[tuple[str, str, str | None, dict[str, str], bytes]]:
             records([ids[10], ids[10]], [0, 0], wires[10:12]),
         ),
         ("the shared token on the device collection", rep, "ingest", OCTET, one),
-        (
-            "device 1's report, after all that",
-            rep,
-            "device1",
-            OCTET,
-            records(ids[11:12], [0], wires[11:12]),
-        ),
+        ("device 1's report, after all that", rep, "device1", OCTET, rec(11, [0])),
     ]
 
 
