@@ -21,17 +21,24 @@ Measured in one run (docs/server.md, "Performance"; benchmarks/README.md):
    stored, then batches of the next epoch): random 16-byte ids against the ids longldp's
    clients make (the epoch, then 12 random bytes);
 7. devices (``--devices`` 64 of them, each with its own credential, its own keep-alive
-   connection and its one report per request, all at once, for ``--device-seconds``): the
-   server's rate of one-report requests with group commit, against the same stack answering
-   ``POST …/reports/check`` (authenticates, reads and parses the same request, stores
-   nothing: the practical limit) and against the server of a baseline checkout
-   (``--baseline-ref``, default ``main``, checked out in a temporary git worktree: the code
-   before group commit), alternately in rounds, on SQLite and PostgreSQL.
+   connection and its one report per request, all at once, for ``--device-seconds``; each
+   sends one report per epoch, epoch after epoch, within the collection's quota of one
+   report per device and epoch, as honest devices do): the server's rate of one-report
+   requests with group commit, against the same stack answering ``POST …/reports/check``
+   (authenticates, reads and parses the same request, stores nothing: the practical limit)
+   and against the server of a baseline checkout (``--baseline-ref``, default main before
+   the group commit, checked out in a temporary git worktree), alternately in rounds, on
+   SQLite and PostgreSQL; the best of the rounds of each configuration, the medians, and the
+   CPU seconds per request of the server, the devices and PostgreSQL;
+8. with ``--profile-devices``: where the one-report request's time goes (py-spy's samples of
+   the server process under the devices' load, by part of the stack), for this checkout, the
+   server before the lean ingest path (``--profile-ref``) and the baseline.
 
 The machine load (``os.getloadavg``) is recorded with every number: on a shared machine the
 ratios, measured alternately in the same run, mean more than the absolute rates.
-Usage: ``python benchmarks/bench_service.py [--reports 100000] [--rounds 3] [--pg-seconds 8]``;
-results in benchmarks/results/service.json.
+Usage: ``python benchmarks/bench_service.py [--reports 100000] [--rounds 3] [--pg-seconds 8]``
+(``--only-devices [--profile-devices]``: parts 7 and 8 alone); results in
+benchmarks/results/service.json.
 """
 
 from __future__ import annotations
@@ -52,6 +59,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -66,6 +74,11 @@ from longldp.server.service import SQLITE_INSERT, Collection
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 ADMIN = "bench-admin-" + secrets.token_hex(16)
+#: The baseline of the devices part: main just before the collection server's group commit
+#: (and the rest of its part two) was merged.
+BASELINE_REF = "676124d80930ef86bc57e8ed4fe95c3e6c8c960d"
+#: The server profiled as "before" the lean ingest path (the commit before it).
+PROFILE_REF = "1bb937d2e778738833bd8860b015086c4caaf740"
 SPEC = {"name": "L-OSUE", "params": {"k": 1000, "eps_perm": 2.0, "eps_1": 0.8}}
 OCTET = "application/octet-stream"
 
@@ -421,7 +434,9 @@ def _tree(root: int) -> list[int]:
 
 
 def cpu_seconds(root: int) -> float:
-    """CPU time (user + system) used so far by ``root``'s process tree."""
+    """CPU time (user + system) used so far by ``root``'s process tree: of the processes
+    alive, and of the children they have reaped (a PostgreSQL backend whose connection was
+    closed, e.g. by a connection pool's overflow, counts in its postmaster's ``cutime``)."""
     tick = os.sysconf("SC_CLK_TCK")
     total = 0
     for pid in _tree(root):
@@ -429,7 +444,7 @@ def cpu_seconds(root: int) -> float:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime
+        total += sum(int(f) for f in fields[11:15])  # utime, stime, cutime, cstime
     return total / tick
 
 
@@ -526,19 +541,29 @@ async def _devices_run(
 
 
 def devices_rate(
-    db_url: str, args: argparse.Namespace, source: Reports, endpoint: str, src: Path | None
-) -> tuple[float, float, float]:
-    """(one-report requests per second, load, the server's CPU seconds per 1,000 requests) of
+    db_url: str,
+    args: argparse.Namespace,
+    source: Reports,
+    endpoint: str,
+    src: Path | None,
+    spy: Callable[[int], subprocess.Popen] | None = None,
+    db_pid: int | None = None,
+) -> tuple[float, float, float, float, float | None]:
+    """(one-report requests per second, load, the server's, the devices' and the database's
+    (PostgreSQL's, ``db_pid``'s process tree; None on SQLite) CPU seconds per 1,000 requests) of
     ``args.devices`` devices at once against a fresh server (of ``src``), posting to
     ``…/reports`` or ``…/reports/check``. The CPU time per request depends little on what
-    else the shared machine runs; the rate does."""
+    else the shared machine runs; the rate does. ``spy(pid)``, if given, starts a profiler
+    of the server process as the devices start (waited for after the run)."""
     port = free_port()
-    proc = start_server(db_url, port, src=src)
+    per = args.device_requests
+    # Epoch j of every device is open for the whole run: a window of `per` epochs.
+    proc = start_server(db_url, port, "--max-open-epochs", str(per + 1), src=src)
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=300) as http:
             r = http.post(
                 "/v1/collections",
-                json={"name": "dev", "protocol": SPEC, "reports_per_epoch": 1_000_000},
+                json={"name": "dev", "protocol": SPEC, "epoch_window": per},
                 headers={"Authorization": f"Bearer {ADMIN}"},
             )
             assert r.status_code == 201, r.text
@@ -548,19 +573,181 @@ def devices_rate(
                 r = http.post("/v1/collections/dev/devices", headers=bearer_of(enroll))
                 assert r.status_code == 201, r.text
                 creds.append(r.json()["credential"])
-        per = args.device_requests
         per_device = []
         for cred in creds:
+            # An honest device: one report per epoch (the collection's quota), epoch after
+            # epoch, as the devices of a real collection send theirs.
             ids, wires = source.take(per)
-            bodies = [body([i], [w]) for i, w in zip(ids, wires, strict=True)]
+            bodies = [body([i], [w], e) for e, (i, w) in enumerate(zip(ids, wires, strict=True))]
             per_device.append(device_requests(f"/v1/collections/dev/{endpoint}", cred, bodies))
         at = load()
-        cpu0 = cpu_seconds(proc.pid)
+        profiler = spy(proc.pid) if spy is not None else None
+        cpu0, mine0 = cpu_seconds(proc.pid), sum(os.times()[:2])
+        db0 = cpu_seconds(db_pid) if db_pid is not None else 0.0
         done, elapsed = asyncio.run(_devices_run(port, per_device, args.device_seconds))
-        cpu = (cpu_seconds(proc.pid) - cpu0) * 1000 / max(1, done)
-        return done / elapsed, at, cpu
+        if profiler is not None:
+            _, err = profiler.communicate(timeout=120)
+            if profiler.returncode != 0:
+                raise RuntimeError(f"py-spy failed: {err.decode(errors='replace')[-500:]}")
+        per_k = 1000 / max(1, done)
+        cpu = (cpu_seconds(proc.pid) - cpu0) * per_k
+        client = (sum(os.times()[:2]) - mine0) * per_k
+        dbcpu = (cpu_seconds(db_pid) - db0) * per_k if db_pid is not None else None
+        return done / elapsed, at, cpu, client, dbcpu
     finally:
         stop(proc)
+
+
+#: Where a sampled stack of the server goes: the innermost frame matching one of these places
+#: (a part of the file's path, and the function's names or None for any), checked in this
+#: order for each frame. The names are those of this checkout and of the servers before it
+#: (FastAPI routes, the thread pool) that the profile is run against.
+AUTH = "authentication (the credential's row, digest compare)"
+STORE = "storing (the group's transaction and commit, or one per request)"
+PARSE = "reading, bounding and parsing the request (validation)"
+HANDOFF = "hand-offs between threads (queues, wake-ups, thread pool)"
+FASTAPI = "FastAPI and Starlette (routing, request object, dependencies, validation)"
+UVICORN = "uvicorn's protocol (request cycle, deadlines, write coalescing)"
+PROFILE_PARTS: list[tuple[str, str, tuple[str, ...] | None]] = [
+    (AUTH, "longldp/server/service.py", ("authenticate", "_who", "role_of")),
+    (AUTH, "longldp/server/tokens.py", None),
+    (STORE, "longldp/server/ingest.py", None),
+    (STORE, "longldp/server/service.py", ("ingest", "store_job")),
+    (STORE, "longldp/server/group.py", ("_process",)),
+    (PARSE, "longldp/server/service.py", ("job", "parse_binary", "parse_json", "ingest_bytes")),
+    (PARSE, "longldp/server/_codec.py", None),
+    (PARSE, "longldp/protocols/", None),
+    (PARSE, "longldp/server/app.py", ("ingest_job", "read_body", "header", "bearer_token")),
+    ("answer (JSON encoding)", "longldp/server/admission.py", ("send_json",)),
+    ("answer (JSON encoding)", "json/", None),
+    (
+        "socket system calls (recv, send)",
+        "asyncio/selector_events.py",
+        ("write", "_read_ready__data_received", "_read_ready__get_buffer", "sock_recv"),
+    ),
+    ("HTTP/1.1 parsing and framing (h11)", "h11/", None),
+    ("HTTP/1.1 parsing and framing (h11)", "httptools/", None),
+    (HANDOFF, "longldp/server/group.py", None),
+    (HANDOFF, "anyio/", None),
+    (HANDOFF, "concurrent/futures/", None),
+    (HANDOFF, "threading.py", None),
+    (HANDOFF, "queue.py", None),
+    (FASTAPI, "fastapi/", None),
+    (FASTAPI, "starlette/", None),
+    (FASTAPI, "pydantic", None),
+    (UVICORN, "longldp/server/timeouts.py", None),
+    ("the ASGI handler and middleware (lean ingest, admission)", "longldp/server/", None),
+    (UVICORN, "uvicorn/", None),
+    ("the event loop (scheduling, epoll)", "asyncio/", None),
+    ("the event loop (scheduling, epoll)", "selectors.py", None),
+]
+
+
+def _frame(text: str) -> tuple[str, str]:
+    """(function, file) of a py-spy raw frame ``Class.function (path/file.py:line)``."""
+    func, _, rest = text.rpartition(" (")
+    return func.rpartition(".")[2], rest.rsplit(":", 1)[0]
+
+
+def profile_part_of(frames: list[str]) -> str:
+    """The part of :data:`PROFILE_PARTS` a sampled stack (outermost frame first) is in."""
+    for text in reversed(frames):
+        func, file = _frame(text)
+        for part, where, names in PROFILE_PARTS:
+            if where in file and (names is None or func in names):
+                return part
+    return "other"
+
+
+def profile_devices(
+    db_url: str, args: argparse.Namespace, source: Reports, src: Path | None, rate: int = 250
+) -> dict:
+    """A sampled profile (py-spy, samples of the thread holding the GIL) of the server of
+    ``src`` under :func:`devices_rate`'s load on ``…/reports``: per part of
+    :data:`PROFILE_PARTS`, the share of the samples and the microseconds per request; beside
+    it the measured CPU seconds per request (the whole process, every thread) and the rate.
+    The samples are of wall-clock time with the GIL held (a process descheduled by other jobs
+    while holding it is sampled too), so the shares are what to read; each part's share of the
+    measured CPU time is the estimate of its CPU time per request."""
+    raw = Path(tempfile.mkdtemp(prefix="longldp-spy-")) / "raw.txt"
+    spy_bin = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    seconds = max(1, int(args.device_seconds) - 1)
+
+    def spy(pid: int) -> subprocess.Popen:
+        cmd = f"{spy_bin} record --pid {pid} --gil --rate {rate} --duration {seconds}"
+        cmd += f" --format raw --output {raw}"
+        return subprocess.Popen(cmd.split(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    rate_s, at, cpu, _, _ = devices_rate(db_url, args, source, "reports", src, spy)
+    parts: dict[str, int] = {}
+    total = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        n = int(count)
+        part = profile_part_of(stack.split(";")[1:])  # the first is the process
+        parts[part] = parts.get(part, 0) + n
+        total += n
+    shutil.rmtree(raw.parent, ignore_errors=True)
+    requests = rate_s * seconds  # requests served while sampled (the rate is steady)
+    return {
+        "per_s": round(rate_s, 1),
+        "load": at,
+        "server_cpu_ms_per_request": round(cpu, 3),
+        "gil_samples": total,
+        "gil_ms_per_request": round(total / rate / requests * 1e3, 3),
+        # A part's share of the samples, its time with the GIL held per request, and that
+        # share of the measured CPU time per request.
+        "parts": {
+            part: {
+                "share": round(n / total, 3),
+                "gil_us_per_request": round(n / rate / requests * 1e6),
+                "cpu_us_per_request": round(n / total * cpu * 1e3),
+            }
+            for part, n in sorted(parts.items(), key=lambda kv: -kv[1])
+        },
+    }
+
+
+def profile_devices_part(args: argparse.Namespace, source: Reports) -> dict:
+    """The one-report ingest request profiled (SQLite) on this checkout, on ``--profile-ref``
+    (the server before the lean ingest path) and on ``--baseline-ref``."""
+    out: dict = {"devices": args.devices, "seconds": args.device_seconds, "servers": {}}
+    refs = [("this checkout", None), ("before", args.profile_ref), ("baseline", args.baseline_ref)]
+    for label, ref in refs:
+        folder, commit = baseline_checkout(ref) if ref else (None, None)
+        try:
+            url = str(Path(tempfile.mkdtemp(prefix="longldp-bench-prof-")) / "d.db")
+            src = folder / "src" if folder is not None else None
+            result = profile_devices(url, args, source, src)
+        finally:
+            if folder is not None:
+                remove_checkout(folder)
+        result["ref"], result["commit"] = ref or "HEAD", commit or head_commit()
+        out["servers"][label] = result
+        print(
+            f"  {label} ({result['commit'][:10]}): {result['per_s']:,.0f}/s, load "
+            f"{result['load']}, CPU {result['server_cpu_ms_per_request']} ms per request, "
+            f"GIL held {result['gil_ms_per_request']} ms per request",
+            flush=True,
+        )
+        for part, v in result["parts"].items():
+            print(f"    {v['cpu_us_per_request']:>6} µs  {v['share']:.3f}  {part}", flush=True)
+    return out
+
+
+def head_commit() -> str:
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def remove_checkout(folder: Path) -> None:
+    """Remove a temporary worktree made by :func:`baseline_checkout`."""
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(folder)],
+        capture_output=True,
+    )
+    shutil.rmtree(folder.parent, ignore_errors=True)
 
 
 def bearer_of(token: str) -> dict[str, str]:
@@ -612,9 +799,15 @@ def devices_part(args: argparse.Namespace, source: Reports) -> dict:
                     else:
                         assert cluster is not None
                         url = cluster.new_database()
-                    rate, at, cpu = devices_rate(url, args, source, endpoint, src)
+                    pid = cluster.pid() if cluster is not None else None
+                    rate, at, cpu, client, dbcpu = devices_rate(
+                        url, args, source, endpoint, src, db_pid=pid
+                    )
                     row[f"{kind}_per_s"], row[f"{kind}_load"] = round(rate, 1), at
                     row[f"{kind}_server_cpu_s_per_1000"] = round(cpu, 3)
+                    row[f"{kind}_devices_cpu_s_per_1000"] = round(client, 3)
+                    if dbcpu is not None:
+                        row[f"{kind}_postgresql_cpu_s_per_1000"] = round(dbcpu, 3)
                 row["group_over_noop"] = row["group_per_s"] / row["noop_per_s"]
                 if folder is not None:
                     row["group_over_baseline"] = row["group_per_s"] / row["baseline_per_s"]
@@ -623,8 +816,14 @@ def devices_part(args: argparse.Namespace, source: Reports) -> dict:
                 print(
                     f"  {backend} round {rnd}: "
                     + ", ".join(
-                        f"{k} {row[f'{k}_per_s']:,.0f}/s (load {row[f'{k}_load']}, server "
-                        f"{row[f'{k}_server_cpu_s_per_1000']} CPU s per 1,000)"
+                        f"{k} {row[f'{k}_per_s']:,.0f}/s (load {row[f'{k}_load']}; CPU s per "
+                        f"1,000: server {row[f'{k}_server_cpu_s_per_1000']}, devices "
+                        f"{row[f'{k}_devices_cpu_s_per_1000']}"
+                        + (
+                            f", PostgreSQL {row[f'{k}_postgresql_cpu_s_per_1000']})"
+                            if cluster is not None
+                            else ")"
+                        )
                         for k in shown
                     ),
                     flush=True,
@@ -633,16 +832,40 @@ def devices_part(args: argparse.Namespace, source: Reports) -> dict:
                 "runs": runs,
                 "group_over_noop_median": statistics.median(r["group_over_noop"] for r in runs),
                 **{
-                    f"{k}_server_cpu_s_per_1000_median": statistics.median(
-                        r[f"{k}_server_cpu_s_per_1000"] for r in runs
+                    f"{k}_{who}_cpu_s_per_1000_median": statistics.median(
+                        r[f"{k}_{who}_cpu_s_per_1000"] for r in runs
                     )
                     for k in ("group", "noop", *(("baseline",) if folder is not None else ()))
+                    for who in ("server", "devices", "postgresql")
+                    if f"{k}_{who}_cpu_s_per_1000" in runs[0]
                 },
             }
             if folder is not None:
                 summary["group_over_baseline_median"] = statistics.median(
                     r["group_over_baseline"] for r in runs
                 )
+            # The best of the rounds of each configuration (the machine is shared: a round
+            # that others' jobs slowed down says less about the server than the best one).
+            for k in shown:
+                summary[f"{k}_per_s_best"] = max(r[f"{k}_per_s"] for r in runs)
+                summary[f"{k}_server_cpu_s_per_1000_min"] = min(
+                    r[f"{k}_server_cpu_s_per_1000"] for r in runs
+                )
+            best = {k: summary[f"{k}_per_s_best"] for k in shown}
+            summary["group_over_noop_best"] = best["group"] / best["noop"]
+            if folder is not None:
+                summary["group_over_baseline_best"] = best["group"] / best["baseline"]
+            print(
+                f"  {backend}, best of {len(runs)} rounds: "
+                + ", ".join(f"{k} {summary[f'{k}_per_s_best']:,.0f}/s" for k in shown)
+                + f"; group / no-op {summary['group_over_noop_best']:.2f}"
+                + (
+                    f", group / baseline {summary['group_over_baseline_best']:.2f}"
+                    if folder is not None
+                    else ""
+                ),
+                flush=True,
+            )
             out[backend] = summary
             if cluster is not None:
                 cluster.destroy()
@@ -651,11 +874,7 @@ def devices_part(args: argparse.Namespace, source: Reports) -> dict:
         if cluster is not None:
             cluster.destroy()
         if folder is not None:
-            subprocess.run(
-                ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(folder)],
-                capture_output=True,
-            )
-            shutil.rmtree(folder.parent, ignore_errors=True)
+            remove_checkout(folder)
     return out
 
 
@@ -673,8 +892,21 @@ def main() -> None:
     ap.add_argument("--devices", type=int, default=64, help="devices sending at once")
     ap.add_argument("--device-seconds", type=float, default=10.0, help="seconds per device run")
     ap.add_argument("--device-requests", type=int, default=400, help="requests per device")
-    ap.add_argument("--baseline-ref", default="main", help="git ref of the baseline ('' none)")
-    ap.add_argument("--only-devices", action="store_true", help="only the devices part")
+    ap.add_argument(
+        "--baseline-ref",
+        default=BASELINE_REF,
+        help="git ref of the baseline ('' none; default: main before the group commit)",
+    )
+    ap.add_argument("--only-devices", action="store_true", help="only the devices part(s)")
+    ap.add_argument(
+        "--profile-devices",
+        action="store_true",
+        help="also profile the one-report request (py-spy) here, at --profile-ref and baseline",
+    )
+    ap.add_argument(
+        "--profile-ref", default=PROFILE_REF, help="git ref profiled as 'before' (lean ingest)"
+    )
+    ap.add_argument("--skip-devices", action="store_true", help="no devices rates")
     ap.add_argument("--skip-pg", action="store_true")
     ap.add_argument("--skip-sqlite", action="store_true", help="only the PostgreSQL part")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "service.json")
@@ -683,8 +915,12 @@ def main() -> None:
     source = Reports(proto, 20_000, np.random.default_rng(2026))
     out: dict = {"protocol": SPEC, "reports": args.reports, "cpu_count": os.cpu_count()}
     out["load_at_start"] = load()
-    print(f"{args.devices} devices, one report per request: group commit, no-op, baseline")
-    out["devices"] = devices_part(args, source)
+    if not args.skip_devices:
+        print(f"{args.devices} devices, one report per request: group commit, no-op, baseline")
+        out["devices"] = devices_part(args, source)
+    if args.profile_devices:
+        print("the one-report request profiled (py-spy, SQLite): this checkout, before, baseline")
+        out["profile_devices"] = profile_devices_part(args, source)
     if args.only_devices:
         args.skip_sqlite = args.skip_pg = True
     if not args.skip_sqlite:
@@ -736,7 +972,8 @@ def main() -> None:
         )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.only_devices and args.out.exists():  # keep the other parts' last results
-        out = {**json.loads(args.out.read_text()), "devices": out["devices"]}
+        kept = json.loads(args.out.read_text())
+        out = {**kept, **{k: out[k] for k in ("devices", "profile_devices") if k in out}}
     args.out.write_text(json.dumps(out, indent=2) + "\n")
 
 
