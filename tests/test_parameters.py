@@ -36,7 +36,7 @@ def test_chain_eps_round_trips(cls, params, eps_perm, alpha, k):
     their maximum, math §3.3, is refused)."""
     eps_1 = alpha * eps_perm
     extra = {k: v for k, v in options(cls, params).items() if k != "calibration"}
-    if alpha >= cls.max_alpha(eps_perm) - 1e-6:
+    if alpha >= cls.max_alpha(eps_perm, **extra) - 1e-6:
         with pytest.raises(ValueError, match="'eps_1' must be"):
             build(cls, {**extra, "eps_perm": eps_perm, "eps_1": eps_1}, k)
         return

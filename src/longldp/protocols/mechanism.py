@@ -195,8 +195,9 @@ class Mechanism(ABC):
         return params
 
     @classmethod
-    def max_alpha(cls, eps_perm: float) -> float:
-        """Largest α = ε1/ε∞ (excluded) a two-round chain reaches at ``eps_perm``: 1 unless the
+    def max_alpha(cls, eps_perm: float, **params: Any) -> float:
+        """Largest α = ε1/ε∞ (excluded) a two-round chain reaches at ``eps_perm`` (and the
+        class's other constructor ``params``, where the limit depends on them): 1 unless the
         chain's round 2 cannot reach every ε1 (L-OUE, L-SOUE: math §3.3)."""
         return 1.0
 

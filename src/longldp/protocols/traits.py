@@ -241,6 +241,18 @@ class ItemSpace(Domain):
         not the domain here; the sketch's width is, and 1024 ≫ k keeps collisions rare)."""
         return {"m": 1024}
 
+    @classmethod
+    def audit_params(cls, k: int) -> dict[str, Any]:
+        """A sketch of m = 4 columns: a report's channel over its 2^m bit patterns stays small
+        enough to enumerate and to play the game on (the sketches' ε does not depend on m,
+        docs/math.md §21)."""
+        return {"m": 4}
+
+    @property
+    def audit_size(self) -> int:
+        """Two items (:meth:`as_inputs` of codes 0 and 1): an open domain's audited pair."""
+        return 2
+
     @property
     def size(self) -> int | None:
         return None if self.bits is None else 1 << self.bits

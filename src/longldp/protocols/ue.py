@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -271,7 +271,7 @@ class LOUE(_UEChain):
     )
 
     @classmethod
-    def max_alpha(cls, eps_perm: float) -> float:
+    def max_alpha(cls, eps_perm: float, **params: Any) -> float:
         """:func:`longldp.privacy.max_alpha` of L-OUE."""
         return privacy.max_alpha(cls.name, eps_perm)
 
@@ -294,7 +294,7 @@ class LSOUE(_UEChain):
     )
 
     @classmethod
-    def max_alpha(cls, eps_perm: float) -> float:
+    def max_alpha(cls, eps_perm: float, **params: Any) -> float:
         """:func:`longldp.privacy.max_alpha` of L-SOUE."""
         return privacy.max_alpha(cls.name, eps_perm)
 

@@ -1000,7 +1000,7 @@ class _Chain(_Rounded, _BitSupport):
         object.__setattr__(self, "s", check.integer(self.name, "s", s, minimum=1, maximum=4096))
 
     @classmethod
-    def max_alpha(cls, eps_perm: float) -> float:
+    def max_alpha(cls, eps_perm: float, **params: Any) -> float:
         """ε1/ε∞ below 2·artanh(1/C_M)/ε∞ (math (20.18)): 1 for a Duchi memo, 1/2 for PM, less
         the float margin :data:`~longldp.privacy.numeric.EPS_1_MARGIN`."""
         return nm.max_eps_1(cls.memo_mechanism, eps_perm) * (1 - nm.EPS_1_MARGIN) / eps_perm
@@ -1264,10 +1264,10 @@ class LSW(_Rounded, NumericMechanism):
         object.__setattr__(self, "_p2q2", (p2, q2))
 
     @classmethod
-    def max_alpha(cls, eps_perm: float) -> float:
-        """ε1/ε∞ below the bucketed memo's own ε over ε∞ (math §20.11), at the default grid and
-        buckets (s = 32, d_out = 64)."""
-        memo = nm.sw_grid_channel(eps_perm, 32, 64)
+    def max_alpha(cls, eps_perm: float, **params: Any) -> float:
+        """ε1/ε∞ below the bucketed memo's own ε over ε∞ (math §20.11), at the grid and
+        buckets given in ``params`` (by default s = 32, d_out = 64)."""
+        memo = nm.sw_grid_channel(eps_perm, params.get("s", 32), params.get("d_out", 64))
         return privacy.channel_epsilon(memo) / eps_perm
 
     # -- claims
