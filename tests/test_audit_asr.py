@@ -29,7 +29,11 @@ PRIOR = np.array([0.35, 0.25, 0.2, 0.12, 0.08])
 #: The ASR's client holds one value and draws every report from the same law; a
 #: history-dependent mechanism's reports follow its past values (refused below; its lifetime is
 #: audited black-box in tests/test_streams_audit.py).
-PROTOCOLS = [p for p in registered_protocols(5, SETTING) if p.history is None]
+PROTOCOLS = [
+    p for p in registered_protocols(5, SETTING) if p.history is None and p.input_domain.listed
+]
+#: Open item spaces (their domain is not ``listed``): no values to guess among.
+OPEN = [p for p in registered_protocols(5, SETTING) if not p.input_domain.listed]
 HISTORY = [p for p in registered_protocols(5, SETTING) if p.history is not None]
 IDS = [p.name for p in PROTOCOLS]
 
@@ -122,6 +126,13 @@ def test_exact_is_refused_where_the_family_cannot_be_enumerated():
         attacker_success(ll.protocol("GRR", k=2, eps=1.0), prior=[0.5, 0.6])
     with pytest.raises(ValueError, match="method"):
         attacker_success(ll.protocol("GRR", k=2, eps=1.0), method="guess")
+
+
+@pytest.mark.parametrize("proto", OPEN, ids=lambda p: p.name)
+def test_an_open_item_space_is_refused_with_the_reason(proto):
+    with pytest.raises(ValueError, match="open item space") as err:
+        attacker_success(proto, 1)
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("proto", HISTORY, ids=lambda p: p.name)

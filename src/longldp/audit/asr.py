@@ -141,7 +141,14 @@ def attacker_success(
 def asr_refusal(proto: FrequencyOracle) -> str | None:
     """Why :func:`attacker_success` cannot describe ``proto`` (the reason), or None: a
     history-dependent mechanism's reports follow the device's own past values, not one law per
-    value (docs/design.md §2.5)."""
+    value (docs/design.md §2.5); an open item space (its domain is not ``listed``) has no
+    values to guess among, only the sample of items the audits draw."""
+    if not proto.input_domain.listed:
+        return (
+            f"{proto.name}: its inputs are an open item space, not listed values; the ASR is the "
+            "chance of guessing a value among listed ones (its exact ε, the game and the black "
+            "box cover it)."
+        )
     if proto.history is None:
         return None
     return (

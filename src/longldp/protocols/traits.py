@@ -39,6 +39,9 @@ class Domain(ABC):
 
     #: Short name shown by ``longldp protocols`` and the generated tables.
     kind: ClassVar[str]
+    #: The audits' inputs are listed values an attacker guesses among (the ASR); False for an
+    #: open item space, whose audited items are a sample of values nobody listed.
+    listed: ClassVar[bool] = True
     #: Inputs are integer codes in [0, size).
     codes: ClassVar[bool] = False
     #: Inputs are real numbers (an interval's): the audit's distinguishing game, which plays
@@ -230,6 +233,7 @@ class ItemSpace(Domain):
 
     bits: int | None = None
     kind: ClassVar[str] = "items"
+    listed: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         if self.bits is not None:
