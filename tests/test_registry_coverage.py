@@ -137,7 +137,7 @@ COMMON: dict[str, dict[str, Trait]] = {
         "test_comparison_only_mechanisms_are_refused": comparison_only,
     },
     "test_roundtrip_server": {"test_server_round_trip": deployable},
-    "test_roundtrip_archive": {"test_archive_round_trip": every},
+    "test_roundtrip_archive": {"test_archive_round_trip": deployable},
     # Its channel rebuild reads the stored probabilities of an exact channel over items; the
     # numeric mechanisms draw positions too, and their claims against what their samplers
     # realize at high ε are checked by tests/test_numeric_privacy.py.

@@ -16,7 +16,7 @@ import pytest
 
 from longldp.archive import ArchiveWriter, aggregate_archive
 from longldp.protocols import wire
-from registry_cases import build, cases
+from registry_cases import build, cases, deployable
 from roundtrip_helpers import (
     EPOCHS,
     FIELDS,
@@ -41,7 +41,7 @@ def write_archives(proto, batches: dict[int, bytes], folder: Path) -> list[Path]
     return paths
 
 
-@pytest.mark.parametrize(("cls", "params"), cases())
+@pytest.mark.parametrize(("cls", "params"), cases(deployable))
 def test_archive_round_trip(cls, params, tmp_path: Path) -> None:
     proto = build(cls, params, K)
     batches, records = device_batches(proto, tmp_path, "roundtrip", seed=100 + cls.wire_id)
