@@ -48,3 +48,15 @@ def test_many_groups_flush_the_byte_lanes_exactly(monkeypatch, row_bytes):
     rows = rng.integers(0, 256, size=(50_003, row_bytes), dtype=np.uint8)
     expected = np.unpackbits(rows, axis=1).sum(axis=0, dtype=np.int64)
     np.testing.assert_array_equal(packed_column_sums(rows, 8 * row_bytes), expected)
+
+
+def test_sixteen_bit_lanes_hold_their_stated_capacity(monkeypatch):
+    # One-word runs make 120-row groups: 292 splits of 15 groups pass the 291 weighted splits
+    # (each adding 225 to a lane for all-ones rows) a 16-bit lane holds before it is folded.
+    from longldp.protocols import _bitcount
+
+    monkeypatch.setattr(_bitcount, "_RUN_WORDS", 1)
+    monkeypatch.setattr(_bitcount, "_MIN_RUN_WORDS", 0)
+    n = 292 * 15 * 120 + 7
+    ones = np.full((n, 1), 0xFF, dtype=np.uint8)
+    np.testing.assert_array_equal(packed_column_sums(ones, 8), np.full(8, n))
