@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BYTE_BITS", "packed_column_sums"]
+__all__ = ["BYTE_BITS", "grouped_column_sums", "packed_column_sums"]
 
 #: BYTE_BITS[b, j] = bit j (most significant first, numpy.packbits' order) of byte value b.
 BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
@@ -192,3 +192,82 @@ def _histogram_sums(rows: NDArray[np.uint8]) -> NDArray[np.int64]:
     offsets = np.arange(row_bytes, dtype=np.intp) * 256
     hist = np.bincount((rows + offsets).ravel(), minlength=row_bytes * 256)
     return (hist.reshape(row_bytes, 256) @ BYTE_BITS).reshape(-1)
+
+
+def grouped_column_sums(
+    rows: NDArray[np.uint8], labels: NDArray[np.integer], k: int, width: int
+) -> NDArray[np.int64]:
+    """Column sums of bit-packed rows per label: out[j] counts the ones of the rows labelled j.
+
+    Parameters
+    ----------
+    rows : ndarray of uint8, shape (n, row_bytes)
+        Bit vectors packed most significant bit first.
+    labels : ndarray of int, shape (n,)
+        A label in ``[0, k)`` per row (checked by the caller), in any order.
+    k : int
+        Number of labels.
+    width : int
+        Number of meaningful bits per row.
+
+    Returns
+    -------
+    ndarray of int64, shape (k, width)
+
+    Notes
+    -----
+    The full adders of the carry-save kernel work lane by lane, so a run may hold the reports
+    of every label as long as each lane keeps its label: run ``r`` of the gather holds ``V``
+    reports of label 0, then ``V`` of label 1, ... (the ``r``-th ``V`` of each label's
+    reports, a stable counting sort's order), one ``np.take`` per group into a cache-sized
+    buffer. Labels with fewer reports than the longest are padded with copies of one of their
+    own reports (or of report 0 for an empty label), whose bits are subtracted at the end:
+    exact, and all labels are counted in one pass instead of one call per label. When the
+    padding would exceed a quarter of the reports (few reports per label), each label's
+    reports are counted by :func:`packed_column_sums` instead.
+    """
+    rows = np.ascontiguousarray(rows, dtype=np.uint8)
+    lab = np.asarray(labels, dtype=np.intp)
+    n, row_bytes = rows.shape
+    out = np.zeros((k, row_bytes * 8), dtype=np.int64)
+    if n == 0 or row_bytes == 0:
+        return out[:, :width]
+    counts = np.bincount(lab, minlength=k)
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    order = np.argsort(lab.astype(np.uint16) if k <= 1 << 16 else lab, kind="stable")
+    unit = 8 // math.gcd(row_bytes, 8)  # reports per label that fill whole 64-bit words
+    per_label = max(unit, (_RUN_WORDS * 8 // (k * row_bytes)) // unit * unit)
+    slots = _RUNS * per_label  # reports of one label in one group
+    n_groups = -(-int(counts.max()) // slots)
+    if n_groups * slots * k > n + n // 4:
+        words = rows.view(np.uint64) if row_bytes % 8 == 0 else rows
+        grouped = np.take(words, order, axis=0).view(np.uint8)
+        for j in np.flatnonzero(counts):
+            out[j] = packed_column_sums(grouped[bounds[j] : bounds[j + 1]], row_bytes * 8)
+        return out[:, :width]
+    run = k * per_label * row_bytes // 8
+    # idx[g, r, j, v]: the report in slot v of label j in run r of group g.
+    q = np.arange(n_groups * slots, dtype=np.intp).reshape(n_groups, _RUNS, 1, per_label)
+    start = bounds[:-1].reshape(1, 1, k, 1)
+    filled = q < counts.reshape(1, 1, k, 1)
+    idx = order[np.minimum(np.where(filled, start + q, start), n - 1)]
+    as_words = row_bytes % 8 == 0
+    source = rows.view(np.uint64) if as_words else rows
+    buf = np.empty((_RUNS * k * per_label, source.shape[1]), dtype=source.dtype)
+    group = buf.reshape(-1).view(np.uint64).reshape(_RUNS, run)
+    per = np.zeros((8, k, row_bytes), dtype=np.int64)
+
+    def gathered() -> Iterator[NDArray[np.uint64]]:
+        for g in range(n_groups):
+            np.take(source, idx[g].reshape(-1), axis=0, out=buf, mode="clip")
+            yield group
+
+    def fold(wide: NDArray[np.uint16]) -> None:
+        per[...] += wide.reshape(8, k, per_label, row_bytes).sum(axis=2, dtype=np.int64)
+
+    _lane_sums(gathered(), run, fold)
+    out[...] = per.transpose(1, 2, 0).reshape(k, row_bytes * 8)
+    pad = n_groups * slots - counts
+    dup = order[np.minimum(bounds[:-1], n - 1)]
+    out -= pad[:, None] * np.unpackbits(rows[dup], axis=1).astype(np.int64)
+    return out[:, :width]
