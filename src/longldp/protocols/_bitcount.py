@@ -246,11 +246,13 @@ def grouped_column_sums(
             out[j] = packed_column_sums(grouped[bounds[j] : bounds[j + 1]], row_bytes * 8)
         return out[:, :width]
     run = k * per_label * row_bytes // 8
-    # idx[g, r, j, v]: the report in slot v of label j in run r of group g.
-    q = np.arange(n_groups * slots, dtype=np.intp).reshape(n_groups, _RUNS, 1, per_label)
-    start = bounds[:-1].reshape(1, 1, k, 1)
-    filled = q < counts.reshape(1, 1, k, 1)
-    idx = order[np.minimum(np.where(filled, start + q, start), n - 1)]
+    # Group g, run r, label j, slot v holds the label's report of rank q = (15 g + r) V + v
+    # (in the sorted order), or its first report when q is past its count.
+    ranks = np.arange(slots, dtype=np.intp).reshape(_RUNS, 1, per_label)
+    start = bounds[:-1].reshape(1, k, 1)
+    last = counts.reshape(1, k, 1)
+    pos = np.empty((_RUNS, k, per_label), dtype=np.intp)
+    idx = np.empty(pos.size, dtype=np.intp)
     as_words = row_bytes % 8 == 0
     source = rows.view(np.uint64) if as_words else rows
     buf = np.empty((_RUNS * k * per_label, source.shape[1]), dtype=source.dtype)
@@ -259,7 +261,10 @@ def grouped_column_sums(
 
     def gathered() -> Iterator[NDArray[np.uint64]]:
         for g in range(n_groups):
-            np.take(source, idx[g].reshape(-1), axis=0, out=buf, mode="clip")
+            q = ranks + g * slots
+            np.add(start, np.where(q < last, q, 0), out=pos)
+            np.take(order, pos.reshape(-1), out=idx, mode="clip")  # an empty last label: n
+            np.take(source, idx, axis=0, out=buf, mode="clip")
             yield group
 
     def fold(wide: NDArray[np.uint16]) -> None:
