@@ -44,7 +44,7 @@ BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astyp
 
 _NIBBLE_ONES = np.uint64(0x1111111111111111)
 _LOW_NIBBLES = np.uint64(0x0F0F0F0F0F0F0F0F)
-#: Runs added per nibble sum (a 4-bit lane holds at most 15).
+#: Runs per group (the carry-save inputs) and groups per nibble sum (a 4-bit lane holds 15).
 _RUNS = 15
 #: Weighted nibble splits added per 16-bit accumulation (291 * 225 <= 65535).
 _SPLITS = 291
@@ -80,8 +80,8 @@ def packed_column_sums(rows: NDArray[np.uint8], width: int) -> NDArray[np.int64]
 
 
 def _add_counts(rows: NDArray[np.uint8], row_bytes: int, run_words: int, totals: NDArray) -> None:
-    """Add the bit counts of ``rows`` to ``totals``: nibble lanes on whole groups of runs,
-    then the same with shorter runs on what is left, and the histogram at the end."""
+    """Add the bit counts of ``rows`` to ``totals``: the carry-save kernel on whole groups of
+    runs, then the same with shorter runs on what is left, and the histogram at the end."""
     period = math.lcm(8, row_bytes) // 8  # words after which the byte-to-column map repeats
     run = max(1, run_words // period) * period
     rows_per_group = _RUNS * run * 8 // row_bytes
