@@ -3,8 +3,9 @@
 Run with ``python benchmarks/bench_sketch.py [--quick] [--out PATH]`` (pure-ldp comes with the
 ``bench`` extra). Measured, each the median of ``--repeats`` runs on one core's worth of work:
 
-- **CMS aggregation** of packed m-bit reports into the (d, m) sketch (rows grouped by a stable
-  counting sort, then nibble-lane column sums), in reports/s, against the practical limit of
+- **CMS aggregation** of packed m-bit reports into the (d, m) sketch (all rows in one pass of
+  carry-save column sums, reports gathered row by row into cache-sized groups), in reports/s,
+  both as an unsorted batch (the server's ingest) and stored by row, against the practical limit of
   one read of the same bytes (``ndarray.sum`` over them) and against pure-ldp 1.2.0's
   ``CMSServer.aggregate`` fed the very same reports (as its ±1 vectors), which loops in Python.
 - **HCMS aggregation** of (row, l, bit) reports (one bincount), against pure-ldp's HCMS server

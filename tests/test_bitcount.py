@@ -48,3 +48,44 @@ def test_many_groups_flush_the_byte_lanes_exactly(monkeypatch, row_bytes):
     rows = rng.integers(0, 256, size=(50_003, row_bytes), dtype=np.uint8)
     expected = np.unpackbits(rows, axis=1).sum(axis=0, dtype=np.int64)
     np.testing.assert_array_equal(packed_column_sums(rows, 8 * row_bytes), expected)
+
+
+def test_sixteen_bit_lanes_hold_their_stated_capacity(monkeypatch):
+    # One-word runs make 120-row groups: 292 splits of 15 groups pass the 291 weighted splits
+    # (each adding 225 to a lane for all-ones rows) a 16-bit lane holds before it is folded.
+    from longldp.protocols import _bitcount
+
+    monkeypatch.setattr(_bitcount, "_RUN_WORDS", 1)
+    monkeypatch.setattr(_bitcount, "_MIN_RUN_WORDS", 0)
+    n = 292 * 15 * 120 + 7
+    ones = np.full((n, 1), 0xFF, dtype=np.uint8)
+    np.testing.assert_array_equal(packed_column_sums(ones, 8), np.full(8, n))
+
+
+@pytest.mark.parametrize("run_words", [64, 8192])  # 64: one gather pass; 8192: per label
+@pytest.mark.parametrize(
+    ("n", "row_bytes", "k"), [(0, 8, 3), (1, 8, 3), (20_000, 16, 8), (20_000, 3, 9), (9_000, 1, 2)]
+)
+def test_grouped_counts_equal_unpackbits_per_label(monkeypatch, run_words, n, row_bytes, k):
+    from longldp.protocols import _bitcount
+
+    monkeypatch.setattr(_bitcount, "_RUN_WORDS", run_words)
+    per_label = []
+    real = _bitcount.packed_column_sums
+    monkeypatch.setattr(_bitcount, "packed_column_sums", lambda *a: per_label.append(1) or real(*a))
+    rng = np.random.default_rng(n + row_bytes + k)
+    labels = rng.integers(0, k - 1, n)
+    labels[labels >= 1] += 1  # label 1 empty: padded with report 0, subtracted
+    width = 8 * row_bytes - (3 if row_bytes > 1 else 0)
+    for rows in (
+        rng.integers(0, 256, size=(n, row_bytes), dtype=np.uint8),
+        np.full((n, row_bytes), 0xFF, dtype=np.uint8),
+    ):
+        expected = np.zeros((k, width), dtype=np.int64)
+        np.add.at(expected, labels, np.unpackbits(rows, axis=1)[:, :width].astype(np.int64))
+        got = _bitcount.grouped_column_sums(rows, labels, k, width)
+        assert got.dtype == np.int64 and got.shape == (k, width)
+        np.testing.assert_array_equal(got, expected)
+    # The one-pass gather needs enough reports per label: small runs and no label with half of
+    # them (k = 2 with label 1 empty); one report, or the default runs, go label by label.
+    assert bool(per_label) == (n > 0 and (run_words == 8192 or n == 1 or k == 2)), per_label

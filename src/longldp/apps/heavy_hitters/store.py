@@ -1,13 +1,14 @@
 """A sketch's reports stored by row on ingestion (the CMS aggregation bottleneck).
 
-A CMS (or THE, PCS, L-CMS) report is (row j, m packed bits). Counting an unsorted batch first
-groups its reports by row (a counting sort and a gather of every report) and then sums each
-row's bit columns; at m = 1024 the grouping costs several times the reading
-(benchmarks/bench_sketch.py). :class:`RowStore` groups once, on ingestion: each batch's
-reports are appended to one growable buffer per row, so that counting reads each row's reports
-as one contiguous block (the nibble-lane column sums of :mod:`longldp.protocols._bitcount`),
-and only the reports added since the last count are read again. Its support equals the
-protocol's ``support_counts`` of everything added (``tests/test_heavy_hitters.py``).
+A CMS (or THE, PCS, L-CMS) report is (row j, m packed bits). Counting an unsorted batch sorts
+the row labels and gathers every report into cache-sized groups that hold all rows (one pass,
+``grouped_column_sums``); the gather reads the reports in row order, not in storage order
+(benchmarks/bench_sketch.py measures both layouts). :class:`RowStore` groups once, on
+ingestion: each batch's reports are appended to one growable buffer per row, so that counting
+reads each row's reports as one contiguous block (the carry-save column sums of
+:mod:`longldp.protocols._bitcount`), and only the reports added since the last count are read
+again. Its support equals the protocol's ``support_counts`` of everything added
+(``tests/test_heavy_hitters.py``).
 """
 
 from __future__ import annotations

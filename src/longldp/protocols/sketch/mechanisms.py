@@ -760,8 +760,8 @@ class _Sketch(Mechanism, SketchEstimator, ReportCodec):
         return self._check_reports(self._records(bytes_to_uint(rows[:, :w]), bits=bits))
 
     def support_counts(self, reports: NDArray) -> NDArray[np.int64]:
-        """(d, m + 1): reports per row, then set bits per (row, column) (the nibble-lane column
-        sums of the kernels, reports grouped by row)."""
+        """(d, m + 1): reports per row, then set bits per (row, column) (the carry-save column
+        sums of the kernels, all rows in one pass: ``oracles.count_bits``)."""
         rep = self._check_reports(reports)
         bits = np.ascontiguousarray(rep["bits"])
         rows = rep["hash_id"]

@@ -37,7 +37,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from longldp import _validate as check
 from longldp.privacy import sketch as formulas
-from longldp.protocols._bitcount import packed_column_sums
+from longldp.protocols._bitcount import grouped_column_sums, packed_column_sums
 from longldp.protocols._rng import RandomSource
 from longldp.protocols.hadamard import fwht, hadamard_parity
 from longldp.protocols.lh import mix_hash
@@ -299,26 +299,14 @@ def _check_rows(cfg: SketchConfig, rows: ArrayLike, n: int) -> NDArray[np.int64]
 
 
 def count_bits(bits: NDArray[np.uint8], rows: ArrayLike, d: int, m: int) -> NDArray[np.int64]:
-    """(d, m) set bits per row and column of packed reports: reports grouped by row (a stable
-    counting sort), then the nibble-lane column sums of :mod:`longldp.protocols._bitcount` per
-    row. Reports already stored by row (a server's layout) skip the sort: pass one row's
-    reports with d = 1 (benchmarks/bench_sketch.py measures both)."""
+    """(d, m) set bits per row and column of packed reports, in any order: the carry-save
+    column sums of :func:`longldp.protocols._bitcount.grouped_column_sums` with the row as
+    the label (all rows in one pass). Reports already stored by row (a server's layout) may
+    pass one row's reports with d = 1 (benchmarks/bench_sketch.py measures both)."""
     r = np.asarray(rows, dtype=np.int64)
-    out = np.zeros((d, m), dtype=np.int64)
     if d == 1:
-        out[0] = packed_column_sums(bits, m)
-        return out
-    order = np.argsort(r.astype(np.uint16 if d <= 1 << 16 else np.int64), kind="stable")
-    bounds = np.searchsorted(r[order], np.arange(d + 1))
-    # Whole reports move as 64-bit words when they are (a gather of 8-byte items is cheap).
-    grouped = (
-        bits.view(np.uint64)[order].view(np.uint8)
-        if bits.shape[1] % 8 == 0 and bits.flags.c_contiguous
-        else bits[order]
-    )
-    for j in np.flatnonzero(np.diff(bounds)):
-        out[j] = packed_column_sums(grouped[bounds[j] : bounds[j + 1]], m)
-    return out
+        return packed_column_sums(bits, m)[None, :]
+    return grouped_column_sums(bits, r, d, m)
 
 
 def aggregate_bits(cfg: SketchConfig, bits: NDArray[np.uint8], rows: ArrayLike) -> SketchState:
