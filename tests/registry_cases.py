@@ -126,11 +126,7 @@ def engine_frequencies(cls: type) -> bool:
 def required_options(cls: type) -> dict[str, Any]:
     """The constructor parameters a class requires besides k and its budget (a numeric
     mechanism's declared range lo, hi), from its first test parameters."""
-    need = {
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    } - {"k", *cls.budget_params}
+    need = set(cls.required_parameters()) - {"k", *cls.budget_params}
     return {p: v for p, v in cls.test_params[0].items() if p in need}
 
 

@@ -806,7 +806,7 @@ def _same_support(have: np.ndarray, want: np.ndarray, n: int) -> bool:
 
 
 def _close(have: object, want: object) -> bool:
-    """Estimates from float sums (a numeric mean's, SHE's) equal up to the rounding of another
+    """Estimates from float sums (a numeric mean's) equal up to the rounding of another
     summation order (:func:`_same_support`), carried through the estimator: 1e-9 relative."""
     a = np.asarray(have, dtype=np.float64)
     b = np.asarray(want, dtype=np.float64)

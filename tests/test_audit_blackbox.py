@@ -56,12 +56,7 @@ EXAMPLE_PARAMS = {
 def example_protocol(cls: type, k: int = 4) -> ll.protocols.FrequencyOracle:
     """The registered class at a small k with typical parameters (a new required parameter
     fails here, so every protocol added to the registry is audited)."""
-    fields = [f for f in dataclasses.fields(cls) if f.init and f.name != "k"]
-    required = [
-        f.name
-        for f in fields
-        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    ]
+    required = [name for name in cls.required_parameters() if name != "k"]
     unknown = [name for name in required if name not in EXAMPLE_PARAMS]
     assert not unknown, f"{cls.name}: add example values for {unknown}"
     params = {name: EXAMPLE_PARAMS[name] for name in required}

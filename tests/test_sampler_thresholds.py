@@ -193,13 +193,7 @@ def build_high(cls: type, eps: float, alpha: float | None) -> ll.FrequencyOracle
     budget = {"eps": eps, "eps_perm": eps, "eps_1": (alpha or 0.0) * eps, "eps_window": eps}
     budget |= {"eps_total": eps, "eps_0": eps, "eps_node": eps}
     # Required structural parameters besides the budget (a window w ...): the test ones.
-    required = {
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.init
-        and f.default is dataclasses.MISSING
-        and f.default_factory is dataclasses.MISSING
-    }
+    required = set(cls.required_parameters())
     params |= {
         key: v
         for key, v in cls.test_params[0].items()

@@ -259,7 +259,7 @@ def protocol(name: str, **params: Any) -> FrequencyOracle:
         raise ValueError(
             f"{cls.name}: unknown parameter(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}."
         )
-    missing = [p for p in _required_parameters(cls) if p not in params]
+    missing = [p for p in cls.required_parameters() if p not in params]
     if missing:
         raise ValueError(f"{cls.name}: missing parameter(s) {', '.join(missing)}.")
     return cls(**params)
@@ -315,14 +315,6 @@ def list_protocols() -> list[ProtocolInfo]:
 
 def _init_parameters(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in dataclasses.fields(cls) if f.init)
-
-
-def _required_parameters(cls: type) -> tuple[str, ...]:
-    return tuple(
-        f.name
-        for f in dataclasses.fields(cls)
-        if f.init and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    )
 
 
 def register(classes: Any, source: str) -> list[type[FrequencyOracle]]:

@@ -188,11 +188,21 @@ class Mechanism(ABC):
         elif not native:
             level = eps_perm if cls.longitudinal or one_shot_eps is None else one_shot_eps
             params |= privacy.Budget.at_level(level, eps_1, cls.budget_params).given()
-        for f in dataclasses.fields(cls):  # type: ignore[arg-type]
-            missing = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-            if f.init and missing and f.name not in params:
-                params[f.name] = cls.test_params[0][f.name]
+        for name in cls.required_parameters():
+            if name not in params:
+                params[name] = cls.test_params[0][name]
         return params
+
+    @classmethod
+    def required_parameters(cls) -> tuple[str, ...]:
+        """The constructor parameters without a default (every one must be given)."""
+        return tuple(
+            f.name
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            if f.init
+            and f.default is dataclasses.MISSING
+            and f.default_factory is dataclasses.MISSING
+        )
 
     @classmethod
     def max_alpha(cls, eps_perm: float, **params: Any) -> float:
